@@ -1,0 +1,32 @@
+# Two commands on a fresh machine:  make demo  |  make test
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+# llama-cpp-python builds from source (10-20 min on 2 cores, once: pip caches the wheel).
+# Skipping llama.cpp's examples, tests, tools and server shortens that build.
+export CMAKE_ARGS ?= -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF
+export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
+
+.PHONY: demo test bench screenshots clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)  ## build the sample project with the bundled model and open the app on it
+	$(BIN)/curator demo
+
+test: $(STAMP)  ## the whole test suite (Qt offscreen)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+
+bench: $(STAMP)  ## benchmarks: print figures, assert nothing
+	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+screenshots: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/screenshots.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,3 @@
+"""Curator: build reviewed retrieval-evaluation gold sets from a folder of documents, offline."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,67 @@
+"""Shared plumbing for CLI commands: open a project, print text or JSON, fail with one line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+import click
+
+from curator.core.errors import CuratorError
+from curator.core.store import open_project
+
+
+class CuratorGroup(click.Group):
+    """Turns a CuratorError anywhere in a command into 'Error: ...' on stderr and exit 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CuratorError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(1)
+
+
+@contextmanager
+def project(path: str, create: bool = False) -> Iterator[Any]:
+    db = open_project(path, create=create)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def emit(data: Any, as_json: bool, render: Callable[[Any], str] | None = None) -> None:
+    """Print one JSON document (for scripts) or the human rendering."""
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    elif render is not None:
+        click.echo(render(data))
+
+
+def table(rows: list[dict], columns: list[str], widths: dict[str, int] | None = None) -> str:
+    """A plain fixed-width table; long cells are cut with an ellipsis."""
+    widths = widths or {}
+    def cell(value: Any, column: str) -> str:
+        text = " ".join(str("" if value is None else value).split())
+        limit = widths.get(column, 40)
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+    cells = [[cell(r.get(c), c) for c in columns] for r in rows]
+    sizes = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(s) for c, s in zip(columns, sizes))]
+    lines += ["  ".join(v.ljust(s) for v, s in zip(row, sizes)) for row in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def progress_printer(label: str) -> Callable[[int, int, str], None]:
+    """A progress callback that redraws one line on a terminal and stays quiet otherwise."""
+    interactive = sys.stderr.isatty()
+    def on_progress(done: int, total: int, message: str) -> None:
+        if interactive and total:
+            click.echo(f"\r{label} {done}/{total} {message[:50]:<50}", err=True, nl=done >= total)
+    return on_progress
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document to stdout.")

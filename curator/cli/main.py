@@ -1,0 +1,180 @@
+"""The ``curator`` command: a thin layer over curator.core (parse, call one function, print)."""
+
+from __future__ import annotations
+
+import click
+
+from curator import __version__
+from curator.cli.common import CuratorGroup, emit, json_option, progress_printer, project, table
+from curator.core.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP
+
+
+@click.group(cls=CuratorGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="curator")
+def cli() -> None:
+    """Curator: build reviewed retrieval-evaluation gold sets from your documents, offline.
+
+    \b
+    Example:
+        curator init handbook.curator
+        curator ingest handbook.curator docs/
+        curator search handbook.curator "rotate keys"
+    """
+
+
+@cli.command()
+@click.argument("project_path", metavar="PROJECT")
+@json_option
+def init(project_path: str, as_json: bool) -> None:
+    """Create a project file (an existing project is left as it is).
+
+    \b
+    Example:
+        curator init handbook.curator
+    """
+    with project(project_path, create=True):
+        pass
+    emit({"project": project_path, "created": True}, as_json, lambda d: f"Project ready: {d['project']}")
+
+
+def _render_ingest(r: dict) -> str:
+    lines = [
+        f"files seen {r['files_seen']}, ingested {r['files_ingested']}, unchanged {r['files_unchanged']}, "
+        f"skipped {len(r['skipped'])}",
+        f"documents written {r['documents']}, chunks added {r['chunks_added']}, retired {r['chunks_retired']}",
+        f"project now: {r['total_documents']} documents, {r['total_chunks']} chunks"
+        + (f", {r['queries_stale']} queries with stale gold labels" if r["queries_stale"] else ""),
+        f"{r['bytes'] / 1e6:.2f} MB in {r['seconds']:.2f} s",
+    ]
+    lines += [f"skipped {s['path']}: {s['reason']}" for s in r["skipped"]]
+    lines += [f"warning {e}" for e in r["line_errors"]]
+    return "\n".join(lines)
+
+
+@cli.command()
+@click.argument("project_path", metavar="PROJECT")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--chunk-size", default=DEFAULT_CHUNK_SIZE, show_default=True, type=click.IntRange(16, 8192),
+              help="Chunk size in approximate tokens (a word or a punctuation mark is one token).")
+@click.option("--overlap", default=DEFAULT_OVERLAP, show_default=True, type=click.IntRange(0, 4096),
+              help="Tokens shared by consecutive chunks of a section.")
+@json_option
+def ingest(project_path: str, paths: tuple[str, ...], chunk_size: int, overlap: int, as_json: bool) -> None:
+    """Ingest files and folders (.txt .md .rst .html .pdf .jsonl) into chunks.
+
+    Folders are read recursively. Unchanged files are skipped, so re-running is cheap and
+    keeps chunk ids. A BEIR corpus.jsonl keeps its document ids.
+
+    \b
+    Example:
+        curator ingest handbook.curator docs/ extra/faq.md --chunk-size 200
+    """
+    if overlap >= chunk_size:
+        raise click.BadParameter("must be smaller than --chunk-size", param_hint="--overlap")
+    from curator.core.ingest import ingest as run_ingest
+
+    with project(project_path, create=True) as db:
+        result = run_ingest(db, paths, chunk_size, overlap, on_progress=progress_printer("ingest"))
+    emit(result.as_dict(), as_json, _render_ingest)
+
+
+@cli.command()
+@click.argument("project_path", metavar="PROJECT")
+@click.option("--doc", "doc_path", help="Only chunks of this document (its path as stored).")
+@json_option
+def chunks(project_path: str, doc_path: str | None, as_json: bool) -> None:
+    """List chunks: id, document path, title (heading path) and text.
+
+    \b
+    Example:
+        curator chunks handbook.curator --doc docs/install/linux.md
+    """
+    from curator.core.corpus import list_chunks
+
+    with project(project_path) as db:
+        found = list_chunks(db, doc_path)
+    emit(found, as_json, lambda rows: table(rows, ["id", "doc_path", "title", "text"], {"text": 60, "title": 30}))
+
+
+@cli.command()
+@click.argument("project_path", metavar="PROJECT")
+@click.argument("query")
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 1000))
+@json_option
+def search(project_path: str, query: str, limit: int, as_json: bool) -> None:
+    """Full-text search over chunks, ranked by FTS5 bm25 (higher score is better).
+
+    \b
+    Example:
+        curator search handbook.curator "rotate encryption keys" --limit 5
+    """
+    from curator.core.search import search_chunks
+
+    with project(project_path) as db:
+        hits = search_chunks(db, query, limit)
+    for hit in hits:
+        hit["score"] = round(hit["score"], 4)
+    emit(hits, as_json, lambda rows: table(rows, ["score", "id", "doc_path", "title", "text"], {"text": 60}))
+
+
+@cli.command()
+@click.argument("project_path", metavar="PROJECT")
+@json_option
+def stats(project_path: str, as_json: bool) -> None:
+    """Summarise what a project holds.
+
+    \b
+    Example:
+        curator stats handbook.curator --json
+    """
+    from curator.core.stats import project_stats, render_stats
+
+    with project(project_path) as db:
+        result = project_stats(db)
+    emit(result, as_json, render_stats)
+
+
+@cli.command()
+@click.argument("project_path", metavar="[PROJECT]", required=False)
+def gui(project_path: str | None) -> None:
+    """Open the desktop app, optionally on a project file.
+
+    \b
+    Example:
+        curator gui handbook.curator
+    """
+    from curator.cli.launch import open_gui_if_possible
+
+    open_gui_if_possible(project_path)
+
+
+@cli.command()
+@click.option("--project", "project_path", default="curator-demo.curator", show_default=True,
+              help="Where to build the demo project.")
+@click.option("--headless", is_flag=True, help="Print the summary instead of opening the app.")
+@json_option
+def demo(project_path: str, headless: bool, as_json: bool) -> None:
+    """Build a project from the bundled sample corpus and bundled model, then open it.
+
+    \b
+    Example:
+        curator demo --headless
+    """
+    from curator.core.demo import build_demo_project
+    from curator.core.stats import render_stats
+
+    summary = build_demo_project(project_path, on_progress=progress_printer("demo"))
+    emit(summary, as_json, lambda s: f"Demo project: {project_path}\n" + render_stats(s["stats"]))
+    if not headless and not as_json:
+        from curator.cli.launch import open_gui_if_possible
+
+        open_gui_if_possible(project_path)
+
+
+# Each stage keeps its commands in its own module; they register themselves here.
+from curator.cli import (  # noqa: E402
+    cluster_cmds, export_cmds, generate_cmds, review_cmds, sample_cmds, trust_cmds,
+)
+
+for _module in (generate_cmds, sample_cmds, cluster_cmds, review_cmds, export_cmds, trust_cmds):
+    _module.register(cli)

@@ -1,0 +1,335 @@
+"""Turn files into clean text split into sections (heading path, text).
+
+Each loader returns ``LoadedDoc`` objects; a JSONL corpus file yields one per line, every
+other format one per file. Loaders raise ``InputError`` with the file (and line) named.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+
+from curator.core.errors import InputError
+
+SUPPORTED_SUFFIXES = {".txt", ".md", ".markdown", ".rst", ".html", ".htm", ".pdf", ".jsonl"}
+
+
+@dataclass
+class Section:
+    heading_path: tuple[str, ...]
+    text: str
+
+
+@dataclass
+class LoadedDoc:
+    key: str  # the document's identity in the project: a path, or path#id for JSONL rows
+    title: str
+    format: str
+    sections: list[Section]
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(s.text for s in self.sections)
+
+
+def decode_bytes(data: bytes, path: Path) -> str:
+    """UTF-8 (with or without BOM) first, then UTF-16 by BOM, then cp1252, then Latin-1."""
+    if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(f"{path}: looks binary (NUL bytes), skipped.")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("cp1252")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
+    return decode_bytes(data, path)
+
+
+# ---------------------------------------------------------------- Markdown
+
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_MD_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def _clean_markdown_inline(text: str) -> str:
+    text = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", text)  # images keep their alt text
+    text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)  # links keep their words
+    text = re.sub(r"<[^>\n]+>", "", text)  # inline HTML tags
+    text = re.sub(r"(\*\*|__)(.+?)\1", r"\2", text)
+    return text
+
+
+def parse_markdown(text: str) -> list[Section]:
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []  # (heading level, heading text) from the top down
+    buffer: list[str] = []
+    in_fence = False
+
+    def flush() -> None:
+        body = _clean_markdown_inline("\n".join(buffer)).strip()
+        if body:
+            sections.append(Section(tuple(title for _, title in stack), body))
+        buffer.clear()
+
+    for line in text.splitlines():
+        if _MD_FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        match = None if in_fence else _MD_HEADING.match(line)
+        if match:
+            flush()
+            level = len(match.group(1))
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, _clean_markdown_inline(match.group(2)).strip()))
+        else:
+            buffer.append(line)
+    flush()
+    return sections
+
+
+# ---------------------------------------------------------------- reStructuredText
+
+_RST_ADORNMENT = re.compile(r"^([=\-~^\"'`#*+:._])\1{2,}\s*$")
+_RST_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+([\w:-]+)::\s*(.*)$")
+_RST_COMMENT_OR_TARGET = re.compile(r"^\s*\.\.(\s+_[^:]+:.*|\s*$|\s+[^\w].*|\s+\w[^:]*$)")
+_RST_ROLE = re.compile(r":[\w:-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
+# Directives whose body is prose worth keeping; others (image, toctree, raw, ...) are dropped.
+_RST_PROSE_DIRECTIVES = {"note", "warning", "tip", "important", "caution", "hint", "attention",
+                         "danger", "error", "admonition", "seealso", "topic", "code-block",
+                         "code", "sourcecode", "versionadded", "versionchanged", "deprecated"}
+
+
+def _clean_rst_inline(text: str) -> str:
+    text = _RST_ROLE.sub(r"\1", text)
+    text = re.sub(r"`([^`<]+?)\s*<[^>]+>`_+", r"\1", text)  # `text <url>`_
+    text = re.sub(r"``(.+?)``", r"\1", text)
+    text = re.sub(r"`([^`]+)`_*", r"\1", text)
+    text = re.sub(r"(\*\*|\*)(.+?)\1", r"\2", text)
+    text = re.sub(r"\|([\w -]+)\|", r"\1", text)  # substitution references
+    return text
+
+
+def _strip_rst_directives(lines: list[str]) -> list[str]:
+    """Replace directive markup by its prose body (or nothing), keeping ordinary lines."""
+    out: list[str] = []
+    skip_indent: int | None = None
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if skip_indent is not None:
+            if line.strip() and indent <= skip_indent:
+                skip_indent = None
+            else:
+                continue
+        directive = _RST_DIRECTIVE.match(line)
+        if directive:
+            name = directive.group(2).lower()
+            if name in _RST_PROSE_DIRECTIVES:
+                argument = directive.group(3).strip()
+                if argument and name not in {"code-block", "code", "sourcecode"}:
+                    out.append(argument)
+            else:
+                skip_indent = indent
+            continue
+        if _RST_COMMENT_OR_TARGET.match(line):
+            skip_indent = indent
+            continue
+        if re.match(r"^\s+:[\w-]+:", line):  # directive options such as :linenos:
+            continue
+        out.append(line.rstrip())
+    return out
+
+
+def parse_rst(text: str) -> list[Section]:
+    lines = _strip_rst_directives(text.splitlines())
+    sections: list[Section] = []
+    levels: list[str] = []  # adornment characters in order of first appearance
+    path: list[str] = []
+    buffer: list[str] = []
+
+    def flush() -> None:
+        body = _clean_rst_inline("\n".join(b for b in buffer if not _RST_ADORNMENT.match(b))).strip()
+        body = re.sub(r"::\s*$", ":", body, flags=re.M)
+        if body:
+            sections.append(Section(tuple(path), body))
+        buffer.clear()
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        is_title = line.strip() and _RST_ADORNMENT.match(nxt) and len(nxt.strip()) >= len(line.strip()) - 1
+        if is_title and not _RST_ADORNMENT.match(line):
+            flush()
+            char = nxt.strip()[0]
+            if char not in levels:
+                levels.append(char)
+            level = levels.index(char)
+            del path[level:]
+            path.append(_clean_rst_inline(line.strip()))
+            i += 2
+            continue
+        buffer.append(line)
+        i += 1
+    flush()
+    return sections
+
+
+# ---------------------------------------------------------------- HTML
+
+_BLOCK_TAGS = {"p", "div", "li", "ul", "ol", "table", "tr", "br", "section", "article",
+               "pre", "blockquote", "dd", "dt", "header", "footer", "main", "td", "th"}
+_SKIP_TAGS = {"script", "style", "noscript", "template", "svg", "head", "nav"}
+_HEADING_TAGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+
+
+class _HtmlSections(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.title = ""
+        self.sections: list[Section] = []
+        self._path: list[str] = []
+        self._buffer: list[str] = []
+        self._heading: list[str] | None = None
+        self._heading_level = 0
+        self._skip_depth = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "title":
+            self._in_title = True
+        elif tag in _SKIP_TAGS:
+            self._skip_depth += 1
+        elif tag in _HEADING_TAGS and not self._skip_depth:
+            self._flush()
+            self._heading, self._heading_level = [], _HEADING_TAGS[tag]
+        elif tag in _BLOCK_TAGS:
+            self._buffer.append("\n" if tag not in {"td", "th"} else " | ")
+
+    def handle_endtag(self, tag):
+        if tag == "title":
+            self._in_title = False
+        elif tag in _SKIP_TAGS:
+            self._skip_depth = max(0, self._skip_depth - 1)
+        elif tag in _HEADING_TAGS and self._heading is not None:
+            level = self._heading_level
+            del self._path[level - 1 :]
+            self._path.append(" ".join("".join(self._heading).split()))
+            self._heading = None
+        elif tag in _BLOCK_TAGS:
+            self._buffer.append("\n")
+
+    def handle_data(self, data):
+        if self._in_title:
+            self.title += data
+        elif self._skip_depth:
+            return
+        elif self._heading is not None:
+            self._heading.append(data)
+        else:
+            self._buffer.append(data)
+
+    def _flush(self) -> None:
+        lines = [" ".join(line.split()) for line in "".join(self._buffer).split("\n")]
+        body = "\n".join(line for line in lines if line.strip(" |"))
+        if body.strip():
+            self.sections.append(Section(tuple(p for p in self._path if p), body.strip()))
+        self._buffer.clear()
+
+    def close(self):
+        super().close()
+        self._flush()
+
+
+def parse_html(text: str) -> tuple[str, list[Section]]:
+    parser = _HtmlSections()
+    parser.feed(text)
+    parser.close()
+    return html.unescape(parser.title.strip()), parser.sections
+
+
+# ---------------------------------------------------------------- plain text and PDF
+
+def parse_plain(text: str) -> list[Section]:
+    body = text.replace("\r\n", "\n").strip()
+    return [Section((), body)] if body else []
+
+
+def load_pdf(path: Path) -> list[Section]:
+    import pypdf  # imported here: only PDF ingest pays for it
+
+    try:
+        reader = pypdf.PdfReader(str(path))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except Exception as exc:  # pypdf raises many types for broken files
+        raise InputError(f"{path}: not a readable PDF ({type(exc).__name__}: {exc}).") from None
+    sections = [Section((f"Page {i}",), t.strip()) for i, t in enumerate(pages, 1) if t.strip()]
+    if not sections:
+        raise InputError(f"{path}: the PDF has no text layer (scanned?); skipped.")
+    return sections
+
+
+# ---------------------------------------------------------------- JSONL corpora (BEIR)
+
+def load_jsonl_corpus(path: Path, errors: list[str]) -> list[LoadedDoc]:
+    """One document per line with ``_id``/``id``, ``title`` and ``text``; bad lines go to errors."""
+    docs = []
+    for number, line in enumerate(read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise ValueError("not a JSON object")
+            text = str(record.get("text") or "").strip()
+            doc_id = str(record.get("_id", record.get("id", ""))).strip()
+            if not text or not doc_id:
+                raise ValueError("needs non-empty 'text' and '_id' (or 'id')")
+        except ValueError as exc:
+            errors.append(f"{path}:{number}: {exc}; line skipped.")
+            continue
+        title = str(record.get("title") or "").strip()
+        metadata = {"corpus_id": doc_id, **(record.get("metadata") or {})}
+        sections = [Section((title,) if title else (), text)]
+        docs.append(LoadedDoc(f"{path}#{doc_id}", title or doc_id, "jsonl", sections, metadata))
+    return docs
+
+
+def load_file(path: Path, errors: list[str]) -> list[LoadedDoc]:
+    """Load one supported file into documents; raise InputError if the whole file is bad."""
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return load_jsonl_corpus(path, errors)
+    if suffix == ".pdf":
+        sections = load_pdf(path)
+        return [LoadedDoc(str(path), path.stem, "pdf", sections)]
+    text = read_text(path)
+    title = ""
+    if suffix in {".md", ".markdown"}:
+        sections, fmt = parse_markdown(text), "md"
+    elif suffix == ".rst":
+        sections, fmt = parse_rst(text), "rst"
+    elif suffix in {".html", ".htm"}:
+        (title, sections), fmt = parse_html(text), "html"
+    else:
+        sections, fmt = parse_plain(text), "txt"
+    if not sections:
+        raise InputError(f"{path}: no text found; skipped.")
+    title = title or (sections[0].heading_path[0] if sections[0].heading_path else path.stem)
+    return [LoadedDoc(str(path), title, fmt, sections)]

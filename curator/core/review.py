@@ -1,0 +1,164 @@
+"""Reviewer decisions, committed the moment they are made, with unlimited undo and redo.
+
+Every decision writes one ``decisions`` row holding the reviewable fields of the query before
+and after it, in the same transaction as the change itself. Undo re-applies ``before`` and
+marks the row ``undone``; redo re-applies ``after``. A new decision discards the reviewer's
+redo stack. Because the journal lives in the project file, undo works after a restart.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+import sqlite_utils
+
+from curator.core import store
+from curator.core.errors import InputError
+from curator.core.queries import normalize_text
+
+STATUSES = ("pending", "approved", "rejected", "unanswerable")
+ACTIONS = ("approve", "reject", "unanswerable", "pending", "edit", "gold", "note", "adjudicate")
+_STATUS_OF_ACTION = {"approve": "approved", "reject": "rejected", "unanswerable": "unanswerable", "pending": "pending"}
+# The fields a decision may change; exactly these are journaled and restored by undo.
+REVIEW_FIELDS = ("status", "text", "reference", "gold_chunk_ids", "gold_grades", "answerable", "note",
+                 "reviewer", "reviewed_at")
+_JSON_FIELDS = {"gold_chunk_ids", "gold_grades"}
+
+
+def snapshot(db: sqlite_utils.Database, query_id: str) -> dict:
+    row = db.execute(f"SELECT {', '.join(REVIEW_FIELDS)} FROM queries WHERE id = ?", [query_id]).fetchone()
+    if row is None:
+        raise InputError(f"no query with id {query_id!r}")
+    state = dict(zip(REVIEW_FIELDS, row))
+    for name in _JSON_FIELDS:
+        state[name] = store.loads(state[name], [] if name == "gold_chunk_ids" else {})
+    return state
+
+
+def _write(db: sqlite_utils.Database, query_id: str, state: dict) -> None:
+    values = {k: (store.dumps(v) if k in _JSON_FIELDS else v) for k, v in state.items()}
+    assignments = ", ".join(f"{k} = :{k}" for k in values)
+    db.execute(f"UPDATE queries SET {assignments} WHERE id = :_id", {**values, "_id": query_id})
+
+
+def _check_gold(db: sqlite_utils.Database, gold: Iterable[str]) -> list[str]:
+    ids = list(dict.fromkeys(gold))
+    if ids:
+        marks = ",".join("?" * len(ids))
+        found = {r[0] for r in db.execute(f"SELECT id FROM chunks WHERE id IN ({marks})", ids)}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise InputError(f"unknown chunk id(s): {', '.join(missing)}")
+    return ids
+
+
+def _apply(state: dict, action: str, changes: dict) -> dict:
+    after = dict(state)
+    for key, value in changes.items():
+        if value is not None:
+            after[key] = value
+    if action in _STATUS_OF_ACTION:
+        after["status"] = _STATUS_OF_ACTION[action]
+    if action == "unanswerable":
+        after["answerable"], after["gold_chunk_ids"], after["gold_grades"] = 0, [], {}
+    elif action == "approve" and after["gold_chunk_ids"]:
+        after["answerable"] = 1
+    return after
+
+
+def decide(
+    db: sqlite_utils.Database,
+    query_id: str,
+    action: str,
+    reviewer: str,
+    *,
+    text: Optional[str] = None,
+    reference: Optional[str] = None,
+    gold: Optional[Iterable[str]] = None,
+    grades: Optional[dict[str, int]] = None,
+    note: Optional[str] = None,
+    status: Optional[str] = None,
+) -> dict:
+    """Record one decision (and its effect on the query) in a single transaction."""
+    if action not in ACTIONS:
+        raise InputError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
+    if status is not None and status not in STATUSES:
+        raise InputError(f"unknown status {status!r}; use one of {', '.join(STATUSES)}")
+    if text is not None and not text.strip():
+        raise InputError("the question cannot be empty")
+    with db.conn:
+        before = snapshot(db, query_id)
+        gold_ids = _check_gold(db, gold) if gold is not None else None
+        if gold_ids is not None and grades is None:
+            grades = {cid: before["gold_grades"].get(cid, 1) for cid in gold_ids}
+        changes = {"text": text, "reference": reference, "gold_chunk_ids": gold_ids, "gold_grades": grades,
+                   "note": note, "status": status, "reviewer": reviewer, "reviewed_at": store.now()}
+        after = _apply(before, action, changes)
+        _write(db, query_id, after)
+        if text is not None:
+            db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(text), query_id])
+        db.execute("UPDATE decisions SET state = 'discarded' WHERE reviewer IS ? AND state = 'undone'", [reviewer])
+        cursor = db.execute(
+            "INSERT INTO decisions (query_id, reviewer, at, action, before, after, state) VALUES (?,?,?,?,?,?,'done')",
+            [query_id, reviewer, after["reviewed_at"], action, store.dumps(before), store.dumps(after)],
+        )
+    return {"decision_id": cursor.lastrowid, "query_id": query_id, "action": action, **after}
+
+
+def _restore(db: sqlite_utils.Database, row: tuple, new_state: str) -> str:
+    decision_id, query_id, payload = row
+    state = store.loads(payload)
+    _write(db, query_id, state)
+    db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(state["text"]), query_id])
+    db.execute("UPDATE decisions SET state = ? WHERE id = ?", [new_state, decision_id])
+    return query_id
+
+
+def undo(db: sqlite_utils.Database, reviewer: str) -> Optional[str]:
+    """Undo the reviewer's latest decision; returns its query id, or None if nothing to undo."""
+    with db.conn:
+        row = db.execute(
+            "SELECT id, query_id, before FROM decisions WHERE reviewer IS ? AND state = 'done' ORDER BY id DESC LIMIT 1",
+            [reviewer],
+        ).fetchone()
+        return _restore(db, row, "undone") if row else None
+
+
+def redo(db: sqlite_utils.Database, reviewer: str) -> Optional[str]:
+    """Re-apply the reviewer's most recently undone decision."""
+    with db.conn:
+        row = db.execute(
+            "SELECT id, query_id, after FROM decisions WHERE reviewer IS ? AND state = 'undone' ORDER BY id ASC LIMIT 1",
+            [reviewer],
+        ).fetchone()
+        return _restore(db, row, "done") if row else None
+
+
+def history(db: sqlite_utils.Database, reviewer: Optional[str] = None, limit: int = 10) -> list[dict]:
+    """Latest journal entries (newest first), for an audit list or a sidebar."""
+    where, params = ("WHERE d.reviewer IS ?", [reviewer]) if reviewer is not None else ("", [])
+    result = store.rows(
+        db,
+        f"""SELECT d.id, d.query_id, d.reviewer, d.at, d.action, d.state, q.text
+            FROM decisions d JOIN queries q ON q.id = d.query_id {where}
+            ORDER BY d.id DESC LIMIT ?""",
+        [*params, limit],
+    )
+    return result
+
+
+def queue(db: sqlite_utils.Database, only_pending: bool = False) -> list[dict]:
+    """The review queue in order, with each query's current status."""
+    where = "WHERE q.status = 'pending'" if only_pending else ""
+    return store.rows(
+        db,
+        f"""SELECT r.query_id, r.position, r.cluster, r.stratum, r.reason, q.status
+            FROM review_queue r JOIN queries q ON q.id = r.query_id {where} ORDER BY r.position""",
+    )
+
+
+def progress(db: sqlite_utils.Database) -> dict[str, Any]:
+    row = db.execute(
+        """SELECT COUNT(*), SUM(q.status != 'pending') FROM review_queue r JOIN queries q ON q.id = r.query_id"""
+    ).fetchone()
+    return {"queued": row[0] or 0, "reviewed": row[1] or 0}
