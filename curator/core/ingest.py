@@ -145,6 +145,7 @@ def ingest(
             result.skipped.append({"path": str(file), "reason": f"cannot be read ({exc.strerror or exc})"})
             continue
         result.bytes += len(raw)
+        key = _resolve_key(key, known)
         content_hash = hashlib.sha256(raw).hexdigest()
         if file.suffix.lower() != ".jsonl" and known.get(key) == (content_hash, params):
             result.files_unchanged += 1
@@ -158,6 +159,30 @@ def ingest(
     return result
 
 
+def _retire_missing_rows(db, key: str, present: set[str], result: IngestReport) -> bool:
+    """Rows gone from a JSONL corpus retire their chunks (and flag gold labels on them stale)."""
+    gone = [r[0] for r in db.execute("SELECT id, path FROM documents WHERE path LIKE ? ESCAPE '\\'",
+                                     [key.replace("%", "\\%").replace("_", "\\_") + "#%"]) if r[1] not in present]
+    retired: list[str] = []
+    for doc_id in gone:
+        retired += [r[0] for r in db.execute("SELECT id FROM chunks WHERE doc_id = ? AND active = 1", [doc_id])]
+        db.execute("UPDATE chunks SET active = 0 WHERE doc_id = ?", [doc_id])
+        # The document row stays (its retired chunks still explain old gold labels); a changed
+        # hash makes the row count as new if it comes back.
+        db.execute("UPDATE documents SET content_hash = 'removed' WHERE id = ?", [doc_id])
+    refresh_stale(db, retired)
+    result.chunks_retired += len(retired)
+    return bool(gone)
+
+
+def _resolve_key(key: str, known: dict) -> str:
+    """A file named differently on the command line (a.md vs docs/a.md) keeps its stored key."""
+    if key in known:
+        return key
+    matches = [path for path in known if path.endswith("/" + key)]
+    return matches[0] if len(matches) == 1 else key
+
+
 def _ingest_file(db, file: Path, key: str, content_hash: str, params: str, chunk_size: int, overlap: int,
                  known: dict, result: IngestReport) -> None:
     try:
@@ -167,6 +192,8 @@ def _ingest_file(db, file: Path, key: str, content_hash: str, params: str, chunk
         return
     changed = False
     with db.conn:  # one transaction per file
+        if file.suffix.lower() == ".jsonl":
+            changed = _retire_missing_rows(db, key, {f"{key}#{d.metadata['corpus_id']}" for d in docs}, result)
         for doc in docs:
             doc_key = key if doc.format != "jsonl" else f"{key}#{doc.metadata['corpus_id']}"
             doc_hash = content_hash if doc.format != "jsonl" else hashlib.sha256(

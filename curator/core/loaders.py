@@ -232,7 +232,7 @@ class _HtmlSections(HTMLParser):
             del self._path[level - 1 :]
             self._path.append(" ".join("".join(self._heading).split()))
             self._heading = None
-        elif tag in _BLOCK_TAGS:
+        elif tag in _BLOCK_TAGS and tag not in {"td", "th"}:
             self._buffer.append("\n")
 
     def handle_data(self, data):
@@ -267,7 +267,11 @@ def parse_html(text: str) -> tuple[str, list[Section]]:
 # ---------------------------------------------------------------- plain text and PDF
 
 def parse_plain(text: str) -> list[Section]:
+    """Plain text; a short first line followed by a blank line is taken as the title."""
     body = text.replace("\r\n", "\n").strip()
+    first, _, rest = body.partition("\n")
+    if rest.startswith("\n") and len(first) <= 100 and rest.strip():
+        return [Section((first.strip(),), rest.strip())]
     return [Section((), body)] if body else []
 
 

@@ -55,7 +55,7 @@ def add_query(
                source_chunk_ids, gold_chunk_ids, gold_grades, run_id, raw_output, status, metadata,
                frequency, negative_count, created_at)
            VALUES (?,?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?,?)""",
-        [query_id, text.strip(), normalize_text(text), query_type or source, int(bool(answerable)), reference,
+        [query_id, text.strip(), normalize_text(text), query_type or source, source, int(bool(answerable)), reference,
          store.dumps(list(source_chunk_ids)), store.dumps(gold), store.dumps({c: 1 for c in gold}), run_id,
          raw_output, store.dumps(metadata or {}), frequency, negative_count, store.now()],
     )
