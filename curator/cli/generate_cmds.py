@@ -1,0 +1,75 @@
+"""CLI commands for generation: ``generate`` and ``queries``."""
+
+from __future__ import annotations
+
+import click
+
+from curator.cli.common import emit, json_option, progress_printer, project, table
+
+
+def _render_summary(s: dict) -> str:
+    lines = [f"run {s['run_id']} {s['status']}: accepted {s['accepted']} "
+             f"({', '.join(f'{t} {n}' for t, n in sorted(s['by_type'].items()))}), rejected {s['rejected']}",
+             f"{s['accepted_this_session']} rows in {s['seconds']} s ({s['rows_per_min']} rows/min)"]
+    lines += [f"  rejected: {reason} x{n}" for reason, n in sorted(s["rejected_by_reason"].items(), key=lambda x: -x[1])]
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("project_path", metavar="PROJECT")
+@click.option("--model", "model_path", type=click.Path(dir_okay=False), help="A GGUF file (default: the bundled SmolLM2-135M).")
+@click.option("--endpoint", help="An OpenAI-compatible server URL instead of a local model (key from $CURATOR_API_KEY).")
+@click.option("--count", default=20, show_default=True, type=click.IntRange(1, 100_000), help="Accepted rows wanted.")
+@click.option("--mix", "mix_text", help="Type weights, e.g. factoid=0.4,keyword=0.2,vague=0.15,multi_hop=0.1,unanswerable=0.15")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--resume", is_flag=True, help="Continue the last run to its target without duplicates.")
+@click.option("--threads", type=click.IntRange(1, 256), help="CPU threads (default: physical cores).")
+@click.option("--cluster", type=int, help="Seed generation with the chunks behind this cluster's real queries.")
+@json_option
+def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, threads, cluster, as_json):
+    """Reverse-generate queries, reference answers and gold chunk ids with a local model.
+
+    Every accepted row is committed at once; Ctrl-C stops cleanly and --resume goes on.
+
+    \b
+    Example:
+        curator generate handbook.curator --count 50 --mix factoid=0.5,unanswerable=0.5
+    """
+    from curator.core.generate import GenerationConfig, generate as run_generate, parse_mix
+
+    if model_path and endpoint:
+        raise click.UsageError("use --model or --endpoint, not both")
+    config = GenerationConfig(count=count, mix=parse_mix(mix_text) if mix_text else None, seed=seed,
+                              model_path=model_path, endpoint=endpoint, threads=threads, resume=resume, cluster=cluster)
+    with project(project_path) as db:
+        summary = run_generate(db, config, on_progress=progress_printer("generate"))
+    emit(summary, as_json, _render_summary)
+
+
+@click.command()
+@click.argument("project_path", metavar="PROJECT")
+@click.option("--status", type=click.Choice(["pending", "approved", "rejected", "unanswerable"]))
+@click.option("--type", "query_type", help="factoid, keyword, vague, multi_hop, unanswerable, log, manual")
+@click.option("--source", type=click.Choice(["synthetic", "log", "manual"]))
+@json_option
+def queries(project_path, status, query_type, source, as_json):
+    """List queries with type, source, status, gold chunk ids, answer, cluster and queue state.
+
+    \b
+    Example:
+        curator queries handbook.curator --status pending --type factoid
+    """
+    from curator.core.queries import list_queries
+
+    with project(project_path) as db:
+        found = list_queries(db, status=status, query_type=query_type, source=source)
+    rows = [{"id": q["id"], "text": q["text"], "type": q["query_type"], "source": q["source"], "status": q["status"],
+             "gold": ",".join(q["gold_chunk_ids"]), "answer": q["reference"], "cluster": q["cluster_label"],
+             "queued": q["queued"], "stale": bool(q["stale"])} for q in found]
+    emit(found if as_json else rows, as_json,
+         lambda r: table(r, ["id", "type", "status", "text", "gold", "answer"], {"text": 50, "answer": 30, "gold": 20}))
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(generate)
+    cli.add_command(queries)

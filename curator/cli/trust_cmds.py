@@ -1,0 +1,9 @@
+"""CLI commands for the trust stage."""
+
+from __future__ import annotations
+
+import click
+
+
+def register(cli: click.Group) -> None:
+    """Add this module's commands to the curator group."""

@@ -1,0 +1,156 @@
+"""Export the gold set as JSONL (RAGAS field names), a BEIR folder or TREC qrels, plus a manifest.
+
+Every file is written to a temporary name in the target folder and renamed into place, so a
+crash leaves either the previous export or the complete new one, never a truncated file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+import sqlite_utils
+
+from curator import __version__
+from curator.core import store
+from curator.core.corpus import get_chunks
+from curator.core.errors import InputError
+from curator.core.queries import list_queries
+
+FORMATS = ("jsonl", "beir", "trec")
+DEFAULT_STATUSES = ("approved", "unanswerable")
+
+
+@contextmanager
+def atomic_file(path: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it over ``path`` only on success."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _write_lines(path: Path, lines: Iterable[str]) -> None:
+    with atomic_file(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for line in lines:
+                fh.write(line + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def select_rows(db: sqlite_utils.Database, statuses: Iterable[str] = DEFAULT_STATUSES, query_type=None,
+                source=None, cluster=None) -> list[dict]:
+    """The gold rows to export, in a deterministic order (by query id)."""
+    wanted = set(statuses)
+    rows = [q for q in list_queries(db, query_type=query_type, source=source) if q["status"] in wanted]
+    if cluster is not None:
+        rows = [q for q in rows if q["cluster"] == cluster]
+    return sorted(rows, key=lambda q: q["id"])
+
+
+def jsonl_record(db: sqlite_utils.Database, q: dict) -> dict:
+    chunks = get_chunks(db, q["gold_chunk_ids"])
+    return {
+        "user_input": q["text"], "reference": q["reference"],
+        "reference_contexts": [c["text"] for c in chunks], "reference_context_ids": [c["id"] for c in chunks],
+        "id": q["id"], "answerable": bool(q["answerable"]) and q["status"] != "unanswerable",
+        "query_type": q["query_type"], "source": q["source"],
+        "cluster": None if q["cluster"] is None else {"id": q["cluster"], "label": q["cluster_label"]},
+        "status": q["status"], "reviewer": q["reviewer"], "reviewed_at": q["reviewed_at"],
+        "doc_ids": sorted({c["doc_id"] for c in chunks}), "generation_run": q["run_id"],
+        "relevance": q["gold_grades"], "stale": bool(q["stale"]),
+    }
+
+
+def _qrels(rows: list[dict]) -> list[tuple[str, str, int]]:
+    return [(q["id"], cid, int(q["gold_grades"].get(cid, 1))) for q in rows
+            if q["status"] != "unanswerable" for cid in q["gold_chunk_ids"]]
+
+
+def _export_beir(db, out: Path, rows: list[dict]) -> list[Path]:
+    """A BEIR folder built beside ``out`` and swapped in whole once complete."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    corpus = store.rows(db, """SELECT c.id, c.title, c.text, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id
+                               WHERE c.active = 1 ORDER BY c.id""")
+    _write_lines(staging / "corpus.jsonl", (json.dumps({"_id": c["id"], "title": c["title"] or "", "text": c["text"],
+                                                        "metadata": {"doc_path": c["path"]}}, ensure_ascii=False)
+                                            for c in corpus))
+    _write_lines(staging / "queries.jsonl", (json.dumps({"_id": q["id"], "text": q["text"], "metadata": {
+        "answerable": q["status"] != "unanswerable" and bool(q["answerable"]), "query_type": q["query_type"],
+        "source": q["source"], "cluster": q["cluster"]}}, ensure_ascii=False) for q in rows))
+    _write_lines(staging / "qrels" / "test.tsv",
+                 ["query-id\tcorpus-id\tscore"] + [f"{a}\t{b}\t{c}" for a, b, c in _qrels(rows)])
+    previous = out.with_name(out.name + ".previous")
+    if out.exists():
+        os.replace(out, previous)
+    os.replace(staging, out)
+    shutil.rmtree(previous, ignore_errors=True)
+    return [out / "corpus.jsonl", out / "queries.jsonl", out / "qrels" / "test.tsv"]
+
+
+def _manifest(db, rows: list[dict], fmt: str, files: list[Path], filters: dict) -> dict:
+    def counts(key: str) -> dict:
+        result: dict = {}
+        for q in rows:
+            result[str(q[key])] = result.get(str(q[key]), 0) + 1
+        return dict(sorted(result.items()))
+
+    run_ids = sorted({q["run_id"] for q in rows if q["run_id"] is not None})
+    runs = store.rows(db, f"SELECT id, backend, model_path, model_sha256, params, seed, prompts, mix FROM generation_runs "
+                          f"WHERE id IN ({','.join('?' * len(run_ids))})", run_ids) if run_ids else []
+    for run in runs:
+        for key in ("params", "prompts", "mix"):
+            run[key] = store.loads(run[key])
+    cluster_run = store.rows(db, "SELECT id, embedder, params, k FROM cluster_runs WHERE active = 1")
+    return {
+        "curator_version": __version__, "created_at": store.now(), "format": fmt, "filters": filters,
+        "rows": len(rows), "by_status": counts("status"), "by_type": counts("query_type"),
+        "by_source": counts("source"), "by_cluster": counts("cluster"),
+        "reviewers": sorted({q["reviewer"] for q in rows if q["reviewer"]}),
+        "generation_runs": runs, "cluster_run": cluster_run[0] if cluster_run else None,
+        "chunker": sorted({r[0] for r in db.execute("SELECT DISTINCT chunk_params FROM documents") if r[0]}),
+        "files": {str(p.name if fmt != "beir" else p.relative_to(files[0].parent)): _sha256(p) for p in files},
+    }
+
+
+def export(db: sqlite_utils.Database, out, format: str = "jsonl", statuses: Iterable[str] = DEFAULT_STATUSES,
+           query_type: Optional[str] = None, source: Optional[str] = None, cluster: Optional[int] = None) -> dict:
+    """Write the gold set; returns the manifest (also written beside the export)."""
+    if format not in FORMATS:
+        raise InputError(f"unknown export format {format!r}; use one of {', '.join(FORMATS)}")
+    out = Path(out)
+    statuses = tuple(statuses)
+    rows = select_rows(db, statuses, query_type, source, cluster)
+    if format == "jsonl":
+        _write_lines(out, (json.dumps(jsonl_record(db, q), ensure_ascii=False, sort_keys=True) for q in rows))
+        files = [out]
+    elif format == "trec":
+        _write_lines(out, (f"{a} 0 {b} {c}" for a, b, c in _qrels(rows)))
+        files = [out]
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        files = _export_beir(db, out, rows)
+    filters = {"statuses": list(statuses), "query_type": query_type, "source": source, "cluster": cluster}
+    manifest = _manifest(db, rows, format, files, filters)
+    manifest_path = out / "manifest.json" if format == "beir" else out.with_name(out.name + ".manifest.json")
+    _write_lines(manifest_path, [json.dumps(manifest, indent=2, ensure_ascii=False, default=str)])
+    with db.conn:
+        db.execute("INSERT INTO exports (created_at, format, path, manifest) VALUES (?,?,?,?)",
+                   [manifest["created_at"], format, str(out), store.dumps(manifest)])
+    return manifest

@@ -1,0 +1,316 @@
+"""Reverse generation: turn chunks into (query, reference answer, gold chunk ids) rows.
+
+Each accepted row is committed the moment it exists, so an interrupted run loses at most the
+row in flight; ``resume`` continues the last run to its target without duplicates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Optional
+
+import sqlite_utils
+
+from curator.core import filters, prompts, store
+from curator.core.backends import Backend, open_backend
+from curator.core.errors import InputError
+from curator.core.queries import add_query
+from curator.core.search import search_chunks
+from curator.core.tasks import CancelToken, Cancelled, ProgressCallback, report
+
+QUERY_TYPES = ("factoid", "keyword", "vague", "multi_hop", "unanswerable")
+DEFAULT_MIX = {"factoid": 0.4, "keyword": 0.2, "vague": 0.15, "multi_hop": 0.1, "unanswerable": 0.15}
+MIN_CHUNK_TOKENS = 30
+MAX_PASSAGE_CHARS = 2400  # keeps prompt + answer inside n_ctx=2048 for two passages
+ATTEMPTS_PER_ROW = 4  # candidates tried per wanted row before a type gives up
+UNANSWERABLE_REFERENCE = "The corpus does not answer this question."
+
+
+@dataclass
+class GenerationConfig:
+    count: int = 20
+    mix: Optional[dict] = None
+    seed: int = 0
+    model_path: Optional[str] = None
+    endpoint: Optional[str] = None
+    threads: Optional[int] = None
+    n_ctx: int = 2048
+    resume: bool = False
+    cluster: Optional[int] = None
+    temperature: float = 0.7
+    max_tokens: int = 96
+
+
+@dataclass
+class Task:
+    query_type: str
+    chunks: list[dict]  # the source chunk first; multi_hop adds its partner
+
+
+def parse_mix(text: str) -> dict:
+    """'factoid=0.4,keyword=0.2' -> {'factoid': 0.4, 'keyword': 0.2}."""
+    mix = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, value = part.partition("=")
+        if name not in QUERY_TYPES:
+            raise InputError(f"unknown query type {name!r} in --mix; use {', '.join(QUERY_TYPES)}")
+        try:
+            mix[name] = float(value)
+        except ValueError:
+            raise InputError(f"--mix {part!r}: the weight must be a number") from None
+    if not mix or sum(mix.values()) <= 0 or min(mix.values()) < 0:
+        raise InputError("--mix needs non-negative weights with a positive sum")
+    return mix
+
+
+def allocate(count: int, mix: dict) -> dict[str, int]:
+    """Rows per type summing to ``count`` (largest remainder; every weighted type gets one if it can)."""
+    total = sum(mix.values())
+    shares = {t: count * w / total for t, w in mix.items() if w > 0}
+    plan = {t: int(s) for t, s in shares.items()}
+    for t in sorted(shares, key=lambda t: shares[t] - plan[t], reverse=True)[: count - sum(plan.values())]:
+        plan[t] += 1
+    for t in [t for t in plan if plan[t] == 0]:
+        donor = max(plan, key=plan.get)
+        if plan[donor] > 1:
+            plan[donor] -= 1
+            plan[t] += 1
+    return plan
+
+
+def _is_boilerplate(text: str) -> bool:
+    letters = sum(ch.isalpha() for ch in text)
+    return letters < 0.55 * max(1, len(text.replace(" ", "")))  # tables, code, tables of contents
+
+
+def eligible_chunks(db: sqlite_utils.Database, seed: int, cluster_chunk_ids: Optional[set] = None) -> list[dict]:
+    """Chunks worth asking about, interleaved across documents so no file dominates."""
+    rows = store.rows(db, "SELECT id, doc_id, title, text, tokens FROM chunks WHERE active = 1 AND tokens >= ? ORDER BY id",
+                      [MIN_CHUNK_TOKENS])
+    rows = [r for r in rows if not _is_boilerplate(r["text"])]
+    if cluster_chunk_ids is not None:
+        rows = [r for r in rows if r["id"] in cluster_chunk_ids] or rows
+    rng = random.Random(seed)
+    by_doc: dict[str, list[dict]] = {}
+    for row in rows:
+        by_doc.setdefault(row["doc_id"], []).append(row)
+    for chunk_list in by_doc.values():
+        rng.shuffle(chunk_list)
+    docs = sorted(by_doc)
+    rng.shuffle(docs)
+    ordered, depth = [], 0
+    while len(ordered) < len(rows):
+        ordered += [by_doc[d][depth] for d in docs if depth < len(by_doc[d])]
+        depth += 1
+    return ordered
+
+
+def _used_pairs(db: sqlite_utils.Database) -> set[tuple[str, str]]:
+    """(query type, source chunk) pairs already asked in this project, accepted or rejected."""
+    used = set()
+    for table in ("queries", "rejected_candidates"):
+        for qtype, ids in db.execute(f"SELECT query_type, source_chunk_ids FROM {table}"):
+            for chunk_id in store.loads(ids, [])[:1]:
+                used.add((qtype, chunk_id))
+    return used
+
+
+def _partner(db: sqlite_utils.Database, chunk: dict) -> Optional[dict]:
+    """The most similar other chunk by bm25 over the chunk's own distinctive words."""
+    words = sorted(filters.content_words(chunk["text"]), key=len, reverse=True)[:12]
+    for hit in search_chunks(db, " ".join(words), limit=5):
+        if hit["id"] != chunk["id"]:
+            return {"id": hit["id"], "text": hit["text"], "title": hit["title"]}
+    return None
+
+
+def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, cluster_chunk_ids=None) -> Iterator[Task]:
+    """Candidate tasks, types interleaved in proportion; never the same chunk twice per type."""
+    chunks = eligible_chunks(db, seed, cluster_chunk_ids)
+    used = _used_pairs(db)
+    # Each type starts at a different point of the interleaved order, so types spread over chunks.
+    cursors = {t: i * len(chunks) // max(1, len(plan)) for i, t in enumerate(plan)}
+    wanted = {t: n * ATTEMPTS_PER_ROW for t, n in plan.items()}
+    while any(wanted.values()):
+        for query_type in [t for t in plan if wanted[t] > 0]:
+            wanted[query_type] -= 1
+            start = cursors[query_type]
+            while cursors[query_type] < start + len(chunks):
+                chunk = chunks[cursors[query_type] % len(chunks)]
+                cursors[query_type] += 1
+                if (query_type, chunk["id"]) in used:
+                    continue
+                used.add((query_type, chunk["id"]))
+                extra = _partner(db, chunk) if query_type == "multi_hop" else None
+                if query_type == "multi_hop" and extra is None:
+                    continue
+                yield Task(query_type, [chunk] + ([extra] if extra else []))
+                break
+            else:
+                wanted[query_type] = 0
+
+
+def _file_sha256(path: Path, db: sqlite_utils.Database) -> str:
+    """SHA-256 of a model file, cached in the project by path, size and mtime."""
+    stat = path.stat()
+    key = f"sha256:{path}:{stat.st_size}:{int(stat.st_mtime)}"
+    cached = store.meta_get(db, key)
+    if cached:
+        return cached
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    store.meta_set(db, key, digest.hexdigest())
+    return digest.hexdigest()
+
+
+def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Backend, mix: dict) -> int:
+    described = backend.describe()
+    model_path = described.get("model_path")
+    size = sha = None
+    if model_path:
+        size, sha = Path(model_path).stat().st_size, _file_sha256(Path(model_path), db)
+    params = {"temperature": config.temperature, "max_tokens": config.max_tokens, "n_ctx": config.n_ctx,
+              "threads": described.get("n_threads"), "cluster": config.cluster, **described}
+    with db.conn:
+        cursor = db.execute(
+            """INSERT INTO generation_runs (created_at, backend, model_path, model_size, model_sha256, params, seed,
+                   prompts, mix, target, status, counts) VALUES (?,?,?,?,?,?,?,?,?,?, 'running', '{}')""",
+            [store.now(), backend.id, model_path, size, sha, store.dumps(params), config.seed,
+             store.dumps(prompts.templates()), store.dumps(mix), config.count],
+        )
+    return cursor.lastrowid
+
+
+def _accepted_by_type(db: sqlite_utils.Database, run_id: int) -> dict[str, int]:
+    return {t: n for t, n in db.execute("SELECT query_type, COUNT(*) FROM queries WHERE run_id = ? GROUP BY 1", [run_id])}
+
+
+def _truncate(text: str) -> str:
+    return text if len(text) <= MAX_PASSAGE_CHARS else text[:MAX_PASSAGE_CHARS].rsplit(" ", 1)[0] + " ..."
+
+
+def _unanswerable_check(db: sqlite_utils.Database, question: str) -> Optional[str]:
+    """Reject an 'unanswerable' question whose distinguishing words all co-occur in one chunk."""
+    words = filters.content_words(question) - {"larkspur"}
+    if len(words) < 2:
+        return "unanswerable question has too few distinguishing words to check"
+    for hit in search_chunks(db, question, limit=5):
+        if words <= filters.content_words(hit["title"] + " " + hit["text"]):
+            return f"may be answered by chunk {hit['id']} (all its terms co-occur there)"
+    return None
+
+
+def _make_row(db, backend: Backend, task: Task, config: GenerationConfig, duplicates) -> tuple[dict, Optional[str]]:
+    """Ask the model once; return the candidate and the reason to reject it (None = keep)."""
+    passages = [_truncate(c["text"]) for c in task.chunks]
+    raw = backend.complete(prompts.build_messages(task.query_type, passages), max_tokens=config.max_tokens,
+                           temperature=config.temperature, seed=config.seed + zlib.crc32(task.chunks[0]["id"].encode()) % 10_000,
+                           grammar=prompts.grammar_for(task.query_type))
+    candidate = {"raw": raw, "text": None, "reference": None}
+    parsed = prompts.parse_output(raw)
+    if parsed is None:
+        return candidate, "output not in the Question/Answer format"
+    candidate["text"], candidate["reference"] = parsed
+    gold_texts = [c["text"] for c in task.chunks]
+    reason = filters.check_row(parsed[0], parsed[1], task.query_type, gold_texts, " ".join(gold_texts), duplicates)
+    if reason is None and task.query_type == "unanswerable":
+        reason = _unanswerable_check(db, parsed[0])
+    return candidate, reason
+
+
+def _store(db, run_id: int, task: Task, candidate: dict, reason: Optional[str]) -> None:
+    source_ids = [c["id"] for c in task.chunks]
+    with db.conn:
+        if reason:
+            db.execute(
+                """INSERT INTO rejected_candidates (run_id, query_type, source_chunk_ids, text, reference, reason,
+                       raw_output, created_at) VALUES (?,?,?,?,?,?,?,?)""",
+                [run_id, task.query_type, store.dumps(source_ids), candidate["text"], candidate["reference"], reason,
+                 candidate["raw"], store.now()])
+            return
+        answerable = task.query_type != "unanswerable"
+        add_query(db, candidate["text"], "synthetic", query_type=task.query_type, answerable=answerable,
+                  reference=candidate["reference"] if answerable else UNANSWERABLE_REFERENCE,
+                  source_chunk_ids=source_ids, gold_chunk_ids=source_ids if answerable else [], run_id=run_id,
+                  raw_output=candidate["raw"])
+
+
+@dataclass
+class _Progress:
+    accepted: int = 0
+    rejected: int = 0
+    reasons: dict = field(default_factory=dict)
+
+
+def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -> dict:
+    by_type = _accepted_by_type(db, run_id)
+    seconds = time.perf_counter() - started
+    counts = {"accepted": sum(by_type.values()), "rejected": progress.rejected, "by_type": by_type,
+              "rejected_by_reason": progress.reasons}
+    with db.conn:
+        db.execute("UPDATE generation_runs SET status = ?, counts = ? WHERE id = ?", [status, store.dumps(counts), run_id])
+    return {"run_id": run_id, "status": status, **counts, "accepted_this_session": progress.accepted,
+            "seconds": round(seconds, 2), "rows_per_min": round(60 * progress.accepted / seconds, 2) if seconds else 0.0}
+
+
+def _resolve_run(db, config: GenerationConfig, backend: Backend) -> tuple[int, dict]:
+    if config.resume:
+        row = db.execute("SELECT id, target, mix FROM generation_runs ORDER BY id DESC LIMIT 1").fetchone()
+        if row is None:
+            raise InputError("nothing to resume: this project has no generation run yet")
+        config.count = row[1]
+        return row[0], store.loads(row[2])
+    mix = config.mix or DEFAULT_MIX
+    return _start_run(db, config, backend, mix), mix
+
+
+def _cluster_chunks(db, cluster: Optional[int]) -> Optional[set]:
+    """Chunks that the real queries of a cluster point to, or that search finds for them."""
+    if cluster is None:
+        return None
+    texts = [r[0] for r in db.execute(
+        """SELECT q.text FROM query_clusters qc JOIN cluster_runs cr ON cr.id = qc.run_id AND cr.active = 1
+           JOIN queries q ON q.id = qc.query_id WHERE qc.cluster = ?""", [cluster])]
+    return {hit["id"] for text in texts for hit in search_chunks(db, text, limit=3)}
+
+
+def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optional[Backend] = None,
+             on_progress: Optional[ProgressCallback] = None, cancel: Optional[CancelToken] = None) -> dict:
+    """Generate ``config.count`` accepted rows (or continue the last run with ``resume``)."""
+    backend = backend or open_backend(config.model_path, config.endpoint, config.n_ctx, config.threads, config.seed)
+    run_id, mix = _resolve_run(db, config, backend)
+    done = _accepted_by_type(db, run_id)
+    plan = {t: max(0, n - done.get(t, 0)) for t, n in allocate(config.count, mix).items()}
+    duplicates = filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries"))
+    progress, started = _Progress(), time.perf_counter()
+    target = sum(plan.values())
+    try:
+        for task in plan_tasks(db, plan, config.seed, _cluster_chunks(db, config.cluster)):
+            if plan[task.query_type] <= 0:
+                continue
+            if cancel is not None:
+                cancel.check()
+            candidate, reason = _make_row(db, backend, task, config, duplicates)
+            _store(db, run_id, task, candidate, reason)
+            if reason:
+                progress.rejected += 1
+                key = reason.split(" (")[0]
+                progress.reasons[key] = progress.reasons.get(key, 0) + 1
+            else:
+                progress.accepted += 1
+                plan[task.query_type] -= 1
+                duplicates.add(candidate["text"])
+            report(on_progress, progress.accepted, target, f"accepted {progress.accepted}, rejected {progress.rejected}")
+            if sum(plan.values()) == 0:
+                break
+    except (Cancelled, KeyboardInterrupt):
+        return _finish(db, run_id, "cancelled", progress, started)
+    status = "complete" if sum(plan.values()) == 0 else "exhausted"
+    return _finish(db, run_id, status, progress, started)
