@@ -151,10 +151,15 @@ def gui(project_path: str | None) -> None:
 @cli.command()
 @click.option("--project", "project_path", default="curator-demo.curator", show_default=True,
               help="Where to build the demo project.")
+@click.option("--count", default=20, show_default=True, type=click.IntRange(0, 10_000),
+              help="Synthetic queries to have in the project (generated with the bundled model).")
 @click.option("--headless", is_flag=True, help="Print the summary instead of opening the app.")
 @json_option
-def demo(project_path: str, headless: bool, as_json: bool) -> None:
+def demo(project_path: str, count: int, headless: bool, as_json: bool) -> None:
     """Build a project from the bundled sample corpus and bundled model, then open it.
+
+    Ingests the sample corpus and generates queries with the bundled SmolLM2-135M model
+    (about 8 s a row on 2 cores); re-running tops the project up instead of repeating work.
 
     \b
     Example:
@@ -163,7 +168,7 @@ def demo(project_path: str, headless: bool, as_json: bool) -> None:
     from curator.core.demo import build_demo_project
     from curator.core.stats import render_stats
 
-    summary = build_demo_project(project_path, on_progress=progress_printer("demo"))
+    summary = build_demo_project(project_path, on_progress=progress_printer("demo"), count=count)
     emit(summary, as_json, lambda s: f"Demo project: {project_path}\n" + render_stats(s["stats"]))
     if not headless and not as_json:
         from curator.cli.launch import open_gui_if_possible

@@ -1,22 +1,31 @@
-"""The bundled-defaults main job: a project built from the sample corpus."""
+"""The bundled-defaults main job: sample corpus -> chunks -> generated queries with the bundled model."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional
 
+from curator.core.generate import GenerationConfig, generate
 from curator.core.ingest import ingest
 from curator.core.resources import sample_corpus_dir
 from curator.core.stats import project_stats
 from curator.core.store import open_project
-from curator.core.tasks import ProgressCallback
+from curator.core.tasks import CancelToken, ProgressCallback
+
+DEMO_QUERIES = 20
 
 
-def build_demo_project(path: str | Path, on_progress: Optional[ProgressCallback] = None) -> dict:
-    """Ingest the sample corpus into ``path``; re-running reuses what is already there."""
+def build_demo_project(path: str | Path, on_progress: Optional[ProgressCallback] = None,
+                       count: int = DEMO_QUERIES, cancel: Optional[CancelToken] = None) -> dict:
+    """Ingest the sample corpus and generate queries; re-running tops up instead of repeating."""
     db = open_project(path, create=True)
     try:
         report = ingest(db, [sample_corpus_dir()], on_progress=on_progress)
-        return {"project": str(path), "ingest": report.as_dict(), "stats": project_stats(db)}
+        have = db.execute("SELECT COUNT(*) FROM queries WHERE source = 'synthetic'").fetchone()[0]
+        generation = None
+        if have < count:
+            generation = generate(db, GenerationConfig(count=count - have), on_progress=on_progress, cancel=cancel)
+        return {"project": str(path), "ingest": report.as_dict(), "generation": generation,
+                "stats": project_stats(db)}
     finally:
         db.close()

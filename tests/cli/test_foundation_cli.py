@@ -92,9 +92,9 @@ def test_stats(project, runner):
 
 def test_demo_headless(tmp_path, runner):
     path = tmp_path / "demo.curator"
-    out = _run(runner, "demo", "--headless", "--project", path).stdout
+    out = _run(runner, "demo", "--headless", "--count", "2", "--project", path).stdout
     assert f"Demo project: {path}" in out and path.exists()
-    data = _json(runner, "demo", "--headless", "--project", path)
+    data = _json(runner, "demo", "--headless", "--count", "0", "--project", path)
     assert data["ingest"]["files_ingested"] == 0 and data["ingest"]["files_unchanged"] > 0
     assert data["ingest"]["total_chunks"] > 0
 

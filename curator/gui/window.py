@@ -1,0 +1,125 @@
+"""The main window: File menu with recent projects, one tab per view, geometry restored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMainWindow, QMessageBox, QTabWidget
+
+from curator.core.errors import CuratorError
+from curator.core.store import open_project
+from curator.gui.corpus_view import CorpusView
+from curator.gui.queries_view import QueriesView
+from curator.gui.review_view import ReviewView
+
+MAX_RECENT = 8
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, project: Optional[str | Path] = None, settings: Optional[QSettings] = None,
+                 reviewer: Optional[str] = None) -> None:
+        super().__init__()
+        self.settings = settings or QSettings("Curator", "Curator")
+        self._reviewer = reviewer
+        self.db = None
+        self.project_path: Optional[Path] = None
+        self.tabs = QTabWidget()
+        self.setCentralWidget(self.tabs)
+        self.setWindowTitle("Curator")
+        self._menus()
+        geometry = self.settings.value("geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1200, 760)
+        if project:
+            self.open_path(project)
+        else:
+            self.tabs.addTab(QLabel("Open or create a project with the File menu."), "Start")
+
+    def reviewer(self) -> str:
+        """The reviewer's name, asked once and kept in QSettings (tests inject it)."""
+        if self._reviewer:
+            return self._reviewer
+        name = self.settings.value("reviewer")
+        if not name:
+            name, ok = QInputDialog.getText(self, "Reviewer", "Your name (recorded with every decision):")
+            name = name.strip() if ok and name.strip() else "reviewer"
+            self.settings.setValue("reviewer", name)
+        self._reviewer = str(name)
+        return self._reviewer
+
+    def _menus(self) -> None:
+        menu = self.menuBar().addMenu("&File")
+        menu.addAction("&New project…", self.new_project, "Ctrl+N")
+        menu.addAction("&Open project…", self.choose_project, "Ctrl+O")
+        self.recent_menu = menu.addMenu("Recent projects")
+        menu.addSeparator()
+        menu.addAction("&Quit", self.close, "Ctrl+Q")
+        self._fill_recent()
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        for path in self.recent():
+            self.recent_menu.addAction(path, lambda p=path: self.open_path(p))
+
+    def recent(self) -> list[str]:
+        value = self.settings.value("recent") or []
+        return [value] if isinstance(value, str) else list(value)
+
+    def new_project(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "New project", "", "Curator project (*.curator)")
+        if path:
+            self.open_path(path, create=True)
+
+    def choose_project(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open project", "", "Curator project (*.curator);;All files (*)")
+        if path:
+            self.open_path(path)
+
+    def open_path(self, path: str | Path, create: bool = False) -> bool:
+        try:
+            db = open_project(path, create=create)
+        except CuratorError as exc:
+            QMessageBox.warning(self, "Cannot open project", f"{exc}\n\nChoose another file or create a new project.")
+            return False
+        if self.db is not None:
+            self.db.close()
+        self.db, self.project_path = db, Path(path)
+        recent = [str(self.project_path)] + [p for p in self.recent() if p != str(self.project_path)]
+        self.settings.setValue("recent", recent[:MAX_RECENT])
+        self._fill_recent()
+        self._build_tabs()
+        self.setWindowTitle(f"Curator — {self.project_path.name}")
+        return True
+
+    def _build_tabs(self) -> None:
+        self.tabs.clear()
+        self.corpus_view = CorpusView(self.db)
+        self.queries_view = QueriesView(self.db)
+        self.review_view = ReviewView(self.db, self.reviewer())
+        self.review_view.decided.connect(self.queries_view.update_query)
+        self.queries_view.open_query.connect(self._review_query)
+        self.tabs.addTab(self.corpus_view, "Corpus")
+        self.tabs.addTab(self.queries_view, "Queries")
+        self.tabs.addTab(self.review_view, "Review")
+        for name in ("Generate", "Clusters", "Export / Evaluate"):
+            label = QLabel(f"{name}: not available in this build yet — use the 'curator' command line for this step.")
+            label.setWordWrap(True)
+            self.tabs.addTab(label, name)
+        self.tabs.setCurrentWidget(self.review_view)
+        self.review_view.setFocus()
+
+    def _review_query(self, query_id: str) -> None:
+        self.review_view.show_query(query_id)
+        self.tabs.setCurrentWidget(self.review_view)
+        self.review_view.setFocus()
+
+    def closeEvent(self, event) -> None:
+        self.settings.setValue("geometry", self.saveGeometry())
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+        super().closeEvent(event)

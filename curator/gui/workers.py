@@ -1,0 +1,73 @@
+"""Run a core task function off the GUI thread (Orange's pattern).
+
+The worker opens its OWN SQLite connection in its thread, reports progress, result and error
+through Qt signals (delivered queued to the GUI thread) and never touches a widget.
+"""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+
+from curator.core.errors import CuratorError
+from curator.core.store import open_project
+from curator.core.tasks import CancelToken, Cancelled
+
+
+class TaskSignals(QObject):
+    progress = Signal(int, int, str)
+    finished = Signal(object)
+    failed = Signal(str, str)  # what happened, what to do
+    cancelled = Signal()
+    done = Signal()  # always emitted last, whatever the outcome
+
+
+def explain(exc: BaseException) -> tuple[str, str]:
+    """A user-facing (what happened, what to do) pair for an exception."""
+    if isinstance(exc, CuratorError):
+        return str(exc), "Fix the problem named above and run the step again; work already saved is kept."
+    return (f"{type(exc).__name__}: {exc}",
+            "This looks like a bug. Work already saved is kept; run the step again, and report it if it repeats.")
+
+
+class TaskWorker(QRunnable):
+    """Calls ``fn(db, *args, on_progress=..., cancel=..., **kwargs)`` in a pool thread."""
+
+    def __init__(self, project_path: str | Path, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+        self.setAutoDelete(False)  # the GUI keeps a reference until done
+        self.project_path = str(project_path)
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.token = CancelToken()
+        self.signals = TaskSignals()
+
+    def cancel(self) -> None:
+        self.token.cancel()
+
+    def _progress(self, done: int, total: int, message: str = "") -> None:
+        self.signals.progress.emit(int(done), int(total), str(message))
+
+    def run(self) -> None:  # runs in the worker thread
+        db = None
+        try:
+            db = open_project(self.project_path)
+            result = self.fn(db, *self.args, on_progress=self._progress, cancel=self.token, **self.kwargs)
+            self.signals.finished.emit(result)
+        except Cancelled:
+            self.signals.cancelled.emit()
+        except BaseException as exc:  # noqa: BLE001 - every error must reach the user
+            what, todo = explain(exc)
+            traceback.print_exc()
+            self.signals.failed.emit(what, todo)
+        finally:
+            if db is not None:
+                db.close()
+            self.signals.done.emit()
+
+
+def start(worker: TaskWorker, pool: Optional[QThreadPool] = None) -> TaskWorker:
+    (pool or QThreadPool.globalInstance()).start(worker)
+    return worker

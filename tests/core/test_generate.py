@@ -1,0 +1,141 @@
+"""Generation: parsing, filters, mix, resume, bad model files, and the real bundled model."""
+
+from __future__ import annotations
+
+import pytest
+
+from curator.core import filters, prompts
+from curator.core.backends import FakeBackend, LlamaCppBackend, check_gguf
+from curator.core.errors import InputError, ModelFileError
+from curator.core.generate import GenerationConfig, allocate, generate, parse_mix
+from curator.core.tasks import CancelToken
+
+
+def test_parse_output_reads_the_two_lines_and_rejects_preambles():
+    assert prompts.parse_output("Question: How fast is sync?\nAnswer: 30 seconds\n") == ("How fast is sync?", "30 seconds")
+    assert prompts.parse_output("Here are two questions about sync") is None
+    assert prompts.parse_output("Query: sync interval setting\nAnswer: sync.interval_seconds") == (
+        "sync interval setting", "sync.interval_seconds")
+
+
+def test_allocate_sums_to_count_and_gives_every_type_a_row():
+    plan = allocate(20, {"factoid": 0.4, "keyword": 0.2, "vague": 0.15, "multi_hop": 0.1, "unanswerable": 0.15})
+    assert sum(plan.values()) == 20 and min(plan.values()) >= 1
+    assert plan["factoid"] == 8
+    assert sum(allocate(3, {"factoid": 0.9, "vague": 0.05, "keyword": 0.05}).values()) == 3
+
+
+def test_parse_mix_refuses_unknown_types_and_bad_weights():
+    assert parse_mix("factoid=1,vague=0.5") == {"factoid": 1.0, "vague": 0.5}
+    for bad in ("trivia=1", "factoid=x", "factoid=0"):
+        with pytest.raises(InputError):
+            parse_mix(bad)
+
+
+@pytest.mark.parametrize("question,reason", [
+    ("What does the passage say about keys?", "refers to"),
+    ("Keys?", "too short"),
+    ("[Insert a factual question here about keys]", "placeholder"),
+])
+def test_filters_reject_with_a_reason(question, reason):
+    found = filters.check_row(question, "keys rotate", "factoid", ["keys rotate yearly"], "keys rotate yearly",
+                              filters.DuplicateIndex([]))
+    assert found and reason in found
+
+
+def test_copy_duplicate_and_grounding_filters():
+    chunk = "the server keeps audit entries for ninety days on business plans and longer on enterprise"
+    assert filters.check_copies_chunk("does the server keeps audit entries for ninety days on business plans", chunk)
+    assert filters.check_copies_chunk("how long are audit entries kept", chunk) is None
+    index = filters.DuplicateIndex(["How long are audit entries kept?"])
+    assert "exact" in index.check("how long are audit entries kept")
+    assert "near" in index.check("For how long are audit entries kept?")
+    assert filters.check_grounded("ninety days", [chunk]) is None
+    assert "not grounded" in filters.check_grounded("two weeks maximum", [chunk])
+
+
+def _fake_reply(messages):
+    """A well-behaved model: asks about the passage's first distinctive words."""
+    text = messages[-1]["content"].split("Passage", 1)[1]
+    words = [w for w in filters.tokens(text) if len(w) > 3][:6]
+    if "does NOT answer" in messages[-1]["content"]:
+        return f"Question: Which zebra migration policy applies to {words[0]} quasar flights?\nAnswer: not stated\n"
+    if "Query:" in messages[-1]["content"]:
+        return f"Query: {' '.join(words[:4])}\nAnswer: {' '.join(words[:3])}\n"
+    return f"Question: What about {' '.join(words[1:5])} here?\nAnswer: {' '.join(words[:5])}\n"
+
+
+def test_generate_with_fake_backend_commits_rows_of_every_type(sample_db):
+    backend = FakeBackend(_fake_reply)
+    summary = generate(sample_db, GenerationConfig(count=10, seed=1), backend=backend)
+    assert summary["accepted"] == 10
+    assert set(summary["by_type"]) == {"factoid", "keyword", "vague", "multi_hop", "unanswerable"}
+    rows = list(sample_db.execute("SELECT query_type, gold_chunk_ids, answerable FROM queries"))
+    assert all((t == "unanswerable") == (g == "[]") for t, g, _ in rows)
+    # Instructions first, passage last: the prompt prefix is shared between rows.
+    assert all(p[-1]["content"].rstrip().endswith(p[-1]["content"].split("Passage")[-1].rstrip()) for p in backend.prompts)
+
+
+def test_cancel_then_resume_reaches_target_without_duplicates(sample_db):
+    cancel = CancelToken()
+    calls = {"n": 0}
+
+    def reply(messages):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            cancel.cancel()
+        return _fake_reply(messages)
+
+    first = generate(sample_db, GenerationConfig(count=12, seed=2), backend=FakeBackend(reply), cancel=cancel)
+    assert first["status"] == "cancelled" and first["accepted"] < 12
+    second = generate(sample_db, GenerationConfig(resume=True, seed=2), backend=FakeBackend(_fake_reply))
+    assert second["run_id"] == first["run_id"] and second["accepted"] == 12
+    texts = [r[0] for r in sample_db.execute("SELECT text_norm FROM queries")]
+    assert len(texts) == len(set(texts)) == 12
+
+
+def test_bad_model_files_are_refused_before_any_work(tmp_path):
+    with pytest.raises(ModelFileError, match="not found"):
+        check_gguf(tmp_path / "missing.gguf")
+    (tmp_path / "text.gguf").write_text("hello, I am not a model" * 100)
+    with pytest.raises(ModelFileError, match="not a GGUF"):
+        check_gguf(tmp_path / "text.gguf")
+    (tmp_path / "short.gguf").write_bytes(b"GGUF" + b"\0" * 10)
+    with pytest.raises(ModelFileError, match="truncated"):
+        LlamaCppBackend(tmp_path / "short.gguf")
+
+
+def test_truncated_real_model_fails_with_a_clear_message(tmp_path, bundled_model):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(bundled_model.read_bytes()[: 2_000_000])
+    with pytest.raises(ModelFileError, match="could not load"):
+        LlamaCppBackend(broken).complete([{"role": "user", "content": "hi"}], max_tokens=2)
+
+
+def test_real_bundled_model_generates_rows_with_valid_gold(sample_db, bundled_model):
+    """The real llama-cpp-python on the bundled GGUF (SmolLM2-135M).
+
+    Every type is attempted and accepted rows carry gold ids that exist (none for
+    unanswerable). The 135M model fails the filters often, so not every type is guaranteed
+    an accepted row within the attempt budget; the fake-backend test covers the full mix.
+    """
+    summary = generate(sample_db, GenerationConfig(count=10, seed=0))
+    assert summary["accepted"] >= 2
+    attempted = {r[0] for r in sample_db.execute(
+        "SELECT query_type FROM queries UNION SELECT query_type FROM rejected_candidates")}
+    assert attempted == {"factoid", "keyword", "vague", "multi_hop", "unanswerable"}
+    chunk_ids = {r[0] for r in sample_db.execute("SELECT id FROM chunks")}
+    for qtype, gold in sample_db.execute("SELECT query_type, gold_chunk_ids FROM queries"):
+        gold_ids = set(eval_json(gold))
+        assert (not gold_ids) if qtype == "unanswerable" else gold_ids and gold_ids <= chunk_ids
+    reasons = [r[0] for r in sample_db.execute("SELECT reason FROM rejected_candidates")]
+    assert all(reasons)
+    run = sample_db.execute("SELECT model_sha256, model_size, prompts, status FROM generation_runs").fetchone()
+    assert len(run[0]) == 64 and run[1] == bundled_model.stat().st_size and "Question" in run[2]
+    assert run[3] in {"complete", "exhausted"}
+
+
+def eval_json(text):
+    import json
+
+    return json.loads(text)

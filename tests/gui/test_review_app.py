@@ -1,0 +1,123 @@
+"""The real window on a real project file: keyboard loop, reopen, models, rendering."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from curator.core import corpus, review, views
+from curator.core.queries import add_query, get_query
+from curator.core.store import open_project
+from curator.gui.models import QueryFilterProxy, QueryTableModel
+from curator.gui.window import MainWindow
+
+
+def _seed(path, n=4):
+    db = open_project(path)
+    chunks = corpus.list_chunks(db)
+    ids = []
+    with db.conn:
+        for i in range(n):
+            c = chunks[i * 3]
+            ids.append(add_query(db, f"question {i} about {c['title']}", "synthetic", query_type="factoid",
+                                 reference=c["text"][:60], gold_chunk_ids=[c["id"]]))
+    db.close()
+    return ids, chunks
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
+
+
+def test_keyboard_loop_edit_gold_undo_across_reopen(qtbot, sample_project_path, settings):
+    ids, chunks = _seed(sample_project_path)
+    win = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win)
+    view = win.review_view
+    assert view.current["id"] == ids[0]
+    assert view.highlighted > 0  # answer words highlighted in the gold chunk
+    qtbot.keyClick(view, Qt.Key_A)
+    assert get_query(win.db, ids[0])["status"] == "approved"
+    assert get_query(win.db, ids[0])["reviewer"] == "alice"
+    assert view.current["id"] == ids[1]
+    # keys do not fire while typing; Ctrl+Enter saves the edit
+    qtbot.keyClick(view, Qt.Key_E)
+    assert view.editing
+    view.question.selectAll()
+    qtbot.keyClicks(view.question, "axu edited")
+    qtbot.keyClick(view.question, Qt.Key_Return, Qt.ControlModifier)
+    assert not view.editing
+    assert get_query(win.db, ids[1])["text"] == "axu edited"
+    assert get_query(win.db, ids[1])["status"] == "pending"
+    # gold change with two chunks and a grade
+    qtbot.keyClick(view, Qt.Key_G)
+    dlg = view.gold_dialog
+    dlg._add(chunks[20]["id"], "extra", 3)
+    dlg.accept()
+    q = get_query(win.db, ids[1])
+    assert chunks[20]["id"] in q["gold_chunk_ids"] and len(q["gold_chunk_ids"]) == 2
+    assert q["gold_grades"][chunks[20]["id"]] == 3
+    qtbot.keyClick(view, Qt.Key_X)
+    assert get_query(win.db, ids[1])["status"] == "rejected"
+    qtbot.keyClick(view, Qt.Key_Space)  # skip ids[2]
+    assert view.current["id"] == ids[3]
+    qtbot.keyClick(view, Qt.Key_U)
+    assert get_query(win.db, ids[3])["status"] == "unanswerable"
+    assert view.history.count() == 5
+    qtbot.keyClick(view, Qt.Key_Z, Qt.ControlModifier)
+    assert get_query(win.db, ids[3])["status"] == "pending"
+    here = view.current["id"]
+    win.close()
+    # reopen: same row, and undo/redo continue from the journal
+    win2 = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win2)
+    v2 = win2.review_view
+    assert v2.current["id"] == here
+    qtbot.keyClick(v2, Qt.Key_Z, Qt.ControlModifier)
+    assert get_query(win2.db, ids[1])["status"] == "pending"
+    qtbot.keyClick(v2, Qt.Key_Z, Qt.ControlModifier | Qt.ShiftModifier)
+    assert get_query(win2.db, ids[1])["status"] == "rejected"
+    qtbot.keyClick(v2, Qt.Key_Question)
+    assert not v2.help.isHidden()
+    win2.close()
+
+
+def test_models_pass_qtmodeltester(qtmodeltester):
+    rows = [{"id": f"q{i}", "text": f"text {i}", "query_type": "factoid", "source": "log" if i % 2 else "synthetic",
+             "status": "pending", "cluster": i % 3, "cluster_label": "x", "reviewer": None} for i in range(50)]
+    model = QueryTableModel(rows)
+    qtmodeltester.check(model)
+    proxy = QueryFilterProxy()
+    proxy.setSourceModel(model)
+    proxy.set_column_filter(2, "log")
+    assert proxy.rowCount() == 25
+    proxy.set_text("text 1")
+    assert proxy.rowCount() == 6  # 1, 11, 13, ... odd ones only
+    qtmodeltester.check(proxy)
+    model.sort(0, Qt.DescendingOrder)
+    assert model.cell(0, 0) == "text 9"
+
+
+def test_every_view_renders(qtbot, sample_project_path, settings, tmp_path):
+    _seed(sample_project_path)
+    win = MainWindow(sample_project_path, settings=settings, reviewer="bob")
+    qtbot.addWidget(win)
+    win.resize(1100, 700)
+    win.show()
+    for i in range(win.tabs.count()):
+        win.tabs.setCurrentIndex(i)
+        image = win.grab().toImage()
+        path = tmp_path / f"tab{i}.png"
+        assert image.save(str(path))
+        colours = {image.pixel(x, y) for x in range(0, image.width(), 7) for y in range(0, image.height(), 7)}
+        assert len(colours) > 5, win.tabs.tabText(i)
+    assert win.queries_view.visible_count() == 4
+    win.close()
+
+
+def test_views_cursor_and_guidelines(sample_db):
+    views.set_guidelines(sample_db, "be strict")
+    assert views.get_guidelines(sample_db) == "be strict"
+    views.set_cursor(sample_db, "a", "q_x")
+    assert views.get_cursor(sample_db, "a") == "q_x" and views.get_cursor(sample_db, "b") is None
