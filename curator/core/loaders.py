@@ -67,10 +67,14 @@ _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _MD_FENCE = re.compile(r"^\s*(```|~~~)")
 
 
+_MD_INLINE_TAG = re.compile(r"</?(?:a|b|i|u|s|em|strong|br|span|div|p|sup|sub|kbd|code|img|small|mark|details|summary)"
+                            r"(?:\s[^>\n]*)?/?>", re.I)
+
+
 def _clean_markdown_inline(text: str) -> str:
     text = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", text)  # images keep their alt text
     text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)  # links keep their words
-    text = re.sub(r"<[^>\n]+>", "", text)  # inline HTML tags
+    text = _MD_INLINE_TAG.sub("", text)  # known HTML tags only: <your-server> is content
     text = re.sub(r"(\*\*|__)(.+?)\1", r"\2", text)
     return text
 

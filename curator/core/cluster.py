@@ -1,0 +1,181 @@
+"""Cluster a project's queries: embed → UMAP (5-D) → KMeans, plus a 2-D UMAP map and c-TF-IDF labels.
+
+UMAP runs in a worker process (spawn context) because it holds the GIL for long stretches and
+the GUI calls this from a thread. ``warm_up()`` pre-compiles numba's JIT in that worker.
+
+Reproducibility: by default (``fast=False``) UMAP gets ``random_state=seed``, which makes runs
+repeatable but forces UMAP to one thread (1.6-2x slower). ``fast=True`` drops random_state for
+UMAP (KMeans stays seeded), so cluster membership may vary slightly between runs.
+
+Small sets: fewer than 3 queries → InputError; fewer than ``UMAP_MIN`` queries → UMAP is skipped and
+KMeans runs on PCA-reduced vectors (2-D map from the same PCA).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import time
+from typing import Callable, Optional
+
+import numpy as np
+
+from curator.core import store
+from curator.core.embed import Embedder, embed_texts, get_embedder
+from curator.core.errors import InputError
+from curator.core.labels import ctfidf_labels
+from curator.core.tasks import CancelToken, report
+
+UMAP_MIN = 30
+_POOL: Optional[cf.ProcessPoolExecutor] = None
+
+
+def _pool() -> cf.ProcessPoolExecutor:
+    """One long-lived spawn worker, so numba's JIT is paid once per session."""
+    global _POOL
+    if _POOL is None:
+        _POOL = cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    return _POOL
+
+
+def shutdown_worker() -> None:
+    """Stop the UMAP worker (tests, app exit)."""
+    global _POOL
+    if _POOL is not None:
+        _POOL.shutdown(cancel_futures=True)
+        _POOL = None
+
+
+def _umap_job(vectors: np.ndarray, dims: tuple[int, ...], seed: Optional[int], n_neighbors: int,
+              force_approx: bool = False) -> list[np.ndarray]:
+    """Runs in the worker: one UMAP fit per requested output dimension."""
+    import umap
+
+    out = []
+    for dim in dims:
+        reducer = umap.UMAP(n_components=dim, n_neighbors=n_neighbors, min_dist=0.0 if dim > 2 else 0.1,
+                            metric="cosine", random_state=seed, force_approximation_algorithm=force_approx,
+                            n_jobs=1 if seed is not None else -1)
+        out.append(reducer.fit_transform(vectors).astype(np.float32))
+    return out
+
+
+def warm_up() -> float:
+    """Compile UMAP's numba code in the worker with a small fit; returns seconds taken."""
+    start = time.perf_counter()
+    rng = np.random.default_rng(0)
+    _pool().submit(_umap_job, rng.normal(size=(300, 16)).astype(np.float32), (5, 2), 0, 15, True).result()
+    return time.perf_counter() - start
+
+
+def run_umap(vectors: np.ndarray, seed: Optional[int], cancel: Optional[CancelToken] = None) -> tuple[np.ndarray, np.ndarray]:
+    """5-D clustering space and 2-D map coordinates, computed in the worker process."""
+    n_neighbors = max(2, min(15, len(vectors) - 1))
+    future = _pool().submit(_umap_job, vectors, (5, 2), seed, n_neighbors, False)
+    while True:
+        try:
+            low, flat = future.result(timeout=0.2)
+            return low, flat
+        except cf.TimeoutError:
+            if cancel is not None and cancel.cancelled:
+                future.cancel()
+                shutdown_worker()  # the only way to stop a running fit
+                cancel.check()
+
+
+def pca(vectors: np.ndarray, dim: int) -> np.ndarray:
+    """Plain PCA via SVD (small-set fallback)."""
+    centred = vectors - vectors.mean(axis=0, keepdims=True)
+    u, s, _ = np.linalg.svd(centred, full_matrices=False)
+    proj = u[:, :dim] * s[:dim]
+    if proj.shape[1] < dim:
+        proj = np.hstack([proj, np.zeros((len(vectors), dim - proj.shape[1]), np.float32)])
+    return proj.astype(np.float32)
+
+
+def choose_k(space: np.ndarray, k, seed: int) -> tuple[np.ndarray, int, Optional[float]]:
+    """KMeans labels; ``k="auto"`` picks k in 2..min(30, n/5) by silhouette."""
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import silhouette_score
+
+    n = len(space)
+    if k != "auto":
+        k = max(1, min(int(k), n))
+        labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(space)
+        sil = float(silhouette_score(space, labels)) if 1 < k < n else None
+        return labels, k, sil
+    top = max(2, min(30, n // 5))
+    best = None
+    for cand in range(2, top + 1):
+        labels = KMeans(n_clusters=cand, n_init=4, random_state=seed).fit_predict(space)
+        if len(set(labels)) < 2:
+            continue
+        sil = float(silhouette_score(space, labels, sample_size=min(n, 3000), random_state=seed))
+        if best is None or sil > best[2] + 1e-9:
+            best = (labels, cand, sil)
+    if best is None:
+        return np.zeros(n, dtype=int), 1, None
+    return best
+
+
+def _store_run(db, embedder_id: str, params: dict, ids: list[str], labels: np.ndarray, xy: np.ndarray,
+               names: dict[int, tuple[str, list[str]]], k: int, sil: Optional[float]) -> int:
+    """Write the run as one transaction and make it the active one."""
+    with db.conn:
+        db.execute("UPDATE cluster_runs SET active=0")
+        cur = db.execute("INSERT INTO cluster_runs (created_at, embedder, params, k, silhouette, active) VALUES (?,?,?,?,?,1)",
+                         [store.now(), embedder_id, store.dumps(params), k, sil])
+        run_id = cur.lastrowid
+        sizes = np.bincount(labels, minlength=k)
+        db.conn.executemany("INSERT INTO clusters (run_id, cluster, label, terms, size) VALUES (?,?,?,?,?)",
+                            [(run_id, c, names[c][0], store.dumps(names[c][1]), int(sizes[c])) for c in range(k)])
+        db.conn.executemany("INSERT INTO query_clusters (run_id, query_id, cluster, x, y) VALUES (?,?,?,?,?)",
+                            [(run_id, q, int(c), float(p[0]), float(p[1])) for q, c, p in zip(ids, labels, xy)])
+    return run_id
+
+
+def cluster_queries(db, embedder="tfidf", k="auto", seed: int = 0, fast: bool = False,
+                    on_progress: Optional[Callable[[int, int, str], None]] = None,
+                    cancel: Optional[CancelToken] = None) -> dict:
+    """Cluster all queries of the project; returns run_id, k, sizes, labels, silhouette, seconds, timings."""
+    start = time.perf_counter()
+    timings: dict[str, float] = {}
+    qrows = store.rows(db, "SELECT id, text FROM queries ORDER BY id")
+    if len(qrows) < 3:
+        raise InputError(f"need at least 3 queries to cluster, the project has {len(qrows)}")
+    if k != "auto" and int(k) < 1:
+        raise InputError("k must be 'auto' or a positive number")
+    ids, texts = [r["id"] for r in qrows], [r["text"] for r in qrows]
+    report(on_progress, 0, 4, "embedding")
+    t = time.perf_counter()
+    emb: Embedder = get_embedder(embedder, db) if isinstance(embedder, str) else embedder
+    vectors = embed_texts(db, emb, texts)
+    timings["embed"] = time.perf_counter() - t
+    if cancel:
+        cancel.check()
+    report(on_progress, 1, 4, "reducing")
+    t = time.perf_counter()
+    if len(ids) < UMAP_MIN:
+        method = "pca"
+        space, xy = pca(vectors, min(5, vectors.shape[1])), pca(vectors, 2)
+    else:
+        method = "umap"
+        space, xy = run_umap(vectors, None if fast else seed, cancel)
+    timings["reduce"] = time.perf_counter() - t
+    report(on_progress, 2, 4, "kmeans")
+    t = time.perf_counter()
+    labels, k_used, sil = choose_k(space, k, seed)
+    timings["kmeans"] = time.perf_counter() - t
+    if cancel:
+        cancel.check()
+    report(on_progress, 3, 4, "labelling")
+    t = time.perf_counter()
+    names = ctfidf_labels(texts, labels, k_used)
+    timings["labels"] = time.perf_counter() - t
+    params = {"k": k, "seed": seed, "fast": fast, "method": method, "n": len(ids)}
+    run_id = _store_run(db, emb.id, params, ids, np.asarray(labels), xy, names, k_used, sil)
+    report(on_progress, 4, 4, "done")
+    sizes = np.bincount(labels, minlength=k_used).tolist()
+    return {"run_id": run_id, "k": k_used, "sizes": sizes, "labels": [names[c][0] for c in range(k_used)],
+            "silhouette": sil, "method": method, "embedder": emb.id,
+            "seconds": round(time.perf_counter() - start, 3), "timings": {a: round(b, 3) for a, b in timings.items()}}

