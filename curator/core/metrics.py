@@ -1,0 +1,63 @@
+"""Retrieval metrics under trec_eval's conventions.
+
+A run is re-sorted by score (descending) with ties broken by document id (descending, as
+trec_eval does); the ranks in a run file are ignored. Relevance is graded: a qrel with
+grade > 0 is relevant; nDCG uses gain = grade and discount log2(rank + 1).
+"""
+
+from __future__ import annotations
+
+import math
+
+Run = dict[str, dict[str, float]]  # query id -> {doc id: score}
+Qrels = dict[str, dict[str, int]]  # query id -> {doc id: grade}
+
+
+def ranked(scores: dict[str, float]) -> list[str]:
+    """Documents in trec_eval order: score descending, then document id descending."""
+    return [doc for doc, _ in sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)]
+
+
+def recall_at(ranking: list[str], relevant: dict[str, int], k: int) -> float:
+    wanted = {d for d, g in relevant.items() if g > 0}
+    return len(wanted & set(ranking[:k])) / len(wanted) if wanted else 0.0
+
+
+def hit_at(ranking: list[str], relevant: dict[str, int], k: int) -> float:
+    return float(any(relevant.get(d, 0) > 0 for d in ranking[:k]))
+
+
+def reciprocal_rank(ranking: list[str], relevant: dict[str, int]) -> float:
+    for rank, doc in enumerate(ranking, 1):
+        if relevant.get(doc, 0) > 0:
+            return 1.0 / rank
+    return 0.0
+
+
+def ndcg_at(ranking: list[str], relevant: dict[str, int], k: int) -> float:
+    dcg = sum(relevant.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranking[:k]) if relevant.get(d, 0) > 0)
+    ideal = sorted((g for g in relevant.values() if g > 0), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def per_query(run: Run, qrels: Qrels, ks: tuple[int, ...]) -> dict[str, dict[str, float]]:
+    """Metrics per query for every query that has relevant documents (others are not averaged)."""
+    result = {}
+    for qid, relevant in qrels.items():
+        if not any(g > 0 for g in relevant.values()):
+            continue
+        ranking = ranked(run.get(qid, {}))
+        scores = {"mrr": reciprocal_rank(ranking, relevant)}
+        for k in ks:
+            scores[f"recall@{k}"] = recall_at(ranking, relevant, k)
+            scores[f"hit@{k}"] = hit_at(ranking, relevant, k)
+            scores[f"ndcg@{k}"] = ndcg_at(ranking, relevant, k)
+        result[qid] = scores
+    return result
+
+
+def mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    if not rows:
+        return {}
+    return {name: sum(r[name] for r in rows) / len(rows) for name in rows[0]}
