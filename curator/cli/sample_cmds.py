@@ -1,9 +1,55 @@
-"""CLI commands for the sample stage."""
+"""CLI commands for the review queue: ``sample`` and ``coverage``."""
 
 from __future__ import annotations
 
 import click
 
+from curator.cli.common import emit, json_option, project, table
+
+
+@click.command()
+@click.argument("project_path", metavar="PROJECT")
+@click.option("--size", required=True, type=click.IntRange(1, 1_000_000), help="Rows to add to the review queue.")
+@click.option("--allocation", type=click.Choice(["proportional", "equal"]), default="proportional", show_default=True)
+@click.option("--negative-boost", default=2.0, show_default=True, type=click.FloatRange(min=0.01, max=1000),
+              help="Weight of queries with negative feedback.")
+@click.option("--unanswerable-share", default=0.15, show_default=True, type=click.FloatRange(0, 1))
+@click.option("--min-per-cluster", default=1, show_default=True, type=click.IntRange(0, 10_000))
+@click.option("--seed", default=0, show_default=True, type=int)
+@json_option
+def sample(project_path, size, allocation, negative_boost, unanswerable_share, min_per_cluster, seed, as_json):
+    """Draw a stratified sample per cluster into the review queue (tops up when re-run).
+
+    \b
+    Example:
+        curator sample handbook.curator --size 200 --allocation equal --negative-boost 3
+    """
+    from curator.core.sample import build_queue
+
+    with project(project_path) as db:
+        result = build_queue(db, size, allocation, negative_boost, unanswerable_share, min_per_cluster, seed)
+    emit(result, as_json, lambda r: f"queued {r['queued']} ({', '.join(f'{k}: {v}' for k, v in r['by_stratum'].items())})"
+         + ("" if r["clustered"] else "; no cluster run yet, so one stratum 'all' (run 'curator cluster' first)"))
+
+
+@click.command()
+@click.argument("project_path", metavar="PROJECT")
+@json_option
+def coverage(project_path, as_json):
+    """Per cluster: label, population, synthetic, log, queued, reviewed, approved.
+
+    \b
+    Example:
+        curator coverage handbook.curator
+    """
+    from curator.core.sample import coverage as compute
+
+    with project(project_path) as db:
+        rows = compute(db)
+    emit(rows, as_json, lambda r: table(r, ["cluster", "label", "population", "synthetic", "log", "queued",
+                                            "reviewed", "approved"]))
+
 
 def register(cli: click.Group) -> None:
-    """Add this module's commands to the curator group."""
+    cli.add_command(sample)
+    cli.add_command(coverage)

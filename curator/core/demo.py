@@ -1,4 +1,4 @@
-"""The bundled-defaults main job: sample corpus -> chunks -> generated queries with the bundled model."""
+"""The bundled-defaults main job: sample corpus -> chunks -> generated queries -> review queue."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Optional
 from curator.core.generate import GenerationConfig, generate
 from curator.core.ingest import ingest
 from curator.core.resources import sample_corpus_dir
+from curator.core.sample import build_queue
 from curator.core.stats import project_stats
 from curator.core.store import open_project
 from curator.core.tasks import CancelToken, ProgressCallback
@@ -25,7 +26,8 @@ def build_demo_project(path: str | Path, on_progress: Optional[ProgressCallback]
         generation = None
         if have < count:
             generation = generate(db, GenerationConfig(count=count - have), on_progress=on_progress, cancel=cancel)
-        return {"project": str(path), "ingest": report.as_dict(), "generation": generation,
+        queue = build_queue(db, count) if count else None  # tops up; never re-queues a row
+        return {"project": str(path), "ingest": report.as_dict(), "generation": generation, "queue": queue,
                 "stats": project_stats(db)}
     finally:
         db.close()
