@@ -50,6 +50,30 @@ def coverage(project_path, as_json):
                                             "reviewed", "approved"]))
 
 
+@click.command(name="import-log")
+@click.argument("project_path", metavar="PROJECT")
+@click.argument("log_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--query-field", help="Column or key holding the query (default: detected).")
+@click.option("--feedback-field", help="Column or key holding feedback (default: detected).")
+@click.option("--redact", is_flag=True, help="Replace e-mail addresses, phone numbers and long digit runs.")
+@json_option
+def import_log(project_path, log_file, query_field, feedback_field, redact, as_json):
+    """Import a production query log (CSV, TSV or JSONL) and mark negative-feedback queries.
+
+    \b
+    Example:
+        curator import-log handbook.curator logs/queries.csv --redact
+    """
+    from curator.core.logs import import_log as run_import
+
+    with project(project_path) as db:
+        result = run_import(db, log_file, query_field=query_field, feedback_field=feedback_field, redact_pii=redact)
+    emit(result, as_json, lambda r: "\n".join(
+        [f"lines {r['lines_read']}: imported {r['imported']}, merged {r['merged']}, skipped {r['skipped']}, "
+         f"negative {r['negative']}"] + [f"warning {e}" for e in r["errors"]]))
+
+
 def register(cli: click.Group) -> None:
+    cli.add_command(import_log)
     cli.add_command(sample)
     cli.add_command(coverage)

@@ -1,0 +1,56 @@
+"""Log import: formats, field detection, negative signals, malformed lines, redaction."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from curator.core.errors import InputError
+from curator.core.logs import import_log, is_negative, redact
+
+
+def test_csv_with_feedback_rephrase_and_a_bad_line(empty_db, tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("timestamp,session_id,question,thumbs\n"
+                    "2026-01-01T10:00:00,s1,how to rotate keys,down\n"
+                    "2026-01-01T10:01:00,s1,rotate encryption key command,up\n"
+                    "2026-01-01T11:00:00,s2,How to rotate keys?,up\n"
+                    "2026-01-01T12:00:00,s3,broken,line,extra\n"
+                    "2026-01-01T12:00:00,s3,,up\n")
+    result = import_log(empty_db, path)
+    assert result["fields"] == {"query": "question", "feedback": "thumbs", "timestamp": "timestamp", "session": "session_id"}
+    assert (result["imported"], result["merged"], result["skipped"]) == (2, 1, 2)
+    assert result["errors"][0].startswith(f"{path}:5:") and result["errors"][1].startswith(f"{path}:6:")
+    rows = dict(empty_db.execute("SELECT text_norm, frequency || '/' || negative_count FROM queries").fetchall())
+    assert rows == {"how to rotate keys": "2/1", "rotate encryption key command": "1/0"}
+
+
+def test_jsonl_with_rating_abandoned_and_redaction(empty_db, tmp_path):
+    path = tmp_path / "log.jsonl"
+    lines = [{"query": "invoice for ana@example.com", "rating": 2},
+             {"query": "sso setup", "rating": 5, "abandoned": True},
+             {"query": "call me on +44 20 7946 0958", "rating": 4}]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n{not json\n")
+    result = import_log(empty_db, path, redact_pii=True)
+    assert result["imported"] == 3 and result["negative"] == 2 and result["errors"][0].startswith(f"{path}:4:")
+    texts = {r[0] for r in empty_db.execute("SELECT text FROM queries")}
+    assert "invoice for <EMAIL>" in texts and "call me on <PHONE>" in texts
+
+
+def test_tsv_explicit_field_and_missing_query_column(empty_db, tmp_path):
+    path = tmp_path / "log.tsv"
+    path.write_text("asked\tvote\nwebhook retries\t-1\n")
+    with pytest.raises(InputError, match="no query column"):
+        import_log(empty_db, path)
+    assert import_log(empty_db, path, query_field="asked", feedback_field="vote")["negative"] == 1
+
+
+@pytest.mark.parametrize("value,negative", [("👎", True), ("-1", True), ("0", True), ("1", False), ("2", True),
+                                            ("4", False), ("bad", True), ("helpful", False), ("", False)])
+def test_feedback_values(value, negative):
+    assert is_negative(value) is negative
+
+
+def test_redact_long_digit_runs():
+    assert redact("order 12345678 late") == "order <NUMBER> late"
