@@ -68,9 +68,14 @@ def import_log(project_path, log_file, query_field, feedback_field, redact, as_j
 
     with project(project_path) as db:
         result = run_import(db, log_file, query_field=query_field, feedback_field=feedback_field, redact_pii=redact)
-    emit(result, as_json, lambda r: "\n".join(
-        [f"lines {r['lines_read']}: imported {r['imported']}, merged {r['merged']}, skipped {r['skipped']}, "
-         f"negative {r['negative']}"] + [f"warning {e}" for e in r["errors"]]))
+    def render(r: dict) -> str:
+        if r.get("already_imported"):
+            return (f"{r['file']} was already imported ({r.get('first_imported_at') or 'earlier'}, same content); "
+                    "nothing changed.")
+        return "\n".join([f"lines {r['lines_read']}: imported {r['imported']}, merged {r['merged']}, "
+                          f"skipped {r['skipped']}, negative {r['negative']}"] + [f"warning {e}" for e in r["errors"]])
+
+    emit(result, as_json, render)
 
 
 def register(cli: click.Group) -> None:

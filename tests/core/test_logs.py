@@ -54,3 +54,38 @@ def test_feedback_values(value, negative):
 
 def test_redact_long_digit_runs():
     assert redact("order 12345678 late") == "order <NUMBER> late"
+
+
+def test_reimporting_the_same_file_changes_nothing(empty_db, tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("query,feedback\nrotate keys,down\nrotate keys,up\nsso setup,up\n")
+    first = import_log(empty_db, path)
+    assert (first["imported"], first["merged"], first["already_imported"]) == (2, 1, False)
+    copy = tmp_path / "renamed.csv"
+    copy.write_bytes(path.read_bytes())
+    again = import_log(empty_db, copy)  # identified by content, not name
+    assert again["already_imported"] is True and (again["imported"], again["merged"]) == (0, 0)
+    rows = dict(empty_db.execute("SELECT text_norm, frequency || '/' || negative_count FROM queries").fetchall())
+    assert rows == {"rotate keys": "2/1", "sso setup": "1/0"}
+    path.write_text(path.read_text() + "sso setup,down\n")  # changed content is a new import
+    grown = import_log(empty_db, path)
+    assert grown["already_imported"] is False and grown["merged"] == 4
+
+
+def test_bundled_sample_log(empty_db):
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "resources" / "sample_logs" / "queries.jsonl"
+    result = import_log(empty_db, path)
+    assert result["fields"] == {"query": "query", "feedback": "feedback", "timestamp": "timestamp",
+                                "session": "session_id"}
+    # 35 lines: one empty query skipped; two queries asked twice on different days are merged.
+    assert (result["lines_read"], result["imported"], result["merged"], result["skipped"]) == (35, 32, 2, 1)
+    assert result["errors"][0].startswith(f"{path}:21:")
+    neg = dict(empty_db.execute("SELECT text_norm, negative_count FROM queries").fetchall())
+    assert neg["paginate list notes endpoint cursor"] == 1  # abandoned
+    assert neg["download invoice pdf"] == 1 and neg["how long can larkspur stay offline"] == 0
+    # s-1002 rephrased twice within five minutes: both earlier queries are negative.
+    assert neg["sync stuck on blue spinning cloud"] == 1
+    assert neg["sync indicator keeps spinning and never finishes"] == 1
+    assert import_log(empty_db, path)["already_imported"] is True
