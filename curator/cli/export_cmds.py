@@ -14,20 +14,26 @@ from curator.cli.common import emit, json_option, project, table
 @click.option("--status", default="approved,unanswerable", show_default=True, help="Comma-separated statuses to export.")
 @click.option("--type", "query_type", help="Only this query type.")
 @click.option("--source", type=click.Choice(["synthetic", "log", "manual"]))
+@click.option("--split", "split_spec", metavar="NAME=F,...",
+              help="Cut the rows into splits stratified by cluster, e.g. dev=0.3,test=0.7.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the split assignment.")
 @json_option
-def export(project_path, out, fmt, status, query_type, source, as_json):
+def export(project_path, out, fmt, status, query_type, source, split_spec, seed, as_json):
     """Export the gold set (JSONL with RAGAS names, a BEIR folder, or TREC qrels) with a manifest.
 
     \b
     Example:
         curator export handbook.curator gold.jsonl
         curator export handbook.curator beir-gold --format beir
+        curator export handbook.curator gold.jsonl --split dev=0.3,test=0.7 --seed 1
     """
     from curator.core.export import export as run_export
+    from curator.core.splits import parse_split
 
     statuses = [s.strip() for s in status.split(",") if s.strip()]
+    split = parse_split(split_spec)
     with project(project_path) as db:
-        manifest = run_export(db, out, fmt, statuses, query_type=query_type, source=source)
+        manifest = run_export(db, out, fmt, statuses, query_type=query_type, source=source, split=split, seed=seed)
     emit(manifest, as_json, lambda m: f"wrote {m['rows']} rows to {out} ({fmt}); "
                                      f"by status: {', '.join(f'{k} {v}' for k, v in m['by_status'].items()) or '-'}")
 

@@ -22,6 +22,7 @@ from curator.core import store
 from curator.core.corpus import get_chunks
 from curator.core.errors import InputError
 from curator.core.queries import list_queries
+from curator.core.splits import assign_splits
 
 FORMATS = ("jsonl", "beir", "trec")
 DEFAULT_STATUSES = ("approved", "unanswerable")
@@ -64,9 +65,18 @@ def select_rows(db: sqlite_utils.Database, statuses: Iterable[str] = DEFAULT_STA
     return sorted(rows, key=lambda q: q["id"])
 
 
-def jsonl_record(db: sqlite_utils.Database, q: dict) -> dict:
-    chunks = get_chunks(db, q["gold_chunk_ids"])
-    return {
+def _gold_chunks(db: sqlite_utils.Database, rows: list[dict]) -> dict[str, dict]:
+    """Every gold chunk of the rows, fetched in batches (one query per row cost seconds at 100k)."""
+    ids = sorted({cid for q in rows for cid in q["gold_chunk_ids"]})
+    found: dict[str, dict] = {}
+    for start in range(0, len(ids), 900):  # under SQLite's bound-parameter limit
+        found.update((c["id"], c) for c in get_chunks(db, ids[start : start + 900]))
+    return found
+
+
+def jsonl_record(q: dict, chunks_by_id: dict[str, dict], split: Optional[str] = None) -> dict:
+    chunks = [chunks_by_id[cid] for cid in q["gold_chunk_ids"] if cid in chunks_by_id]
+    record = {
         "user_input": q["text"], "reference": q["reference"],
         "reference_contexts": [c["text"] for c in chunks], "reference_context_ids": [c["id"] for c in chunks],
         "id": q["id"], "answerable": bool(q["answerable"]) and q["status"] != "unanswerable",
@@ -76,6 +86,9 @@ def jsonl_record(db: sqlite_utils.Database, q: dict) -> dict:
         "doc_ids": sorted({c["doc_id"] for c in chunks}), "generation_run": q["run_id"],
         "relevance": q["gold_grades"], "stale": bool(q["stale"]),
     }
+    if split is not None:
+        record["split"] = split
+    return record
 
 
 def _qrels(rows: list[dict]) -> list[tuple[str, str, int]]:
@@ -83,7 +96,12 @@ def _qrels(rows: list[dict]) -> list[tuple[str, str, int]]:
             if q["status"] != "unanswerable" for cid in q["gold_chunk_ids"]]
 
 
-def _export_beir(db, out: Path, rows: list[dict]) -> list[Path]:
+def _split_path(out: Path, split: str) -> Path:
+    """gold.jsonl -> gold.dev.jsonl: one file per split beside the requested name."""
+    return out.with_name(f"{out.stem}.{split}{out.suffix}")
+
+
+def _export_beir(db, out: Path, rows: list[dict], splits: dict[str, str]) -> list[Path]:
     """A BEIR folder built beside ``out`` and swapped in whole once complete."""
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     corpus = store.rows(db, """SELECT c.id, c.title, c.text, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id
@@ -93,15 +111,38 @@ def _export_beir(db, out: Path, rows: list[dict]) -> list[Path]:
                                             for c in corpus))
     _write_lines(staging / "queries.jsonl", (json.dumps({"_id": q["id"], "text": q["text"], "metadata": {
         "answerable": q["status"] != "unanswerable" and bool(q["answerable"]), "query_type": q["query_type"],
-        "source": q["source"], "cluster": q["cluster"]}}, ensure_ascii=False) for q in rows))
-    _write_lines(staging / "qrels" / "test.tsv",
-                 ["query-id\tcorpus-id\tscore"] + [f"{a}\t{b}\t{c}" for a, b, c in _qrels(rows)])
+        "source": q["source"], "cluster": q["cluster"], **({"split": splits[q["id"]]} if splits else {})}},
+        ensure_ascii=False) for q in rows))
+    # BEIR names qrels files after splits; without --split everything is the test split.
+    by_split = _group_by_split(rows, splits) if splits else {"test": rows}
+    qrels_files = []
+    for name, split_rows in by_split.items():
+        _write_lines(staging / "qrels" / f"{name}.tsv",
+                     ["query-id\tcorpus-id\tscore"] + [f"{a}\t{b}\t{c}" for a, b, c in _qrels(split_rows)])
+        qrels_files.append(out / "qrels" / f"{name}.tsv")
     previous = out.with_name(out.name + ".previous")
     if out.exists():
         os.replace(out, previous)
     os.replace(staging, out)
     shutil.rmtree(previous, ignore_errors=True)
-    return [out / "corpus.jsonl", out / "queries.jsonl", out / "qrels" / "test.tsv"]
+    return [out / "corpus.jsonl", out / "queries.jsonl", *qrels_files]
+
+
+def _group_by_split(rows: list[dict], splits: dict[str, str]) -> dict[str, list[dict]]:
+    groups: dict[str, list[dict]] = {name: [] for name in dict.fromkeys(splits.values())}
+    for q in rows:
+        groups[splits[q["id"]]].append(q)
+    return groups
+
+
+def _write_flat(db, path: Path, format: str, rows: list[dict], splits: dict[str, str]) -> None:
+    """One JSONL or TREC qrels file."""
+    if format == "jsonl":
+        chunks_by_id = _gold_chunks(db, rows)
+        _write_lines(path, (json.dumps(jsonl_record(q, chunks_by_id, splits.get(q["id"])), ensure_ascii=False,
+                                       sort_keys=True) for q in rows))
+    else:
+        _write_lines(path, (f"{a} 0 {b} {c}" for a, b, c in _qrels(rows)))
 
 
 def _manifest(db, rows: list[dict], fmt: str, files: list[Path], filters: dict) -> dict:
@@ -130,24 +171,32 @@ def _manifest(db, rows: list[dict], fmt: str, files: list[Path], filters: dict) 
 
 
 def export(db: sqlite_utils.Database, out, format: str = "jsonl", statuses: Iterable[str] = DEFAULT_STATUSES,
-           query_type: Optional[str] = None, source: Optional[str] = None, cluster: Optional[int] = None) -> dict:
-    """Write the gold set; returns the manifest (also written beside the export)."""
+           query_type: Optional[str] = None, source: Optional[str] = None, cluster: Optional[int] = None,
+           split: Optional[dict[str, float]] = None, seed: int = 0) -> dict:
+    """Write the gold set; returns the manifest (also written beside the export).
+
+    ``split`` ({"dev": 0.3, "test": 0.7}) cuts the rows per cluster into named splits: one
+    file per split for jsonl and trec (gold.dev.jsonl), one qrels file per split for BEIR."""
     if format not in FORMATS:
         raise InputError(f"unknown export format {format!r}; use one of {', '.join(FORMATS)}")
     out = Path(out)
     statuses = tuple(statuses)
     rows = select_rows(db, statuses, query_type, source, cluster)
-    if format == "jsonl":
-        _write_lines(out, (json.dumps(jsonl_record(db, q), ensure_ascii=False, sort_keys=True) for q in rows))
-        files = [out]
-    elif format == "trec":
-        _write_lines(out, (f"{a} 0 {b} {c}" for a, b, c in _qrels(rows)))
-        files = [out]
-    else:
+    splits = assign_splits(rows, split, seed) if split else {}
+    if format == "beir":
         out.parent.mkdir(parents=True, exist_ok=True)
-        files = _export_beir(db, out, rows)
+        files = _export_beir(db, out, rows, splits)
+    else:
+        targets = ({_split_path(out, name): group for name, group in _group_by_split(rows, splits).items()}
+                   if splits else {out: rows})
+        for path, group in targets.items():
+            _write_flat(db, path, format, group, splits)
+        files = list(targets)
     filters = {"statuses": list(statuses), "query_type": query_type, "source": source, "cluster": cluster}
     manifest = _manifest(db, rows, format, files, filters)
+    if split:
+        manifest["split"] = {"fractions": split, "seed": seed, "stratified_by": "cluster",
+                             "counts": {name: len(group) for name, group in _group_by_split(rows, splits).items()}}
     manifest_path = out / "manifest.json" if format == "beir" else out.with_name(out.name + ".manifest.json")
     _write_lines(manifest_path, [json.dumps(manifest, indent=2, ensure_ascii=False, default=str)])
     with db.conn:

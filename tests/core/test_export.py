@@ -68,7 +68,7 @@ def test_failed_export_leaves_previous_file_intact(labelled_db, tmp_path, monkey
     export(db, target)
     before = target.read_bytes()
 
-    def broken(db_, q):
+    def broken(*args):
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(export_module, "jsonl_record", broken)
