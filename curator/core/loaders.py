@@ -65,6 +65,7 @@ def read_text(path: Path) -> str:
 
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _MD_FENCE = re.compile(r"^\s*(```|~~~)")
+_MD_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)\s*$")  # "Title\n=====" is level 1, "-----" level 2
 
 
 _MD_INLINE_TAG = re.compile(r"</?(?:a|b|i|u|s|em|strong|br|span|div|p|sup|sub|kbd|code|img|small|mark|details|summary)"
@@ -77,6 +78,18 @@ def _clean_markdown_inline(text: str) -> str:
     text = _MD_INLINE_TAG.sub("", text)  # known HTML tags only: <your-server> is content
     text = re.sub(r"(\*\*|__)(.+?)\1", r"\2", text)
     return text
+
+
+def _markdown_heading(line: str, buffer: list[str]) -> tuple[int, str, bool] | None:
+    """(level, text, is_setext) when ``line`` makes a heading. A setext underline only counts
+    under a non-blank text line; after a blank line "---" is a thematic break."""
+    match = _MD_HEADING.match(line)
+    if match:
+        return len(match.group(1)), match.group(2), False
+    underline = _MD_SETEXT_UNDERLINE.match(line)
+    if underline and buffer and buffer[-1].strip() and not _MD_SETEXT_UNDERLINE.match(buffer[-1]):
+        return (1 if underline.group(1)[0] == "=" else 2), buffer[-1], True
+    return None
 
 
 def parse_markdown(text: str) -> list[Section]:
@@ -95,13 +108,15 @@ def parse_markdown(text: str) -> list[Section]:
         if _MD_FENCE.match(line):
             in_fence = not in_fence
             continue
-        match = None if in_fence else _MD_HEADING.match(line)
-        if match:
+        heading = None if in_fence else _markdown_heading(line, buffer)
+        if heading:
+            if heading[2]:
+                buffer.pop()  # the underlined line is the heading's text, not body
             flush()
-            level = len(match.group(1))
+            level, title = heading[0], heading[1]
             while stack and stack[-1][0] >= level:
                 stack.pop()
-            stack.append((level, _clean_markdown_inline(match.group(2)).strip()))
+            stack.append((level, _clean_markdown_inline(title).strip()))
         else:
             buffer.append(line)
     flush()

@@ -37,6 +37,15 @@ def test_markdown_deeper_heading_pops_back():
     assert [s.heading_path for s in sections] == [("A",), ("A", "C"), ("A", "B")]
 
 
+def test_markdown_setext_headings_and_thematic_breaks():
+    text = "Guide\n=====\n\nintro words\n\nInstall\n-------\n\nrun it\n\n---\n\nafter the break\n"
+    sections = parse_markdown(text)
+    assert [(s.heading_path, s.text) for s in sections] == [
+        (("Guide",), "intro words"),
+        (("Guide", "Install"), "run it\n\n---\n\nafter the break"),
+    ]
+
+
 def test_rst_titles_detected_and_directives_roles_stripped():
     (doc,) = _load("manual.rst")
     assert doc.title == "Curator Manual"

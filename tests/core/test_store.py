@@ -142,3 +142,32 @@ def test_json_helpers_are_byte_stable():
     assert store.loads(None, []) == [] and store.loads("", {}) == {} and store.loads("[1]") == [1]
     stamps = [store.now() for _ in range(3)]
     assert stamps == sorted(stamps)
+
+
+def _real_project_bytes(tmp_path: Path, sample_corpus: Path) -> bytes:
+    from curator.core.ingest import ingest
+
+    path = tmp_path / "whole.curator"
+    db = store.open_project(path, create=True)
+    ingest(db, [sample_corpus])
+    db.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "overwritten_pages"])
+def test_damaged_project_refused_unmodified(tmp_path, sample_corpus, damage):
+    """A project cut short (a half-copied file) or with pages overwritten keeps its SQLite
+    header, so it looks like a project; it must still be refused, and never written to."""
+    data = _real_project_bytes(tmp_path, sample_corpus)
+    assert len(data) > 16384
+    if damage == "truncated":
+        data = data[: len(data) // 3]
+    else:
+        data = data[:100] + bytes(range(256)) * 16 + data[100 + 4096:]
+    path = tmp_path / f"{damage}.curator"
+    path.write_bytes(data)
+    before = _sha(path)
+    with pytest.raises(NotAProject, match="not a readable SQLite file.*not modified"):
+        store.open_project(path)
+    assert _sha(path) == before
+    assert not Path(str(path) + "-wal").exists() or Path(str(path) + "-wal").stat().st_size == 0
