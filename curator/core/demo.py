@@ -1,13 +1,16 @@
-"""The bundled-defaults main job: sample corpus -> chunks -> generated queries -> review queue."""
+"""The bundled-defaults main job: sample corpus -> chunks -> generated queries + sample log ->
+clusters -> review queue."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional
 
+from curator.core.cluster import cluster_queries
 from curator.core.generate import GenerationConfig, generate
 from curator.core.ingest import ingest
-from curator.core.resources import sample_corpus_dir
+from curator.core.logs import import_log
+from curator.core.resources import resources_dir, sample_corpus_dir
 from curator.core.sample import build_queue
 from curator.core.stats import project_stats
 from curator.core.store import open_project
@@ -26,8 +29,22 @@ def build_demo_project(path: str | Path, on_progress: Optional[ProgressCallback]
         generation = None
         if have < count:
             generation = generate(db, GenerationConfig(count=count - have), on_progress=on_progress, cancel=cancel)
+        # Real queries beside synthetic ones, so the map shows where the two differ; a log
+        # already imported is recognised by its content hash and changes nothing.
+        log = import_log(db, resources_dir() / "sample_logs" / "queries.jsonl")
+        clusters = _cluster_if_changed(db, on_progress, cancel)
         queue = build_queue(db, count) if count else None  # tops up; never re-queues a row
-        return {"project": str(path), "ingest": report.as_dict(), "generation": generation, "queue": queue,
-                "stats": project_stats(db)}
+        return {"project": str(path), "ingest": report.as_dict(), "generation": generation, "log": log,
+                "clusters": clusters, "queue": queue, "stats": project_stats(db)}
     finally:
         db.close()
+
+
+def _cluster_if_changed(db, on_progress, cancel) -> Optional[dict]:
+    """Cluster when the active run does not cover every query (a re-run with nothing new keeps it)."""
+    queries = db.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
+    covered = db.execute("""SELECT COUNT(*) FROM query_clusters qc JOIN cluster_runs r ON r.id = qc.run_id
+                            WHERE r.active = 1""").fetchone()[0]
+    if queries < 3 or covered == queries:
+        return None
+    return cluster_queries(db, on_progress=on_progress, cancel=cancel)

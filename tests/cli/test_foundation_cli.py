@@ -97,6 +97,9 @@ def test_demo_headless(tmp_path, runner):
     data = _json(runner, "demo", "--headless", "--count", "0", "--project", path)
     assert data["ingest"]["files_ingested"] == 0 and data["ingest"]["files_unchanged"] > 0
     assert data["ingest"]["total_chunks"] > 0
+    # The first run imported the sample log and clustered every query; the re-run has nothing new.
+    assert data["log"]["already_imported"] is True and data["clusters"] is None
+    assert data["stats"]["queries"] >= 30
 
 
 @pytest.mark.parametrize("command", ["chunks", "search", "stats", "ingest"])
