@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -106,6 +107,15 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.queries_view, "Queries")
         self.tabs.addTab(self.review_view, "Review")
         for name in ("Generate", "Clusters", "Export / Evaluate"):
+            if name == "Clusters":  # map, cluster list, clustering and sampling (clusters_view.py)
+                from curator.gui.clusters_view import ClustersView
+
+                self.clusters_view = ClustersView(self.db, self.project_path)
+                self.clusters_view.selection_changed.connect(self.queries_view.filter_ids)
+                self.clusters_view.project_changed.connect(self.queries_view.reload)
+                self.clusters_view.project_changed.connect(self.review_view.refresh)
+                self.tabs.addTab(self.clusters_view, name)
+                continue
             label = QLabel(f"{name}: not available in this build yet — use the 'curator' command line for this step.")
             label.setWordWrap(True)
             self.tabs.addTab(label, name)
@@ -122,4 +132,7 @@ class MainWindow(QMainWindow):
         if self.db is not None:
             self.db.close()
             self.db = None
+        clustering = sys.modules.get("curator.core.cluster")  # only if clustering ever ran
+        if clustering is not None:
+            clustering.shutdown_worker()  # its UMAP process would otherwise outlive the window
         super().closeEvent(event)

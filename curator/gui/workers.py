@@ -71,3 +71,32 @@ class TaskWorker(QRunnable):
 def start(worker: TaskWorker, pool: Optional[QThreadPool] = None) -> TaskWorker:
     (pool or QThreadPool.globalInstance()).start(worker)
     return worker
+
+
+# -- task adapters for the Clusters tab (appended; core functions stay Qt-free) ------------
+
+def cluster_task(db, *, k="auto", embedder: str = "tfidf", seed: int = 0, fast: bool = False,
+                 on_progress=None, cancel=None) -> dict:
+    """Cluster every query. The import is lazy so the window never pays for numpy/sklearn/umap.
+
+    UMAP itself runs in core's spawn worker process; this thread only waits on it.
+    """
+    from curator.core.cluster import cluster_queries
+
+    return cluster_queries(db, embedder=embedder, k=k, seed=seed, fast=fast, on_progress=on_progress, cancel=cancel)
+
+
+def sample_task(db, *, size: int, allocation: str = "proportional", seed: int = 0,
+                on_progress=None, cancel=None) -> dict:
+    """Top up the review queue with a stratified sample (core's build_queue is one transaction)."""
+    from curator.core.sample import build_queue
+
+    if on_progress is not None:
+        on_progress(0, 1, "sampling")
+    if cancel is not None:
+        cancel.check()
+    result = build_queue(db, size=size, allocation=allocation, seed=seed)
+    if on_progress is not None:
+        on_progress(1, 1, "done")
+    return result
+

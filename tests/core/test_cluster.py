@@ -1,5 +1,8 @@
 """Clustering: real UMAP in a worker process (clustered once per module), fallback, stored rows."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -9,14 +12,8 @@ from curator.core.errors import InputError
 from curator.core.queries import add_query
 from curator.core.store import open_project
 
-TOPICS = {
-    "sync": ["sync conflict when offline", "offline sync fails", "resolve sync conflict", "sync stuck offline mode",
-             "why does sync duplicate items", "conflict after offline edit sync"],
-    "billing": ["invoice payment failed", "refund my invoice", "change billing card payment", "payment declined invoice",
-                "billing address on invoice", "download invoice pdf payment"],
-    "login": ["reset forgotten password login", "login two factor code", "password reset email missing",
-              "cannot login password", "login locked account password", "two factor login lost phone"],
-}
+# Three clearly different support topics, shared with the other clustering tests.
+TOPICS = json.loads((Path(__file__).parents[1] / "data" / "topic_queries.json").read_text())
 
 
 def _grouped_project(path):

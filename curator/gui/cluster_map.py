@@ -1,0 +1,276 @@
+"""The cluster map: every query as a point, coloured by cluster, in one QPainter pass.
+
+Points are painted into a cached QImage once per data change or resize (one ``drawPoints``
+call per colour and marker: 10k+ points stay smooth); hover, selection and the lasso are
+drawn on top of that cache. Synthetic queries are filled discs, log (real) queries are
+squares with a dark outline. Hover text is shown in a plain-text label, never as rich text.
+Clicking a point selects it, dragging draws a lasso polygon; Shift adds to the selection.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+from PySide6.QtCore import QPoint, QPointF, QRect, Qt, Signal
+from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPen, QPolygonF
+from PySide6.QtWidgets import QLabel, QWidget
+
+# Tableau-20 style palette, darker members first so small clusters stay visible.
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+           "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+           "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5")
+MARGIN = 18
+POINT = 7.0          # disc diameter in pixels
+HOVER_RADIUS = 8.0   # pixels within which a point counts as under the cursor
+DRAG_START = 4       # pixels the mouse must move before a press becomes a lasso
+TIP_CHARS = 300
+
+
+def cluster_color(cluster: int) -> QColor:
+    return QColor("#9ca3af") if cluster < 0 else QColor(PALETTE[cluster % len(PALETTE)])
+
+
+def points_in_polygon(xy: np.ndarray, poly: np.ndarray) -> np.ndarray:
+    """Boolean mask of rows of ``xy`` inside ``poly`` (even-odd ray casting, vectorised per edge)."""
+    inside = np.zeros(len(xy), dtype=bool)
+    if len(poly) < 3 or len(xy) == 0:
+        return inside
+    x, y = xy[:, 0], xy[:, 1]
+    x0, y0 = poly[:, 0], poly[:, 1]
+    x1, y1 = np.roll(x0, -1), np.roll(y0, -1)
+    for ax, ay, bx, by in zip(x0, y0, x1, y1):
+        crosses = (ay > y) != (by > y)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            at = (bx - ax) * (y - ay) / (by - ay) + ax
+        inside ^= crosses & (x < at)
+    return inside
+
+
+class ClusterMap(QWidget):
+    """A scatter map of queries. ``selection_changed`` carries the selected query ids (a list)."""
+
+    selection_changed = Signal(list)
+    hovered = Signal(str)  # query id under the cursor ("" when none)
+
+    def __init__(self, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.setMouseTracking(True)
+        self.setMinimumSize(320, 240)
+        self.setAttribute(Qt.WA_OpaquePaintEvent)
+        self.ids: list[str] = []
+        self.texts: list[str] = []
+        self.data_xy = np.zeros((0, 2), np.float32)
+        self.clusters = np.zeros(0, int)
+        self.is_log = np.zeros(0, bool)
+        self.selected = np.zeros(0, bool)
+        self.screen_xy = np.zeros((0, 2), np.float32)
+        self._cache: Optional[QImage] = None
+        self._hover: int = -1
+        self._press: Optional[QPoint] = None
+        self._lasso: list[QPointF] = []
+        self.tip = QLabel(self)
+        self.tip.setObjectName("mapTip")
+        self.tip.setTextFormat(Qt.PlainText)  # query text is user data: never rich text
+        self.tip.setWordWrap(True)
+        self.tip.setMaximumWidth(360)
+        self.tip.setStyleSheet("QLabel#mapTip { background: #111827; color: white; padding: 5px 7px;"
+                               " border-radius: 4px; }")
+        self.tip.hide()
+        self.empty_text = "No cluster run yet: press 'Run clustering'."
+
+    # -- data ------------------------------------------------------------------------------
+    def set_points(self, ids: Sequence[str], xy: np.ndarray, clusters: Sequence[int],
+                   is_log: Sequence[bool], texts: Sequence[str]) -> None:
+        self.ids, self.texts = list(ids), list(texts)
+        self.data_xy = np.asarray(xy, np.float64).reshape(-1, 2)
+        self.clusters = np.asarray(clusters, int)
+        self.is_log = np.asarray(is_log, bool)
+        self.selected = np.zeros(len(self.ids), bool)
+        self._hover = -1
+        self.tip.hide()
+        self._relayout()
+
+    def set_rows(self, rows: Sequence[dict]) -> None:
+        """Rows as returned by ``curator.core.views.cluster_points``."""
+        self.set_points([r["query_id"] for r in rows], np.array([[r["x"], r["y"]] for r in rows], np.float64),
+                        [r["cluster"] for r in rows], [r["source"] == "log" for r in rows],
+                        [r["text"] or "" for r in rows])
+
+    def selected_ids(self) -> list[str]:
+        return [self.ids[i] for i in np.flatnonzero(self.selected)]
+
+    def select_ids(self, ids, emit: bool = True) -> None:
+        wanted = set(ids)
+        self.selected = np.array([q in wanted for q in self.ids], bool)
+        self._selection_done(emit)
+
+    def select_cluster(self, cluster: int) -> None:
+        self.selected = self.clusters == cluster
+        self._selection_done(True)
+
+    def clear_selection(self) -> None:
+        self.selected = np.zeros(len(self.ids), bool)
+        self._selection_done(True)
+
+    def _selection_done(self, emit: bool) -> None:
+        self.update()
+        if emit:
+            self.selection_changed.emit(self.selected_ids())
+
+    # -- geometry --------------------------------------------------------------------------
+    def _relayout(self) -> None:
+        """Map data coordinates to pixels (aspect kept, y up) and drop the cached image."""
+        self._cache = None
+        if len(self.data_xy) == 0:
+            self.screen_xy = np.zeros((0, 2), np.float32)
+            self.update()
+            return
+        lo, hi = self.data_xy.min(axis=0), self.data_xy.max(axis=0)
+        span = np.maximum(hi - lo, 1e-9)
+        w, h = max(self.width() - 2 * MARGIN, 1), max(self.height() - 2 * MARGIN, 1)
+        scale = min(w / span[0], h / span[1])
+        offset = np.array([MARGIN + (w - span[0] * scale) / 2, MARGIN + (h - span[1] * scale) / 2])
+        sx = (self.data_xy[:, 0] - lo[0]) * scale + offset[0]
+        sy = self.height() - ((self.data_xy[:, 1] - lo[1]) * scale + offset[1])
+        self.screen_xy = np.column_stack([sx, sy]).astype(np.float32)
+        self.update()
+
+    def resizeEvent(self, event) -> None:
+        self._relayout()
+        super().resizeEvent(event)
+
+    def nearest(self, pos: QPointF | QPoint, radius: float = HOVER_RADIUS) -> int:
+        """Index of the point nearest ``pos`` within ``radius`` pixels, else -1."""
+        if len(self.screen_xy) == 0:
+            return -1
+        d2 = ((self.screen_xy - np.array([pos.x(), pos.y()], np.float32)) ** 2).sum(axis=1)
+        i = int(np.argmin(d2))
+        return i if d2[i] <= radius * radius else -1
+
+    # -- painting --------------------------------------------------------------------------
+    def _render_cache(self) -> QImage:
+        ratio = self.devicePixelRatioF()
+        image = QImage((self.size() * ratio), QImage.Format_ARGB32_Premultiplied)
+        image.setDevicePixelRatio(ratio)
+        image.fill(QColor("#ffffff"))
+        painter = QPainter(image)
+        painter.setRenderHint(QPainter.Antialiasing)
+        painter.setPen(QPen(QColor("#e5e7eb"), 1))
+        painter.drawRect(QRect(0, 0, self.width() - 1, self.height() - 1))
+        # Synthetic first, log on top: real queries are fewer and the ones worth spotting.
+        for log in (False, True):
+            for cluster in np.unique(self.clusters):
+                mask = (self.clusters == cluster) & (self.is_log == log)
+                if mask.any():
+                    self._draw_group(painter, self.screen_xy[mask], cluster_color(int(cluster)), log)
+        painter.end()
+        return image
+
+    @staticmethod
+    def _draw_group(painter: QPainter, pts: np.ndarray, colour: QColor, log: bool) -> None:
+        poly = QPolygonF([QPointF(float(x), float(y)) for x, y in pts])
+        if log:  # dark square outline, then the coloured square inside it
+            painter.setPen(QPen(QColor("#111827"), POINT + 2, Qt.SolidLine, Qt.SquareCap))
+            painter.drawPoints(poly)
+            painter.setPen(QPen(colour, POINT - 1, Qt.SolidLine, Qt.SquareCap))
+        else:
+            fill = QColor(colour)
+            fill.setAlpha(210)
+            painter.setPen(QPen(fill, POINT, Qt.SolidLine, Qt.RoundCap))
+        painter.drawPoints(poly)
+
+    def paintEvent(self, event) -> None:
+        painter = QPainter(self)
+        if len(self.ids) == 0:
+            painter.fillRect(self.rect(), QColor("#ffffff"))
+            painter.setPen(QColor("#6b7280"))
+            painter.drawText(self.rect(), Qt.AlignCenter | Qt.TextWordWrap, self.empty_text)
+            return
+        if self._cache is None or self._cache.size() != self.size() * self.devicePixelRatioF():
+            self._cache = self._render_cache()
+        painter.drawImage(0, 0, self._cache)
+        painter.setRenderHint(QPainter.Antialiasing)
+        if self.selected.any():  # fade the rest, redraw the selection in its colours with a dark ring
+            painter.fillRect(self.rect(), QColor(255, 255, 255, 170))
+            for cluster in np.unique(self.clusters[self.selected]):
+                mask = self.selected & (self.clusters == cluster)
+                poly = QPolygonF([QPointF(float(x), float(y)) for x, y in self.screen_xy[mask]])
+                painter.setPen(QPen(QColor("#111827"), POINT + 3, Qt.SolidLine, Qt.RoundCap))
+                painter.drawPoints(poly)
+                painter.setPen(QPen(cluster_color(int(cluster)), POINT, Qt.SolidLine, Qt.RoundCap))
+                painter.drawPoints(poly)
+        if self._hover >= 0:
+            x, y = self.screen_xy[self._hover]
+            painter.setPen(QPen(QColor("#111827"), 2))
+            painter.setBrush(Qt.NoBrush)
+            painter.drawEllipse(QPointF(float(x), float(y)), POINT, POINT)
+        if len(self._lasso) > 1:
+            painter.setPen(QPen(QColor("#2563eb"), 1.5, Qt.DashLine))
+            painter.setBrush(QColor(37, 99, 235, 40))
+            painter.drawPolygon(QPolygonF(self._lasso))
+
+    # -- mouse -----------------------------------------------------------------------------
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.LeftButton:
+            self._press = event.position().toPoint()
+            self._lasso = [event.position()]
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        pos = event.position()
+        if self._press is not None and event.buttons() & Qt.LeftButton:
+            self._lasso.append(pos)
+            self._set_hover(-1)
+            self.update()
+            return
+        self._set_hover(self.nearest(pos))
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if event.button() != Qt.LeftButton or self._press is None:
+            return super().mouseReleaseEvent(event)
+        moved = (event.position().toPoint() - self._press).manhattanLength()
+        add = bool(event.modifiers() & Qt.ShiftModifier)
+        if moved >= DRAG_START and len(self._lasso) >= 3:
+            poly = np.array([[p.x(), p.y()] for p in self._lasso], np.float64)
+            hit = points_in_polygon(self.screen_xy.astype(np.float64), poly)
+        else:
+            hit = np.zeros(len(self.ids), bool)
+            i = self.nearest(event.position())
+            if i >= 0:
+                hit[i] = True
+        self.selected = (self.selected | hit) if add else hit
+        self._press, self._lasso = None, []
+        self._selection_done(True)
+
+    def leaveEvent(self, event) -> None:
+        self._set_hover(-1)
+        super().leaveEvent(event)
+
+    def _set_hover(self, index: int) -> None:
+        if index == self._hover:
+            return
+        self._hover = index
+        if index < 0:
+            self.tip.hide()
+            self.hovered.emit("")
+        else:
+            self._show_tip(index)
+            self.hovered.emit(self.ids[index])
+        self.update()
+
+    def _show_tip(self, index: int) -> None:
+        text = self.texts[index]
+        text = text if len(text) <= TIP_CHARS else text[:TIP_CHARS - 1] + "…"
+        kind = "log" if self.is_log[index] else "synthetic"
+        self.tip.setText(f"{text}\n— cluster {self.clusters[index]} · {kind}")
+        self.tip.adjustSize()
+        x, y = self.screen_xy[index]
+        left = int(min(max(4, x + 12), self.width() - self.tip.width() - 4))
+        top = int(y + 12 if y + 12 + self.tip.height() < self.height() else y - 12 - self.tip.height())
+        self.tip.move(left, max(4, top))
+        self.tip.show()
+        self.tip.raise_()
+
+    def hover_text(self) -> str:
+        return self.tip.text() if self.tip.isVisible() else ""

@@ -1,0 +1,257 @@
+"""The Clusters tab: the 2-D map of the active cluster run, the cluster list, clustering and sampling.
+
+Clustering and sampling run in ``TaskWorker``s (pool threads with their own SQLite
+connection); UMAP itself runs in core's spawn worker process, so the GUI thread only
+receives progress signals. Selections on the map are emitted as ``selection_changed``
+(a set of query ids, or None for "no filter") for the window to filter the Queries view.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import sqlite_utils
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QPixmap
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QMessageBox,
+                               QProgressBar, QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
+                               QVBoxLayout, QWidget)
+
+from curator.core import sample, views
+from curator.gui import workers
+from curator.gui.cluster_map import ClusterMap, cluster_color
+
+LIST_HEADERS = ("Cluster", "Label", "Size", "Queued", "Reviewed", "Approved")
+
+
+def _item(value, align_right: bool = False) -> QTableWidgetItem:
+    item = QTableWidgetItem("" if value is None else str(value))  # QTableWidgetItem text is plain
+    item.setFlags(Qt.ItemIsEnabled | Qt.ItemIsSelectable)
+    if align_right:
+        item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+    return item
+
+
+def _swatch(cluster: int):
+    pix = QPixmap(12, 12)
+    pix.fill(cluster_color(cluster) if cluster >= 0 else QColor("#9ca3af"))
+    return pix
+
+
+class ClustersView(QWidget):
+    selection_changed = Signal(object)  # set[str] of query ids, or None to clear the filter
+    project_changed = Signal()          # clustering or sampling wrote to the project
+    task_finished = Signal(str, object)  # ("cluster" | "sample", result dict)
+    task_failed = Signal(str, str)
+
+    def __init__(self, db: sqlite_utils.Database, project_path: str | Path, parent=None) -> None:
+        super().__init__(parent)
+        self.db, self.project_path = db, Path(project_path)
+        self.worker: Optional[workers.TaskWorker] = None
+        self.last_error: Optional[tuple[str, str]] = None
+        self._dialog: Optional[QMessageBox] = None
+        self._build()
+        self.reload()
+
+    # -- layout ----------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.k_spin = QSpinBox(minimum=0, maximum=200, value=0)
+        self.k_spin.setSpecialValueText("auto")
+        self.k_spin.setToolTip("Number of clusters; 'auto' picks k by silhouette")
+        self.cluster_button = QPushButton("Run clustering")
+        self.cluster_button.clicked.connect(self.run_clustering)
+        self.size_spin = QSpinBox(minimum=1, maximum=100000, value=50)
+        self.size_spin.setToolTip("Rows to add to the review queue")
+        self.allocation = QComboBox()
+        self.allocation.addItems(list(sample.ALLOCATIONS))
+        self.sample_button = QPushButton("Build review queue")
+        self.sample_button.clicked.connect(self.run_sampling)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(220)
+        self.progress.setTextVisible(True)
+        self.progress.hide()
+        bar = QHBoxLayout()
+        for widget in (QLabel("k"), self.k_spin, self.cluster_button, QLabel("   Sample size"), self.size_spin,
+                       self.allocation, self.sample_button):
+            bar.addWidget(widget)
+        bar.addStretch(1)
+        bar.addWidget(self.progress)
+        bar.addWidget(self.cancel_button)
+        self.status = QLabel()
+        self.status.setTextFormat(Qt.PlainText)
+        self.status.setObjectName("hint")
+
+        self.table = QTableWidget(0, len(LIST_HEADERS))
+        self.table.setHorizontalHeaderLabels(list(LIST_HEADERS))
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.table.verticalHeader().hide()
+        self.table.setWordWrap(False)
+        hh = self.table.horizontalHeader()
+        hh.setSectionResizeMode(QHeaderView.ResizeToContents)
+        hh.setSectionResizeMode(1, QHeaderView.Stretch)
+        self.table.itemSelectionChanged.connect(self._cluster_row_chosen)
+
+        self.map = ClusterMap()
+        self.map.selection_changed.connect(self._map_selected)
+        self.selection_label = QLabel("Click a point or drag a lasso to filter the Queries tab.")
+        self.selection_label.setTextFormat(Qt.PlainText)
+        self.selection_label.setObjectName("hint")
+        self.clear_button = QPushButton("Clear selection")
+        self.clear_button.setEnabled(False)
+        self.clear_button.clicked.connect(self.map.clear_selection)
+        legend = QLabel("● synthetic   ■ log (real) query")
+        legend.setObjectName("hint")
+        under = QHBoxLayout()
+        under.addWidget(self.selection_label, 1)
+        under.addWidget(legend)
+        under.addWidget(self.clear_button)
+        right = QWidget()
+        rcol = QVBoxLayout(right)
+        rcol.setContentsMargins(0, 0, 0, 0)
+        rcol.addWidget(self.map, 1)
+        rcol.addLayout(under)
+
+        splitter = QSplitter()
+        splitter.addWidget(self.table)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(0, 2)
+        splitter.setStretchFactor(1, 3)
+        splitter.setSizes([500, 600])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addLayout(bar)
+        layout.addWidget(self.status)
+        layout.addWidget(splitter, 1)
+
+    # -- data ------------------------------------------------------------------------------
+    def reload(self) -> None:
+        """Re-read the active run's points and the cluster list."""
+        run = views.active_cluster_run(self.db)
+        had_selection = bool(self.map.selected.any())
+        self.map.set_rows(views.cluster_points(self.db) if run else [])
+        if had_selection:  # the old selection is gone with the old points: drop the filter too
+            self._map_selected([])
+        self.refresh_counts()
+        if run:
+            sil = f", silhouette {run['silhouette']:.2f}" if run.get("silhouette") is not None else ""
+            self.status.setText(f"Cluster run {run['id']} ({run['embedder']}, k={run['k']}{sil}) · "
+                                f"{len(self.map.ids)} queries on the map")
+        else:
+            self.status.setText("No cluster run yet. Run clustering to group the queries, then build a review queue.")
+
+    def refresh_counts(self) -> None:
+        """Cluster list from core's coverage (label, size, queued, reviewed, approved)."""
+        rows = sample.coverage(self.db) if views.active_cluster_run(self.db) else []
+        self.table.blockSignals(True)
+        self.table.setRowCount(len(rows))
+        for i, row in enumerate(rows):
+            cluster = int(row["cluster"])
+            first = _item("-" if cluster < 0 else cluster, align_right=True)
+            first.setData(Qt.DecorationRole, _swatch(cluster))
+            first.setData(Qt.UserRole, cluster)
+            self.table.setItem(i, 0, first)
+            self.table.setItem(i, 1, _item(row["label"]))
+            for col, name in enumerate(("population", "queued", "reviewed", "approved"), start=2):
+                self.table.setItem(i, col, _item(int(row[name] or 0), align_right=True))
+        self.table.blockSignals(False)
+
+    def counts(self) -> list[tuple]:
+        """The cluster list as shown (for tests): tuples of the cells' text."""
+        return [tuple(self.table.item(r, c).text() for c in range(self.table.columnCount()))
+                for r in range(self.table.rowCount())]
+
+    def showEvent(self, event) -> None:
+        # Decisions made in the Review tab change the counts; re-read them when shown.
+        self.refresh_counts()
+        super().showEvent(event)
+
+    # -- selection -------------------------------------------------------------------------
+    def _cluster_row_chosen(self) -> None:
+        items = self.table.selectedItems()
+        if items:
+            cluster = self.table.item(items[0].row(), 0).data(Qt.UserRole)
+            self.map.select_cluster(int(cluster))
+
+    def _map_selected(self, ids: list) -> None:
+        if ids:
+            self.selection_label.setText(f"{len(ids)} selected: the Queries tab shows only these.")
+        else:
+            self.selection_label.setText("Click a point or drag a lasso to filter the Queries tab.")
+            self.table.clearSelection()
+        self.clear_button.setEnabled(bool(ids))
+        self.selection_changed.emit(set(ids) if ids else None)
+
+    # -- tasks -----------------------------------------------------------------------------
+    def run_clustering(self) -> Optional[workers.TaskWorker]:
+        k = self.k_spin.value() or "auto"
+        return self._start("cluster", workers.cluster_task, k=k)
+
+    def run_sampling(self) -> Optional[workers.TaskWorker]:
+        return self._start("sample", workers.sample_task, size=self.size_spin.value(),
+                           allocation=self.allocation.currentText())
+
+    def busy(self) -> bool:
+        return self.worker is not None
+
+    def _start(self, kind: str, fn, **kwargs) -> Optional[workers.TaskWorker]:
+        if self.worker is not None:
+            return None
+        worker = workers.TaskWorker(self.project_path, fn, **kwargs)
+        sig = worker.signals
+        sig.progress.connect(self._progress)
+        sig.finished.connect(lambda result: self._finished(kind, result))
+        sig.failed.connect(self._failed)
+        sig.cancelled.connect(lambda: self.status.setText("Cancelled; the project is unchanged."))
+        sig.done.connect(self._done)
+        self.worker = worker
+        self._set_busy(True, "Clustering…" if kind == "cluster" else "Sampling…")
+        workers.start(worker)
+        return worker
+
+    def cancel(self) -> None:
+        if self.worker is not None:
+            self.worker.cancel()
+            self.status.setText("Cancelling…")
+
+    def _set_busy(self, busy: bool, message: str = "") -> None:
+        for widget in (self.cluster_button, self.sample_button, self.k_spin, self.size_spin, self.allocation):
+            widget.setEnabled(not busy)
+        self.cancel_button.setEnabled(busy)
+        self.progress.setVisible(busy)
+        if busy:
+            self.progress.setRange(0, 0)
+            self.status.setText(message)
+
+    def _progress(self, done: int, total: int, message: str) -> None:
+        self.progress.setRange(0, max(total, 1))
+        self.progress.setValue(done)
+        self.progress.setFormat(f"{message} %p%" if message else "%p%")
+
+    def _finished(self, kind: str, result) -> None:
+        self.reload()
+        if kind == "cluster":
+            self.status.setText(f"{self.status.text()} · clustered in {result.get('seconds', 0):.1f} s")
+        else:
+            self.status.setText(f"Added {result['queued']} rows to the review queue "
+                                f"(queue size {result['queue_size']}).")
+        self.project_changed.emit()
+        self.task_finished.emit(kind, result)
+
+    def _failed(self, what: str, todo: str) -> None:
+        self.last_error = (what, todo)
+        self.status.setText(f"Failed: {what}")
+        box = QMessageBox(QMessageBox.Warning, "Step failed", what, QMessageBox.Ok, self)
+        box.setTextFormat(Qt.PlainText)
+        box.setInformativeText(todo)
+        box.open()  # not exec(): never block the event loop (or a test) on a dialog
+        self._dialog = box
+        self.task_failed.emit(what, todo)
+
+    def _done(self) -> None:
+        self.worker = None
+        self._set_busy(False)

@@ -1,0 +1,223 @@
+"""The Clusters tab on a real clustered project: map drawn, hover, click and lasso, counts, workers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import shutil
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QEvent, QPointF, QSettings, Qt
+from PySide6.QtGui import QMouseEvent
+
+from curator.core import corpus, review
+from curator.core.cluster import cluster_queries, shutdown_worker
+from curator.core.queries import add_query
+from curator.core.sample import build_queue
+from curator.core.store import open_project
+from curator.gui.cluster_map import ClusterMap, points_in_polygon
+from curator.gui.clusters_view import ClustersView
+from curator.gui.window import MainWindow
+
+# Three clearly different support topics, shared with the other clustering tests.
+TOPICS = json.loads((Path(__file__).parents[1] / "data" / "topic_queries.json").read_text())
+PER_TOPIC = 20
+
+
+def _fill(path) -> None:
+    db = open_project(path)
+    chunk = corpus.list_chunks(db)[0]["id"]
+    with db.conn:
+        for base in TOPICS.values():
+            for i in range(PER_TOPIC):
+                text = f"{base[i % len(base)]} {['please', 'help', 'today', 'now', 'again'][i % 5]} {i}"
+                if i % 3 == 0:  # a third are real (log) queries
+                    add_query(db, text, "log", query_type="log")
+                else:
+                    add_query(db, text + " <b>x</b>", "synthetic", query_type="factoid", gold_chunk_ids=[chunk])
+    db.close()
+
+
+@pytest.fixture(scope="module")
+def clustered_template(tmp_path_factory, _ingested_template):
+    path = tmp_path_factory.mktemp("clusters") / "clustered.curator"
+    shutil.copy(_ingested_template, path)
+    _fill(path)
+    db = open_project(path)
+    cluster_queries(db, k=3, seed=0)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    yield path
+    shutdown_worker()
+
+
+@pytest.fixture
+def project(tmp_path, clustered_template):
+    path = tmp_path / "p.curator"
+    shutil.copy(clustered_template, path)
+    return path
+
+
+@pytest.fixture
+def view(qtbot, project):
+    db = open_project(project)
+    v = ClustersView(db, project)
+    qtbot.addWidget(v)
+    v.resize(1100, 650)
+    v.show()
+    qtbot.waitExposed(v)
+    yield v
+    v.close()
+    db.close()
+
+
+def _mouse(widget, kind, pos, buttons=Qt.LeftButton, button=Qt.LeftButton):
+    point = QPointF(*pos)
+    event = QMouseEvent(kind, point, widget.mapToGlobal(point), button, buttons, Qt.NoModifier)
+    widget.event(event) if kind != QEvent.MouseMove else widget.mouseMoveEvent(event)
+
+
+def _drag(widget, points):
+    _mouse(widget, QEvent.MouseButtonPress, points[0])
+    for p in points[1:]:
+        _mouse(widget, QEvent.MouseMove, p, button=Qt.NoButton)
+    _mouse(widget, QEvent.MouseButtonRelease, points[-1], buttons=Qt.NoButton)
+
+
+def _colours(image, step=3) -> set:
+    return {image.pixelColor(x, y).name() for x in range(0, image.width(), step) for y in range(0, image.height(), step)}
+
+
+def test_map_drawn_with_cluster_colours(view, tmp_path):
+    m = view.map
+    assert len(m.ids) == 3 * PER_TOPIC
+    assert set(np.unique(m.clusters)) == {0, 1, 2}
+    assert m.is_log.sum() == 3 * len(range(0, PER_TOPIC, 3))
+    image = m.grab().toImage()
+    assert image.save(str(tmp_path / "map.png"))
+    assert view.grab().save(str(tmp_path / "clusters_tab.png"))
+    from curator.gui.cluster_map import PALETTE
+    found = _colours(image, 1)
+    assert len(found) > 20  # not blank
+    assert sum(c in found for c in PALETTE[:3]) == 3  # one colour per cluster
+
+
+def test_hover_shows_plain_text_and_click_selects(view, qtbot):
+    m = view.map
+    i = int(np.flatnonzero(~m.is_log)[0])
+    x, y = m.screen_xy[i]
+    _mouse(m, QEvent.MouseMove, (x, y), buttons=Qt.NoButton, button=Qt.NoButton)
+    j = m.nearest(QPointF(x, y))  # overlapping points: the nearest one is the one shown
+    assert m.hover_text().startswith(m.texts[j][:20])
+    assert "<b>x</b>" in m.hover_text() and m.tip.textFormat() == Qt.PlainText
+    with qtbot.waitSignal(view.selection_changed) as blocker:
+        _mouse(m, QEvent.MouseButtonPress, (x, y))
+        _mouse(m, QEvent.MouseButtonRelease, (x, y), buttons=Qt.NoButton)
+    assert blocker.args[0] == {m.ids[j]}
+    with qtbot.waitSignal(view.selection_changed) as blocker:
+        view.clear_button.click()
+    assert blocker.args[0] is None
+
+
+def test_lasso_selects_the_points_inside(view, qtbot):
+    m = view.map
+    w, h = m.width(), m.height()
+    lasso = [(5, 5), (w * 0.55, 5), (w * 0.55, h * 0.6), (w * 0.3, h - 5), (5, h - 5)]
+    expected = {m.ids[i] for i in np.flatnonzero(points_in_polygon(m.screen_xy.astype(float), np.array(lasso)))}
+    assert 0 < len(expected) < len(m.ids)
+    with qtbot.waitSignal(view.selection_changed) as blocker:
+        _drag(m, lasso)
+    assert blocker.args[0] == expected
+    assert set(m.selected_ids()) == expected
+
+
+def test_points_in_polygon_square():
+    xy = np.array([[1, 1], [5, 5], [2, 3], [-1, 2], [3.9, 0.1]])
+    square = np.array([[0, 0], [4, 0], [4, 4], [0, 4]])
+    assert points_in_polygon(xy, square).tolist() == [True, False, True, False, True]
+
+
+def test_cluster_list_counts(qtbot, project):
+    db = open_project(project)
+    build_queue(db, size=9, allocation="equal")
+    queued = [r[0] for r in db.execute("SELECT query_id FROM review_queue ORDER BY position").fetchall()]
+    review.decide(db, queued[0], "approve", reviewer="t")
+    review.decide(db, queued[1], "reject", reviewer="t")
+    truth = {c: {"size": 0, "queued": 0, "reviewed": 0, "approved": 0} for c in range(3)}
+    for qid, cluster, status in db.execute(
+            "SELECT qc.query_id, qc.cluster, q.status FROM query_clusters qc JOIN queries q ON q.id = qc.query_id"):
+        t = truth[cluster]
+        t["size"] += 1
+        t["queued"] += qid in queued
+        t["reviewed"] += status != "pending"
+        t["approved"] += status == "approved"
+    v = ClustersView(db, project)
+    qtbot.addWidget(v)
+    rows = v.counts()
+    assert [int(r[0]) for r in rows] == [0, 1, 2]
+    for r in rows:
+        t = truth[int(r[0])]
+        assert r[1]  # a label
+        assert tuple(int(x) for x in r[2:]) == (t["size"], t["queued"], t["reviewed"], t["approved"])
+    assert sum(int(r[3]) for r in rows) == 9 and sum(int(r[4]) for r in rows) == 2
+    # choosing a cluster row selects its points on the map
+    with qtbot.waitSignal(v.selection_changed) as blocker:
+        v.table.selectRow(1)
+    assert len(blocker.args[0]) == int(rows[1][2])
+    v.close()
+    db.close()
+
+
+def test_sampling_and_clustering_run_in_workers(view, qtbot):
+    view.size_spin.setValue(6)
+    with qtbot.waitSignal(view.task_finished, timeout=30000) as blocker:
+        assert view.run_sampling() is not None
+        assert view.busy() and not view.cluster_button.isEnabled()
+    assert blocker.args[0] == "sample" and blocker.args[1]["queued"] == 6
+    assert sum(int(r[3]) for r in view.counts()) == 6
+    view.k_spin.setValue(4)
+    outcomes = []  # the first signal wins: a failure must show its message, not a timeout
+    view.task_finished.connect(lambda *args: outcomes.append(("finished", args)))
+    view.task_failed.connect(lambda *args: outcomes.append(("failed", args)))
+    view.run_clustering()
+    qtbot.waitUntil(lambda: bool(outcomes) and not view.busy(), timeout=240000)
+    kind, args = outcomes[0]
+    assert kind == "finished", args
+    assert args[0] == "cluster" and args[1]["k"] == 4
+    assert len(view.counts()) == 4 and len(set(np.unique(view.map.clusters))) == 4
+    assert view.cluster_button.isEnabled()
+
+
+def test_worker_error_reaches_a_dialog(qtbot, tmp_path):
+    path = tmp_path / "tiny.curator"
+    db = open_project(path, create=True)
+    v = ClustersView(db, path)
+    qtbot.addWidget(v)
+    assert "No cluster run" in v.status.text()
+    with qtbot.waitSignal(v.task_failed, timeout=30000) as blocker:
+        v.run_clustering()
+    assert "at least 3 queries" in blocker.args[0]
+    assert v._dialog is not None and v._dialog.isVisible()
+    v._dialog.close()
+    v.close()
+    db.close()
+
+
+def test_window_lasso_filters_queries_tab(qtbot, project, tmp_path):
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat)
+    win = MainWindow(project, settings=settings, reviewer="t")
+    qtbot.addWidget(win)
+    win.resize(1100, 700)
+    win.show()
+    win.tabs.setCurrentWidget(win.clusters_view)
+    qtbot.waitExposed(win)
+    assert win.queries_view.visible_count() == 3 * PER_TOPIC
+    win.clusters_view.map.select_cluster(0)
+    n = int((win.clusters_view.map.clusters == 0).sum())
+    assert win.queries_view.visible_count() == n
+    assert win.grab().save(str(tmp_path / "window_clusters.png"))
+    win.clusters_view.map.clear_selection()
+    assert win.queries_view.visible_count() == 3 * PER_TOPIC
+    win.close()
