@@ -12,6 +12,9 @@ def _render_summary(s: dict) -> str:
              f"({', '.join(f'{t} {n}' for t, n in sorted(s['by_type'].items()))}), rejected {s['rejected']}",
              f"{s['accepted_this_session']} rows in {s['seconds']} s ({s['rows_per_min']} rows/min)"]
     lines += [f"  rejected: {reason} x{n}" for reason, n in sorted(s["rejected_by_reason"].items(), key=lambda x: -x[1])]
+    if s.get("truncated_chunks"):
+        lines.append(f"warning: {len(s['truncated_chunks'])} chunk(s) longer than the prompt budget were truncated: "
+                     + ", ".join(s["truncated_chunks"][:5]) + (" ..." if len(s["truncated_chunks"]) > 5 else ""))
     return "\n".join(lines)
 
 

@@ -247,13 +247,14 @@ class _Progress:
     accepted: int = 0
     rejected: int = 0
     reasons: dict = field(default_factory=dict)
+    truncated: set = field(default_factory=set)  # ids of chunks cut to fit the context
 
 
 def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -> dict:
     by_type = _accepted_by_type(db, run_id)
     seconds = time.perf_counter() - started
     counts = {"accepted": sum(by_type.values()), "rejected": progress.rejected, "by_type": by_type,
-              "rejected_by_reason": progress.reasons}
+              "rejected_by_reason": progress.reasons, "truncated_chunks": sorted(progress.truncated)}
     with db.conn:
         db.execute("UPDATE generation_runs SET status = ?, counts = ? WHERE id = ?", [status, store.dumps(counts), run_id])
     return {"run_id": run_id, "status": status, **counts, "accepted_this_session": progress.accepted,
@@ -297,6 +298,8 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
                 continue
             if cancel is not None:
                 cancel.check()
+            # A passage over the prompt budget is cut (_truncate); the run summary says which.
+            progress.truncated.update(c["id"] for c in task.chunks if len(c["text"]) > MAX_PASSAGE_CHARS)
             candidate, reason = _make_row(db, backend, task, config, duplicates)
             _store(db, run_id, task, candidate, reason)
             if reason:

@@ -139,3 +139,21 @@ def eval_json(text):
     import json
 
     return json.loads(text)
+
+
+def test_chunk_longer_than_the_prompt_budget_is_truncated_with_a_warning(empty_db, tmp_path):
+    from curator.cli.generate_cmds import _render_summary
+    from curator.core.generate import MAX_PASSAGE_CHARS
+    from curator.core.ingest import ingest
+
+    long_doc = tmp_path / "long.txt"
+    long_doc.write_text(" ".join(f"Widget {i} needs calibration step {i} before the spring audit." for i in range(120)))
+    ingest(empty_db, [long_doc], chunk_size=2000, overlap=0)
+    (chunk_id, length), = empty_db.execute("SELECT id, length(text) FROM chunks")
+    assert length > MAX_PASSAGE_CHARS
+    backend = FakeBackend(_fake_reply)
+    summary = generate(empty_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1), backend=backend)
+    assert summary["truncated_chunks"] == [chunk_id]
+    passage = backend.prompts[0][-1]["content"].split("Passage", 1)[1]
+    assert len(passage) < MAX_PASSAGE_CHARS + 200
+    assert f"truncated: {chunk_id}" in _render_summary(summary)
