@@ -6,7 +6,11 @@ STAMP  := $(VENV)/.installed
 
 # llama-cpp-python builds from source (10-20 min on 2 cores, once: pip caches the wheel).
 # Skipping llama.cpp's examples, tests, tools and server shortens that build.
-export CMAKE_ARGS ?= -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF
+# GGML_NATIVE=OFF with an explicit AVX2 baseline: a native build on a CPU that reports AMX (as
+# this VM's Xeon does) compiles ggml's AMX kernels, and every prompt of more than one token then
+# crashed with a segmentation fault in llama_decode. AVX2/FMA covers any x86-64 CPU since 2013.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+	-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
 .PHONY: demo test bench screenshots clean

@@ -1,6 +1,8 @@
 """Ingest benchmark on a corpus every machine has: pydoc topics and stdlib docstrings.
 
-Prints MB/s, chunks/s, peak memory and the time of an all-unchanged re-ingest.
+Prints MB/s, chunks/s, peak memory and the time of an all-unchanged re-ingest, against two
+references measured in the same run: the same ingest in one process (``workers=0``), and a floor
+that only reads the files and indexes their text in FTS5 (the least any ingest here must do).
 Target: >= 10 MB/s on the first ingest. Never asserts.
 
     .venv/bin/python bench/ingest.py [--mb 20] [--profile]
@@ -68,6 +70,20 @@ def write_corpus(root: Path, target_mb: float) -> int:
     return total
 
 
+def fts_floor(root: Path, path: Path) -> float:
+    """Seconds to read every file and index its whole text in an FTS5 table (porter, as Curator)."""
+    import sqlite3
+
+    started = time.perf_counter()
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(title, text, tokenize='porter')")
+    with conn:
+        conn.executemany("INSERT INTO t VALUES (?, ?)",
+                         ((p.name, p.read_text("utf-8")) for p in sorted(root.rglob("*.*"))))
+    conn.close()
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=20.0, help="corpus size to write (MB)")
@@ -96,6 +112,18 @@ def main() -> None:
         second = ingest(db, [root])
         print(f"re-ingest: {time.perf_counter() - started:.2f} s, unchanged {second.files_unchanged}/"
               f"{second.files_seen}, ingested {second.files_ingested}, chunks added {second.chunks_added}")
+        db.close()
+        single = open_project(Path(tmp) / "single.curator", create=True)
+        started = time.perf_counter()
+        ingest(single, [root], workers=0)
+        one = time.perf_counter() - started
+        single.close()
+        print(f"reference, one process (workers=0): {one:.2f} s, {size / 1e6 / one:.2f} MB/s; "
+              f"default is {one / seconds:.2f}x that")
+        floor = fts_floor(root, Path(tmp) / "floor.sqlite")
+        print(f"reference, floor (read + FTS5 insert of each file's text, one transaction): {floor:.2f} s, "
+              f"{size / 1e6 / floor:.2f} MB/s; ingest takes {seconds / floor:.1f}x the floor")
+        db = open_project(Path(tmp) / "bench.curator")
         peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
         print(f"peak memory (ru_maxrss): {peak_kb / 1024:.0f} MB")
         db.close()

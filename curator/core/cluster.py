@@ -1,7 +1,9 @@
 """Cluster a project's queries: embed → UMAP (5-D) → KMeans, plus a 2-D UMAP map and c-TF-IDF labels.
 
-UMAP runs in a worker process (spawn context) because it holds the GIL for long stretches and
-the GUI calls this from a thread. ``warm_up()`` pre-compiles numba's JIT in that worker.
+UMAP runs in a worker process (spawn context) because it holds the GIL for long stretches.
+``cluster_project`` runs the whole step (embedding, UMAP, KMeans, storing) in that worker: the GUI
+uses it, so its own process only waits and its GUI thread is never starved of the GIL (the TF-IDF
+embedding alone held it for over 2 s on 10k queries). ``warm_up()`` pre-compiles numba's JIT there.
 
 Reproducibility: by default (``fast=False``) UMAP gets ``random_state=seed``, which makes runs
 repeatable but forces UMAP to one thread (1.6-2x slower). ``fast=True`` drops random_state for
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import queue
 import time
 from typing import Callable, Optional
 
@@ -34,23 +37,63 @@ from curator.core.tasks import CancelToken, report
 
 UMAP_MIN = 30
 _POOL: Optional[cf.ProcessPoolExecutor] = None
+_PROGRESS: Optional[multiprocessing.queues.Queue] = None  # the worker's progress reports, (done, total, message)
+_IN_WORKER = False  # True inside the worker process: UMAP then runs inline
 _LAST_UMAP_SECONDS: list[float] = []  # seconds of the last run's 5-D and 2-D fits (for timings)
 
 
 def _pool() -> cf.ProcessPoolExecutor:
     """One long-lived spawn worker, so numba's JIT is paid once per session."""
-    global _POOL
+    global _POOL, _PROGRESS
     if _POOL is None:
-        _POOL = cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        context = multiprocessing.get_context("spawn")
+        _PROGRESS = context.Queue()
+        _POOL = cf.ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_init_worker,
+                                       initargs=(_PROGRESS,))
     return _POOL
 
 
+def _init_worker(progress) -> None:
+    global _PROGRESS, _IN_WORKER
+    _PROGRESS, _IN_WORKER = progress, True
+
+
 def shutdown_worker() -> None:
-    """Stop the UMAP worker (tests, app exit)."""
+    """Stop the worker now, even in the middle of a fit (cancel, tests, app exit).
+
+    ``shutdown()`` alone waits for a running job to end, so the process is terminated first; a
+    job it kills has written nothing, since a cluster run is stored in one transaction at its end.
+    """
     global _POOL
     if _POOL is not None:
-        _POOL.shutdown(cancel_futures=True)
+        for process in list((_POOL._processes or {}).values()):  # no public way to stop a running job
+            process.terminate()
+        _POOL.shutdown(wait=True, cancel_futures=True)
         _POOL = None
+
+
+def _wait(future: cf.Future, cancel: Optional[CancelToken], on_progress=None):
+    """The future's result, relaying the worker's progress and honouring a cancel within 0.2 s."""
+    while True:
+        _relay_progress(on_progress)
+        try:
+            result = future.result(timeout=0.2)
+            _relay_progress(on_progress)
+            return result
+        except cf.TimeoutError:
+            if cancel is not None and cancel.cancelled:
+                future.cancel()
+                shutdown_worker()
+                cancel.check()
+
+
+def _relay_progress(on_progress) -> None:
+    while _PROGRESS is not None:
+        try:
+            done, total, message = _PROGRESS.get_nowait()
+        except (queue.Empty, OSError, ValueError):
+            return
+        report(on_progress, done, total, message)
 
 
 def _epochs(n: int, dim: int) -> Optional[int]:
@@ -107,17 +150,12 @@ def warm_up() -> float:
 def run_umap(vectors: np.ndarray, seed: Optional[int], cancel: Optional[CancelToken] = None) -> tuple[np.ndarray, np.ndarray]:
     """5-D clustering space and 2-D map coordinates, computed in the worker process."""
     n_neighbors = max(2, min(15, len(vectors) - 1))
-    future = _pool().submit(_umap_job, vectors, (5, 2), seed, n_neighbors, False)
-    while True:
-        try:
-            (low, flat), secs = future.result(timeout=0.2)
-            _LAST_UMAP_SECONDS[:] = secs
-            return low, flat
-        except cf.TimeoutError:
-            if cancel is not None and cancel.cancelled:
-                future.cancel()
-                shutdown_worker()  # the only way to stop a running fit
-                cancel.check()
+    if _IN_WORKER:
+        (low, flat), secs = _umap_job(vectors, (5, 2), seed, n_neighbors, False)
+    else:
+        (low, flat), secs = _wait(_pool().submit(_umap_job, vectors, (5, 2), seed, n_neighbors, False), cancel)
+    _LAST_UMAP_SECONDS[:] = secs
+    return low, flat
 
 
 def pca(vectors: np.ndarray, dim: int) -> np.ndarray:
@@ -218,3 +256,21 @@ def cluster_queries(db, embedder="tfidf", k="auto", seed: int = 0, fast: bool = 
     return {"run_id": run_id, "k": k_used, "sizes": sizes, "labels": [names[c][0] for c in range(k_used)],
             "silhouette": sil, "method": method, "embedder": emb.id,
             "seconds": round(time.perf_counter() - start, 3), "timings": {a: round(b, 3) for a, b in timings.items()}}
+
+
+def _cluster_job(project_path: str, options: dict) -> dict:
+    """Runs in the worker: the whole clustering step on its own connection to the project."""
+    db = store.open_project(project_path)
+    try:
+        return cluster_queries(db, on_progress=lambda done, total, message: _PROGRESS.put((done, total, message)),
+                               **options)
+    finally:
+        db.close()
+
+
+def cluster_project(project_path, embedder: str = "tfidf", k="auto", seed: int = 0, fast: bool = False,
+                    on_progress: Optional[Callable[[int, int, str], None]] = None,
+                    cancel: Optional[CancelToken] = None) -> dict:
+    """``cluster_queries`` on a project file, run in the worker process (see the module notes)."""
+    options = {"embedder": embedder, "k": k, "seed": seed, "fast": fast}
+    return _wait(_pool().submit(_cluster_job, str(project_path), options), cancel, on_progress)

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures as cf
 import hashlib
+import itertools
+import multiprocessing
+import os
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
@@ -15,6 +21,16 @@ from curator.core.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP, Chunk, ch
 from curator.core.errors import InputError
 from curator.core.loaders import SUPPORTED_SUFFIXES, LoadedDoc, load_file
 from curator.core.tasks import CancelToken, ProgressCallback, report
+
+# Files are committed in groups, at least once per COMMIT_EVERY_S seconds: FTS5 flushes and merges
+# an index segment on every commit, and one commit per file made SQLite most of the ingest time.
+# A crash loses at most the last second of files, and re-running ingest picks them up again
+# (unchanged files are skipped), so nothing a user made by hand is ever at stake here.
+COMMIT_EVERY_S = 1.0
+# Chunking costs about as much as writing, so above this size a worker process chunks while this
+# one writes (bench/ingest.py). Below it, starting a process costs more than it saves.
+PARALLEL_MIN_BYTES = 4_000_000
+AHEAD = 16  # files prepared ahead of the writer: bounds memory on huge corpora
 
 
 @dataclass
@@ -32,9 +48,14 @@ class IngestReport:
     total_chunks: int = 0
     bytes: int = 0
     seconds: float = 0.0
+    # chunks added or retired since the last commit: their queries' stale flags are refreshed
+    # once per commit group instead of once per document
+    touched_chunks: set = field(default_factory=set, repr=False)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        del data["touched_chunks"]
+        return data
 
 
 def iter_input_files(paths: Iterable[str | Path], report_: IngestReport) -> Iterator[tuple[Path, str]]:
@@ -95,25 +116,27 @@ def _store_document(db, key: str, doc: LoadedDoc, content_hash: str, params: str
         _jsonl_chunk_ids(doc_id, chunks)
     old_ids = {r[0] for r in db.execute("SELECT id FROM chunks WHERE doc_id = ? AND active = 1", [doc_id])}
     new_ids = {c.id for c in chunks}
-    db["documents"].upsert(
-        {"id": doc_id, "path": key, "title": doc.title, "format": doc.format, "content_hash": content_hash,
-         "bytes": len(doc.text.encode("utf-8")), "chunk_params": params,
-         "metadata": store.dumps(doc.metadata), "ingested_at": store.now()},
-        pk="id",
+    db.execute(
+        """INSERT INTO documents (id, path, title, format, content_hash, bytes, chunk_params, metadata, ingested_at)
+           VALUES (?,?,?,?,?,?,?,?,?)
+           ON CONFLICT(id) DO UPDATE SET path = excluded.path, title = excluded.title, format = excluded.format,
+               content_hash = excluded.content_hash, bytes = excluded.bytes, chunk_params = excluded.chunk_params,
+               metadata = excluded.metadata, ingested_at = excluded.ingested_at""",
+        [doc_id, key, doc.title, doc.format, content_hash, len(doc.text.encode("utf-8")), params,
+         store.dumps(doc.metadata), store.now()],
     )
     retired = old_ids - new_ids
     if retired:
         marks = ",".join("?" * len(retired))
         db.execute(f"UPDATE chunks SET active = 0 WHERE id IN ({marks})", list(retired))
-    for chunk in chunks:
-        db.execute(
-            """INSERT INTO chunks (id, doc_id, ord, title, text, tokens, active) VALUES (?,?,?,?,?,?,1)
-               ON CONFLICT(id) DO UPDATE SET ord = excluded.ord, title = excluded.title, active = 1""",
-            [chunk.id, doc_id, chunk.ord, chunk.title, chunk.text, chunk.tokens],
-        )
+    db.conn.executemany(
+        """INSERT INTO chunks (id, doc_id, ord, title, text, tokens, active) VALUES (?,?,?,?,?,?,1)
+           ON CONFLICT(id) DO UPDATE SET ord = excluded.ord, title = excluded.title, active = 1""",
+        [(chunk.id, doc_id, chunk.ord, chunk.title, chunk.text, chunk.tokens) for chunk in chunks],
+    )
     report_.chunks_added += len(new_ids - old_ids)
     report_.chunks_retired += len(retired)
-    refresh_stale(db, retired | (new_ids - old_ids))
+    report_.touched_chunks |= retired | (new_ids - old_ids)
 
 
 def _known_hashes(db) -> dict[str, tuple[str, str]]:
@@ -127,18 +150,38 @@ def ingest(
     overlap: int = DEFAULT_OVERLAP,
     on_progress: Optional[ProgressCallback] = None,
     cancel: Optional[CancelToken] = None,
+    workers: Optional[int] = None,
 ) -> IngestReport:
-    """Ingest files and folders; each file is committed on its own, so a crash keeps the rest."""
+    """Ingest files and folders; each file is all-or-nothing (a savepoint), commits come in groups.
+
+    ``workers``: processes that load and chunk files while this one writes (None: one when the
+    files to ingest add up to PARALLEL_MIN_BYTES or more and there is a spare core; 0: never).
+    """
     started = time.perf_counter()
     result = IngestReport()
     params = store.dumps({"chunk_size": chunk_size, "overlap": overlap, "chunker": "sentence-v1"})
     known = _known_hashes(db)
     files = list(iter_input_files(paths, result))
-    for index, (file, key) in enumerate(files):
+    tasks = _changed_files(files, params, chunk_size, overlap, known, result, cancel)
+    try:
+        _store_all(db, tasks, len(files), params, result, workers, on_progress, cancel)
+    finally:
+        _commit(db, result)  # files finished before a cancel or an error are kept
+    report(on_progress, len(files), len(files), "done")
+    result.total_documents, result.total_chunks, result.queries_stale = db.execute(
+        "SELECT (SELECT COUNT(*) FROM documents), (SELECT COUNT(*) FROM chunks WHERE active = 1),"
+        " (SELECT COUNT(*) FROM queries WHERE stale = 1)").fetchone()
+    result.seconds = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _changed_files(files, params, chunk_size, overlap, known, result, cancel) -> list[tuple]:
+    """Arguments of ``_prepare`` for every file that is new or changed; unchanged ones are counted."""
+    tasks = []
+    for file, key in files:
         if cancel is not None:
             cancel.check()
         result.files_seen += 1
-        report(on_progress, index, len(files), key)
         try:
             raw = file.read_bytes()
         except OSError as exc:
@@ -150,13 +193,67 @@ def ingest(
         if file.suffix.lower() != ".jsonl" and known.get(key) == (content_hash, params):
             result.files_unchanged += 1
             continue
-        _ingest_file(db, file, key, content_hash, params, chunk_size, overlap, known, result)
-    report(on_progress, len(files), len(files), "done")
-    result.total_documents, result.total_chunks, result.queries_stale = db.execute(
-        "SELECT (SELECT COUNT(*) FROM documents), (SELECT COUNT(*) FROM chunks WHERE active = 1),"
-        " (SELECT COUNT(*) FROM queries WHERE stale = 1)").fetchone()
-    result.seconds = round(time.perf_counter() - started, 3)
-    return result
+        file_known = {k: v for k, v in known.items() if k.startswith(key + "#")} if file.suffix.lower() == ".jsonl" else {}
+        tasks.append((file, key, content_hash, params, chunk_size, overlap, file_known, len(raw)))
+    return tasks
+
+
+def _store_all(db, tasks, files: int, params, result, workers, on_progress, cancel) -> None:
+    """Store prepared files in order; progress counts every file (unchanged ones are already done)."""
+    last_commit = time.perf_counter()
+    for index, prepared in enumerate(_prepared_in_order(tasks, workers, cancel), start=files - len(tasks)):
+        report(on_progress, index, files, prepared.key)
+        _store_prepared(db, prepared, params, result)
+        if time.perf_counter() - last_commit >= COMMIT_EVERY_S:
+            _commit(db, result)
+            last_commit = time.perf_counter()
+
+
+def _commit(db, result: IngestReport) -> None:
+    refresh_stale(db, result.touched_chunks)
+    result.touched_chunks.clear()
+    db.conn.commit()
+
+
+def _prepared_in_order(tasks, workers, cancel) -> Iterator[_Prepared]:
+    """Prepared files in input order; loading and chunking run in worker processes when it pays."""
+    if workers is None:
+        spare = (os.cpu_count() or 1) - 1
+        workers = min(spare, 2) if sum(t[-1] for t in tasks) >= PARALLEL_MIN_BYTES else 0
+    if workers <= 0:
+        for task in tasks:
+            if cancel is not None:
+                cancel.check()
+            yield _prepare(*task[:-1])
+        return
+    done = 0
+    try:
+        for prepared in _prepared_by_workers(tasks, workers, cancel):
+            done += 1
+            yield prepared
+    except cf.process.BrokenProcessPool:
+        # A worker died, or a caller's script cannot be re-imported by a spawned child (no
+        # ``if __name__ == "__main__"`` guard): the files not stored yet are prepared here instead.
+        yield from _prepared_in_order(tasks[done:], 0, cancel)
+
+
+def _prepared_by_workers(tasks, workers, cancel) -> Iterator[_Prepared]:
+    # spawn, not fork: the GUI calls this from a thread, and forking a threaded process can deadlock
+    with cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        window: collections.deque = collections.deque()
+        pending = iter(tasks)
+        try:
+            for task in itertools.islice(pending, AHEAD):
+                window.append(pool.submit(_prepare, *task[:-1]))
+            while window:
+                if cancel is not None:
+                    cancel.check()
+                prepared = window.popleft().result()
+                for task in itertools.islice(pending, 1):
+                    window.append(pool.submit(_prepare, *task[:-1]))
+                yield prepared
+        finally:
+            pool.shutdown(cancel_futures=True)
 
 
 def _retire_missing_rows(db, key: str, present: set[str], result: IngestReport) -> bool:
@@ -170,7 +267,7 @@ def _retire_missing_rows(db, key: str, present: set[str], result: IngestReport) 
         # The document row stays (its retired chunks still explain old gold labels); a changed
         # hash makes the row count as new if it comes back.
         db.execute("UPDATE documents SET content_hash = 'removed' WHERE id = ?", [doc_id])
-    refresh_stale(db, retired)
+    result.touched_chunks.update(retired)
     result.chunks_retired += len(retired)
     return bool(gone)
 
@@ -183,25 +280,64 @@ def _resolve_key(key: str, known: dict) -> str:
     return matches[0] if len(matches) == 1 else key
 
 
-def _ingest_file(db, file: Path, key: str, content_hash: str, params: str, chunk_size: int, overlap: int,
-                 known: dict, result: IngestReport) -> None:
+@contextmanager
+def _savepoint(db):
+    db.execute("SAVEPOINT ingest_file")
     try:
-        docs = load_file(file, result.line_errors)
+        yield
+    except BaseException:
+        db.execute("ROLLBACK TO ingest_file")
+        db.execute("RELEASE ingest_file")
+        raise
+    db.execute("RELEASE ingest_file")
+
+
+@dataclass
+class _Prepared:
+    """A file loaded and chunked (in a worker process for large ingests), ready to store."""
+    file: Path
+    key: str
+    docs: list = field(default_factory=list)  # (doc_key, doc, doc_hash, chunks) for new or changed docs
+    present: Optional[set] = None  # JSONL: every row's key, to retire the rows that are gone
+    line_errors: list = field(default_factory=list)
+    error: Optional[str] = None
+
+
+def _prepare(file: Path, key: str, content_hash: str, params: str, chunk_size: int, overlap: int,
+             known: dict) -> _Prepared:
+    """Load and chunk one file (pure: no database), skipping JSONL rows that did not change."""
+    prepared = _Prepared(file, key)
+    try:
+        docs = load_file(file, prepared.line_errors)
     except InputError as exc:
-        result.skipped.append({"path": str(file), "reason": str(exc).split(": ", 1)[-1]})
+        prepared.error = str(exc).split(": ", 1)[-1]
+        return prepared
+    if file.suffix.lower() == ".jsonl":
+        prepared.present = {f"{key}#{d.metadata['corpus_id']}" for d in docs}
+    for doc in docs:
+        doc_key = key if doc.format != "jsonl" else f"{key}#{doc.metadata['corpus_id']}"
+        doc_hash = content_hash if doc.format != "jsonl" else hashlib.sha256(
+            (doc.title + "\x00" + doc.text).encode("utf-8")).hexdigest()
+        if known.get(doc_key) == (doc_hash, params):
+            continue
+        doc.key = doc_key
+        chunks = chunk_document(doc, chunk_size, overlap)
+        doc.sections = []  # not needed any more; keeps the result small to send between processes
+        prepared.docs.append((doc_key, doc, doc_hash, chunks))
+    return prepared
+
+
+def _store_prepared(db, prepared: _Prepared, params: str, result: IngestReport) -> None:
+    result.line_errors.extend(prepared.line_errors)
+    if prepared.error is not None:
+        result.skipped.append({"path": str(prepared.file), "reason": prepared.error})
         return
     changed = False
-    with db.conn:  # one transaction per file
-        if file.suffix.lower() == ".jsonl":
-            changed = _retire_missing_rows(db, key, {f"{key}#{d.metadata['corpus_id']}" for d in docs}, result)
-        for doc in docs:
-            doc_key = key if doc.format != "jsonl" else f"{key}#{doc.metadata['corpus_id']}"
-            doc_hash = content_hash if doc.format != "jsonl" else hashlib.sha256(
-                (doc.title + "\x00" + doc.text).encode("utf-8")).hexdigest()
-            if known.get(doc_key) == (doc_hash, params):
-                continue
-            doc.key = doc_key
-            _store_document(db, doc_key, doc, doc_hash, params, chunk_document(doc, chunk_size, overlap), result)
+    with _savepoint(db):  # a file that fails half-way leaves nothing behind
+        if prepared.present is not None:
+            changed = _retire_missing_rows(db, prepared.key, prepared.present, result)
+        for doc_key, doc, doc_hash, chunks in prepared.docs:
+            _store_document(db, doc_key, doc, doc_hash, params, chunks, result)
             result.documents += 1
             changed = True
     if changed:

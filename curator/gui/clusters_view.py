@@ -49,6 +49,7 @@ class ClustersView(QWidget):
         super().__init__(parent)
         self.db, self.project_path = db, Path(project_path)
         self.worker: Optional[workers.TaskWorker] = None
+        self._outcome = None  # (signal, args) announced once the worker is done
         self.last_error: Optional[tuple[str, str]] = None
         self._dialog: Optional[QMessageBox] = None
         self._build()
@@ -240,7 +241,7 @@ class ClustersView(QWidget):
             self.status.setText(f"Added {result['queued']} rows to the review queue "
                                 f"(queue size {result['queue_size']}).")
         self.project_changed.emit()
-        self.task_finished.emit(kind, result)
+        self._outcome = (self.task_finished, (kind, result))
 
     def _failed(self, what: str, todo: str) -> None:
         self.last_error = (what, todo)
@@ -250,8 +251,13 @@ class ClustersView(QWidget):
         box.setInformativeText(todo)
         box.open()  # not exec(): never block the event loop (or a test) on a dialog
         self._dialog = box
-        self.task_failed.emit(what, todo)
+        self._outcome = (self.task_failed, (what, todo))
 
     def _done(self) -> None:
+        """The worker's last signal: only now is the view idle, so only now is the outcome announced
+        (a listener that starts the next step right away must find the view ready for it)."""
         self.worker = None
         self._set_busy(False)
+        outcome, self._outcome = self._outcome, None
+        if outcome is not None:
+            outcome[0].emit(*outcome[1])

@@ -77,13 +77,12 @@ def start(worker: TaskWorker, pool: Optional[QThreadPool] = None) -> TaskWorker:
 
 def cluster_task(db, *, k="auto", embedder: str = "tfidf", seed: int = 0, fast: bool = False,
                  on_progress=None, cancel=None) -> dict:
-    """Cluster every query. The import is lazy so the window never pays for numpy/sklearn/umap.
+    """Cluster every query in core's worker process (the import is lazy: the window never pays for
+    numpy/sklearn/umap). This thread only waits, so the GUI thread keeps the GIL."""
+    from curator.core.cluster import cluster_project
 
-    UMAP itself runs in core's spawn worker process; this thread only waits on it.
-    """
-    from curator.core.cluster import cluster_queries
-
-    return cluster_queries(db, embedder=embedder, k=k, seed=seed, fast=fast, on_progress=on_progress, cancel=cancel)
+    path = db.execute("PRAGMA database_list").fetchone()[2]
+    return cluster_project(path, embedder=embedder, k=k, seed=seed, fast=fast, on_progress=on_progress, cancel=cancel)
 
 
 def sample_task(db, *, size: int, allocation: str = "proportional", seed: int = 0,

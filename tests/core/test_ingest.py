@@ -10,6 +10,7 @@ import pytest
 from curator.core.corpus import list_chunks, list_documents
 from curator.core.ingest import ingest, iter_input_files, IngestReport
 from curator.core.queries import add_query, get_query
+from curator.core.store import open_project
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -186,3 +187,42 @@ def test_same_file_named_two_ways_is_one_document(empty_db, corpus):
     ingest(empty_db, [corpus])
     ingest(empty_db, [corpus / "a.md"])
     assert len(list_documents(empty_db)) == 2
+
+
+def _table(db, sql: str) -> list[tuple]:
+    return [tuple(r) for r in db.execute(sql)]
+
+
+def test_worker_processes_store_exactly_what_one_process_stores(tmp_path, corpus):
+    """Large ingests chunk in worker processes; the stored corpus must not depend on it."""
+    shutil.copytree(DATA, corpus / "data")
+    dbs = {}
+    for workers in (0, 1):
+        dbs[workers] = open_project(tmp_path / f"w{workers}.curator", create=True)
+        report = ingest(dbs[workers], [corpus], workers=workers)
+        assert report.files_ingested >= 8 and report.chunks_added > 10
+    for sql in ("SELECT id, doc_id, ord, title, text, tokens, active FROM chunks ORDER BY id",
+                "SELECT id, path, title, format, content_hash, bytes, chunk_params, metadata FROM documents ORDER BY id"):
+        assert _table(dbs[0], sql) == _table(dbs[1], sql)
+    assert _table(dbs[1], "SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH 'gamma'")[0][0] > 0
+
+
+def test_a_file_failing_while_stored_leaves_nothing_and_earlier_files_are_kept(empty_db, corpus, monkeypatch):
+    import curator.core.ingest as ingest_module
+
+    real = ingest_module._store_document
+
+    def failing(db, key, *args):
+        if key.endswith("b.txt"):
+            raise RuntimeError("disk on fire")
+        return real(db, key, *args)
+
+    monkeypatch.setattr(ingest_module, "_store_document", failing)
+    with pytest.raises(RuntimeError):
+        ingest(empty_db, [corpus])
+    paths = [r[0] for r in empty_db.execute("SELECT path FROM documents")]
+    assert paths == ["corpus/a.md"]  # committed before the failure; b.txt left nothing behind
+    assert not _table(empty_db, "SELECT id FROM chunks WHERE doc_id NOT IN (SELECT id FROM documents)")
+    monkeypatch.setattr(ingest_module, "_store_document", real)
+    again = ingest(empty_db, [corpus])
+    assert again.files_unchanged == 1 and again.files_ingested == 1

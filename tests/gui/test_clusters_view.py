@@ -176,13 +176,21 @@ def test_sampling_and_clustering_run_in_workers(view, qtbot):
         assert view.run_sampling() is not None
         assert view.busy() and not view.cluster_button.isEnabled()
     assert blocker.args[0] == "sample" and blocker.args[1]["queued"] == 6
+    # announced only once idle: the next step can start from the signal (this raced before)
+    assert not view.busy() and view.cluster_button.isEnabled()
     assert sum(int(r[3]) for r in view.counts()) == 6
     view.k_spin.setValue(4)
     outcomes = []  # the first signal wins: a failure must show its message, not a timeout
     view.task_finished.connect(lambda *args: outcomes.append(("finished", args)))
     view.task_failed.connect(lambda *args: outcomes.append(("failed", args)))
-    view.run_clustering()
-    qtbot.waitUntil(lambda: bool(outcomes) and not view.busy(), timeout=240000)
+    progress = []
+    worker = view.run_clustering()
+    assert worker is not None, "the view refused to start clustering"
+    worker.signals.progress.connect(lambda *args: progress.append(args))
+    try:
+        qtbot.waitUntil(lambda: bool(outcomes) and not view.busy(), timeout=240000)
+    except qtbot.TimeoutError:
+        pytest.fail(f"clustering gave no outcome in 240 s; progress seen: {progress}; status: {view.status.text()!r}")
     kind, args = outcomes[0]
     assert kind == "finished", args
     assert args[0] == "cluster" and args[1]["k"] == 4
