@@ -25,6 +25,7 @@ import concurrent.futures as cf
 import multiprocessing
 import queue
 import time
+import uuid
 from typing import Callable, Optional
 
 import numpy as np
@@ -37,7 +38,7 @@ from curator.core.tasks import CancelToken, report
 
 UMAP_MIN = 30
 _POOL: Optional[cf.ProcessPoolExecutor] = None
-_PROGRESS: Optional[multiprocessing.queues.Queue] = None  # the worker's progress reports, (done, total, message)
+_PROGRESS = None  # a spawn-context Queue of the worker's reports: (job, done, total, message)
 _IN_WORKER = False  # True inside the worker process: UMAP then runs inline
 _LAST_UMAP_SECONDS: list[float] = []  # seconds of the last run's 5-D and 2-D fits (for timings)
 
@@ -72,27 +73,37 @@ def shutdown_worker() -> None:
         _POOL = None
 
 
-def _wait(future: cf.Future, cancel: Optional[CancelToken], on_progress=None):
-    """The future's result, relaying the worker's progress and honouring a cancel within 0.2 s."""
+def _wait(future: cf.Future, cancel: Optional[CancelToken], on_progress=None, job: Optional[str] = None):
+    """The future's result, relaying job ``job``'s progress and honouring a cancel within 0.2 s."""
     while True:
-        _relay_progress(on_progress)
+        _relay_progress(on_progress, job)
         try:
             result = future.result(timeout=0.2)
-            _relay_progress(on_progress)
-            return result
         except cf.TimeoutError:
             if cancel is not None and cancel.cancelled:
                 future.cancel()
                 shutdown_worker()
                 cancel.check()
+            continue
+        if job is not None:  # reports travel on another pipe than the result: wait for the last one
+            _relay_progress(on_progress, job, until_end=True)
+        return result
 
 
-def _relay_progress(on_progress) -> None:
+def _relay_progress(on_progress, job: Optional[str], until_end: bool = False) -> None:
+    deadline = time.monotonic() + 2.0
     while _PROGRESS is not None:
         try:
-            done, total, message = _PROGRESS.get_nowait()
+            item = _PROGRESS.get(timeout=0.05) if until_end else _PROGRESS.get_nowait()
         except (queue.Empty, OSError, ValueError):
+            if until_end and time.monotonic() < deadline:
+                continue
             return
+        sender, done, total, message = item
+        if sender != job:
+            continue  # left over from a job that was cancelled
+        if done is None:
+            return  # the job's end marker
         report(on_progress, done, total, message)
 
 
@@ -258,14 +269,15 @@ def cluster_queries(db, embedder="tfidf", k="auto", seed: int = 0, fast: bool = 
             "seconds": round(time.perf_counter() - start, 3), "timings": {a: round(b, 3) for a, b in timings.items()}}
 
 
-def _cluster_job(project_path: str, options: dict) -> dict:
+def _cluster_job(project_path: str, options: dict, job: str) -> dict:
     """Runs in the worker: the whole clustering step on its own connection to the project."""
     db = store.open_project(project_path)
     try:
-        return cluster_queries(db, on_progress=lambda done, total, message: _PROGRESS.put((done, total, message)),
+        return cluster_queries(db, on_progress=lambda done, total, message: _PROGRESS.put((job, done, total, message)),
                                **options)
     finally:
         db.close()
+        _PROGRESS.put((job, None, None, None))
 
 
 def cluster_project(project_path, embedder: str = "tfidf", k="auto", seed: int = 0, fast: bool = False,
@@ -273,4 +285,5 @@ def cluster_project(project_path, embedder: str = "tfidf", k="auto", seed: int =
                     cancel: Optional[CancelToken] = None) -> dict:
     """``cluster_queries`` on a project file, run in the worker process (see the module notes)."""
     options = {"embedder": embedder, "k": k, "seed": seed, "fast": fast}
-    return _wait(_pool().submit(_cluster_job, str(project_path), options), cancel, on_progress)
+    job = uuid.uuid4().hex
+    return _wait(_pool().submit(_cluster_job, str(project_path), options, job), cancel, on_progress, job)

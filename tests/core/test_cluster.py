@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from curator.core import store
-from curator.core.cluster import cluster_queries, shutdown_worker
+from curator.core.cluster import cluster_project, cluster_queries, shutdown_worker
 from curator.core.errors import InputError
 from curator.core.queries import add_query
 from curator.core.store import open_project
@@ -29,9 +29,13 @@ def _grouped_project(path):
 
 @pytest.fixture(scope="module")
 def clustered(tmp_path_factory):
-    db = _grouped_project(tmp_path_factory.mktemp("cl") / "p.curator")
+    path = tmp_path_factory.mktemp("cl") / "p.curator"
+    db = _grouped_project(path)
     first = cluster_queries(db, k="auto", seed=0)
-    second = cluster_queries(db, k="auto", seed=0)
+    progress = []
+    # the second run goes whole through the worker process, as the GUI runs it
+    second = cluster_project(path, k="auto", seed=0, on_progress=lambda *a: progress.append(a))
+    assert [p[2] for p in progress][-1] == "done" and "embedding" in [p[2] for p in progress]
     yield db, first, second
     db.close()
     shutdown_worker()
@@ -77,3 +81,23 @@ def test_too_few_queries(empty_db):
     add_query(empty_db, "only one", "manual")
     with pytest.raises(InputError):
         cluster_queries(empty_db)
+
+
+def test_cancel_stops_the_worker_mid_run_and_stores_nothing(tmp_path):
+    from curator.core.tasks import CancelToken, Cancelled
+
+    path = tmp_path / "c.curator"
+    _grouped_project(path).close()
+    token = CancelToken()
+
+    def cancel_once_reducing(done, total, message):
+        if message == "reducing":
+            token.cancel()
+
+    with pytest.raises(Cancelled):
+        cluster_project(path, k=3, seed=0, on_progress=cancel_once_reducing, cancel=token)
+    db = open_project(path)
+    assert db.execute("SELECT COUNT(*) FROM cluster_runs").fetchone()[0] == 0
+    again = cluster_project(path, k=3, seed=0)  # a fresh worker takes over
+    assert again["k"] == 3 and sum(again["sizes"]) == 66
+    db.close()
