@@ -6,7 +6,7 @@ goes through these functions, so the headless tests can cover them too.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Collection, Optional
 
 import sqlite_utils
 
@@ -42,8 +42,18 @@ def set_cursor(db: sqlite_utils.Database, reviewer: str, query_id: str) -> None:
     store.meta_set(db, _cursor_key(reviewer), query_id)
 
 
-def review_order(db: sqlite_utils.Database) -> list[dict]:
-    """Rows to review in order: the queue if there is one, else every query by creation order."""
+def review_order(db: sqlite_utils.Database, within: Optional[Collection[str]] = None) -> list[dict]:
+    """Rows to review in order: the queue if there is one, else every query by creation order.
+
+    ``within`` (a selection, e.g. lassoed on the cluster map) restricts the order to those queries,
+    queued or not: queued ones first in queue order, then the others by creation order.
+    """
+    if within is not None:
+        chosen = set(within)
+        rows = store.rows(db, """SELECT q.id AS query_id, q.status FROM queries q
+                                 LEFT JOIN review_queue r ON r.query_id = q.id
+                                 ORDER BY r.position IS NULL, r.position, q.created_at, q.id""")
+        return [r for r in rows if r["query_id"] in chosen]
     queued = store.rows(
         db,
         """SELECT r.query_id, q.status FROM review_queue r JOIN queries q ON q.id = r.query_id
@@ -55,9 +65,10 @@ def review_order(db: sqlite_utils.Database) -> list[dict]:
 
 
 def next_pending(db: sqlite_utils.Database, after: Optional[str] = None,
-                 skip: frozenset[str] | set[str] = frozenset()) -> Optional[str]:
+                 skip: frozenset[str] | set[str] = frozenset(),
+                 within: Optional[Collection[str]] = None) -> Optional[str]:
     """The next pending row after ``after`` (wrapping round), leaving out ``skip``."""
-    order = review_order(db)
+    order = review_order(db, within)
     ids = [r["query_id"] for r in order]
     start = ids.index(after) + 1 if after in ids else 0
     rotated = order[start:] + order[:start]

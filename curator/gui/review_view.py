@@ -8,7 +8,7 @@ Every decision goes through ``curator.core.review.decide`` and is committed at o
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional
+from typing import Callable, Collection, Optional
 
 import sqlite_utils
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
@@ -196,6 +196,7 @@ class ReviewView(QWidget):
         self.current: Optional[dict] = None
         self.editing = False
         self.skipped: set[str] = set()
+        self.focus: Optional[set[str]] = None  # a map selection the reviewer works through, or None
         self.gold_dialog: Optional[GoldDialog] = None
         self.note_dialog: Optional[NoteDialog] = None
         self.setFocusPolicy(Qt.StrongFocus)
@@ -205,6 +206,17 @@ class ReviewView(QWidget):
 
     # -- layout ----------------------------------------------------------------------------
     def _build(self) -> None:
+        self.focus_bar = QWidget()
+        self.focus_bar.setObjectName("focusBar")
+        bar = QHBoxLayout(self.focus_bar)
+        bar.setContentsMargins(0, 0, 0, 0)
+        self.focus_label = plain_label()
+        clear = QPushButton("Whole queue")
+        clear.setFocusPolicy(Qt.NoFocus)
+        clear.clicked.connect(lambda: self.set_focus(None))
+        bar.addWidget(self.focus_label, 1)
+        bar.addWidget(clear)
+        self.focus_bar.hide()
         self.status_label = plain_label()
         self.status_label.setObjectName("reviewStatus")
         self.progress_label = plain_label()
@@ -228,6 +240,7 @@ class ReviewView(QWidget):
         self.keys_hint.setObjectName("hint")
         main = QWidget()
         col = QVBoxLayout(main)
+        col.addWidget(self.focus_bar)
         col.addWidget(self.status_label)
         col.addWidget(plain_label("Question", bold=True))
         col.addWidget(self.question)
@@ -277,17 +290,41 @@ class ReviewView(QWidget):
 
     def advance(self) -> None:
         after = self.current["id"] if self.current else None
-        nxt = views.next_pending(self.db, after, self.skipped)
+        nxt = views.next_pending(self.db, after, self.skipped, self.focus)
         if nxt is None and self.skipped:  # only skipped rows are left: go round again
             self.skipped.clear()
-            nxt = views.next_pending(self.db, after)
+            nxt = views.next_pending(self.db, after, within=self.focus)
         self.show_query(nxt)
+
+    def set_focus(self, query_ids: Optional[Collection[str]]) -> None:
+        """Review only these queries (a selection on the cluster map); None or empty: the whole queue."""
+        self.focus = set(query_ids) if query_ids else None
+        self.skipped.clear()
+        self._update_focus_bar()
+        if self.focus is not None and (self.current is None or self.current["id"] not in self.focus
+                                       or self.current["status"] != "pending"):
+            self.show_query(views.next_pending(self.db, within=self.focus))
+        elif self.current is None:
+            self.show_query(views.next_pending(self.db))
+
+    def _update_focus_bar(self) -> None:
+        if self.focus is None:
+            self.focus_bar.hide()
+            return
+        pending = sum(1 for r in views.review_order(self.db, self.focus) if r["status"] == "pending")
+        self.focus_label.setText(f"Reviewing the {len(self.focus)} queries selected on the map "
+                                 f"({pending} pending).")
+        self.focus_bar.show()
 
     # -- rendering -------------------------------------------------------------------------
     def _render(self) -> None:
         q = self.current
+        if self.focus is not None:
+            self._update_focus_bar()
         if q is None:
-            self.status_label.setText("Nothing left to review. Build a queue in the Clusters tab or generate more queries.")
+            self.status_label.setText(
+                "Nothing left to review. Build a queue in the Clusters tab or generate more queries." if self.focus is None
+                else "Every selected query is reviewed. 'Whole queue' goes back to the rest.")
             self.question.setPlainText("")
             self.reference.setPlainText("")
             self.chunks.setPlainText("")

@@ -1,0 +1,48 @@
+"""A selection on the cluster map becomes the review view's focus: only those rows, then back."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from curator.core import corpus, views
+from curator.core.queries import add_query, get_query
+from curator.core.store import open_project
+from curator.gui.review_view import ReviewView
+
+
+def _project(path, n=6):
+    db = open_project(path)
+    chunk = corpus.list_chunks(db)[0]["id"]
+    with db.conn:
+        ids = [add_query(db, f"question {i}", "synthetic", query_type="factoid", gold_chunk_ids=[chunk])
+               for i in range(n)]
+    return db, ids
+
+
+def test_next_pending_within_a_selection(sample_project_path):
+    db, ids = _project(sample_project_path)
+    chosen = {ids[4], ids[1]}
+    assert views.next_pending(db, within=chosen) == ids[1]
+    assert views.next_pending(db, ids[1], within=chosen) == ids[4]
+    assert views.next_pending(db, ids[4], within={ids[4]}) is None
+    db.close()
+
+
+def test_review_view_works_through_the_selection_then_the_whole_queue(qtbot, sample_project_path):
+    db, ids = _project(sample_project_path)
+    view = ReviewView(db, "ann")
+    qtbot.addWidget(view)
+    view.show()
+    assert view.current["id"] == ids[0]
+    view.set_focus([ids[3], ids[5]])
+    assert view.current["id"] == ids[3] and view.focus_bar.isVisible()
+    assert "2 queries selected" in view.focus_label.text() and "(2 pending)" in view.focus_label.text()
+    qtbot.keyClick(view, Qt.Key_A)
+    assert view.current["id"] == ids[5] and "(1 pending)" in view.focus_label.text()
+    qtbot.keyClick(view, Qt.Key_X)
+    assert view.current is None and "Every selected query is reviewed" in view.status_label.text()
+    assert get_query(db, ids[3])["status"] == "approved" and get_query(db, ids[5])["status"] == "rejected"
+    view.set_focus(None)  # "Whole queue"
+    assert not view.focus_bar.isVisible() and view.current["id"] == ids[0]
+    view.close()
+    db.close()
