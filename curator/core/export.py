@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -120,12 +121,42 @@ def _export_beir(db, out: Path, rows: list[dict], splits: dict[str, str]) -> lis
         _write_lines(staging / "qrels" / f"{name}.tsv",
                      ["query-id\tcorpus-id\tscore"] + [f"{a}\t{b}\t{c}" for a, b, c in _qrels(split_rows)])
         qrels_files.append(out / "qrels" / f"{name}.tsv")
+    _swap_folder_in(staging, out)
+    return [out / "corpus.jsonl", out / "queries.jsonl", *qrels_files]
+
+
+def _swap_folder_in(staging: Path, out: Path) -> None:
+    """Put the finished folder at ``out`` so that ``out`` is never missing, even after a kill.
+
+    A folder cannot be renamed over a non-empty one, so on Linux the two are exchanged in one
+    atomic renameat2(RENAME_EXCHANGE) and the old export (now at ``staging``) is deleted. Elsewhere
+    the old folder is moved aside first; a kill between the two renames then leaves it at
+    ``<out>.previous``, which the next export puts back before anything else.
+    """
     previous = out.with_name(out.name + ".previous")
+    if previous.exists() and not out.exists():
+        os.replace(previous, out)  # recover from an interrupted fallback swap
+    if out.exists() and _exchange(staging, out):
+        shutil.rmtree(staging, ignore_errors=True)
+        return
     if out.exists():
         os.replace(out, previous)
     os.replace(staging, out)
     shutil.rmtree(previous, ignore_errors=True)
-    return [out / "corpus.jsonl", out / "queries.jsonl", *qrels_files]
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux renameat2); False where the system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except AttributeError:  # glibc older than 2.28
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
 
 
 def _group_by_split(rows: list[dict], splits: dict[str, str]) -> dict[str, list[dict]]:

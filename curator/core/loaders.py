@@ -37,12 +37,20 @@ class LoadedDoc:
         return "\n\n".join(s.text for s in self.sections)
 
 
-def decode_bytes(data: bytes, path: Path) -> str:
-    """UTF-8 (with or without BOM) first, then UTF-16 by BOM, then cp1252, then Latin-1."""
-    if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+def decode_bytes(data: bytes, path: Path, allow_nul: bool = False) -> str:
+    """UTF-8 (with or without BOM) first, then UTF-16 by BOM, then cp1252, then Latin-1.
+
+    ``allow_nul``: line-based files (logs) keep going, so one corrupt line is reported on its own
+    instead of the whole file being refused as binary.
+    """
+    utf16 = data.startswith((b"\xff\xfe", b"\xfe\xff"))
+    if not allow_nul and not utf16 and b"\x00" in data[:4096]:
         raise InputError(f"{path}: looks binary (NUL bytes), skipped.")
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16")
+    if utf16:
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise InputError(f"{path}: starts with a UTF-16 byte-order mark but is not valid UTF-16; skipped.") from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -53,12 +61,18 @@ def decode_bytes(data: bytes, path: Path) -> str:
         return data.decode("latin-1")
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, allow_nul: bool = False) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
-    return decode_bytes(data, path)
+    return decode_bytes(data, path, allow_nul)
+
+
+def record_lines(text: str) -> list[str]:
+    """The lines of a JSONL file: split at \\n only (\\r\\n too), never at U+2028, form feed and the
+    other breaks ``str.splitlines`` knows, which are legal inside a JSON string."""
+    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
 
 
 # ---------------------------------------------------------------- Markdown
@@ -310,20 +324,31 @@ def load_pdf(path: Path) -> list[Section]:
 
 # ---------------------------------------------------------------- JSONL corpora (BEIR)
 
+def parse_json_object(line: str) -> dict:
+    """One JSONL record; every way a line can be bad is a ValueError (nesting too deep included)."""
+    try:
+        record = json.loads(line)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    return record
+
+
 def load_jsonl_corpus(path: Path, errors: list[str]) -> list[LoadedDoc]:
     """One document per line with ``_id``/``id``, ``title`` and ``text``; bad lines go to errors."""
     docs = []
-    for number, line in enumerate(read_text(path).splitlines(), 1):
+    for number, line in enumerate(record_lines(read_text(path)), 1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-            if not isinstance(record, dict):
-                raise ValueError("not a JSON object")
+            record = parse_json_object(line)
             text = str(record.get("text") or "").strip()
             doc_id = str(record.get("_id", record.get("id", ""))).strip()
             if not text or not doc_id:
                 raise ValueError("needs non-empty 'text' and '_id' (or 'id')")
+            if not isinstance(record.get("metadata") or {}, dict):
+                raise ValueError("'metadata' must be a JSON object")
         except ValueError as exc:
             errors.append(f"{path}:{number}: {exc}; line skipped.")
             continue

@@ -15,6 +15,7 @@ rather than re-importing a growing file.
 from __future__ import annotations
 
 import csv
+import io
 import hashlib
 import json
 import re
@@ -26,7 +27,7 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
-from curator.core.loaders import read_text
+from curator.core.loaders import parse_json_object, read_text, record_lines
 from curator.core.queries import add_query, make_query_id
 
 QUERY_FIELDS = ("query", "question", "text", "user_input", "q", "prompt", "search", "search_query")
@@ -63,32 +64,50 @@ def _truthy(value) -> bool:
 
 
 def _records(path: Path, errors: list[str]) -> list[tuple[int, dict]]:
-    text = read_text(path)
+    text = read_text(path, allow_nul=True)
     if path.suffix.lower() in {".jsonl", ".ndjson"}:
-        out = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                if not isinstance(record, dict):
-                    raise ValueError("not a JSON object")
-                out.append((number, record))
-            except ValueError as exc:
-                errors.append(f"{path}:{number}: bad JSON ({exc}); line skipped.")
-        return out
-    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
-    reader = csv.reader(text.splitlines(), delimiter=delimiter)
-    header = [h.strip().lower() for h in next(reader, [])]
+        return _jsonl_records(path, text, errors)
+    return _csv_records(path, text, "\t" if path.suffix.lower() == ".tsv" else ",", errors)
+
+
+def _jsonl_records(path: Path, text: str, errors: list[str]) -> list[tuple[int, dict]]:
     out = []
-    for number, row in enumerate(reader, 2):
+    for number, line in enumerate(record_lines(text), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append((number, parse_json_object(line)))
+        except ValueError as exc:
+            errors.append(f"{path}:{number}: bad JSON ({exc}); line skipped.")
+    return out
+
+
+def _csv_records(path: Path, text: str, delimiter: str, errors: list[str]) -> list[tuple[int, dict]]:
+    """Rows with the line they start on; quoted fields may hold line breaks (newline='' reading)."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        header = [h.strip().lower() for h in next(reader, [])]
+    except csv.Error as exc:
+        raise InputError(f"{path}:1: the header line cannot be read ({exc}).") from None
+    out, number = [], reader.line_num + 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return out
+        except csv.Error as exc:  # e.g. a field over csv.field_size_limit(): this row only
+            errors.append(f"{path}:{number}: {exc}; line skipped.")
+            number = reader.line_num + 1
+            continue
+        start, number = number, reader.line_num + 1
         if not row:
             continue
-        if len(row) != len(header):
-            errors.append(f"{path}:{number}: {len(row)} columns where the header has {len(header)}; line skipped.")
-            continue
-        out.append((number, dict(zip(header, row))))
-    return out
+        if "\x00" in "".join(row):
+            errors.append(f"{path}:{start}: NUL byte in the line; line skipped.")
+        elif len(row) != len(header):
+            errors.append(f"{path}:{start}: {len(row)} columns where the header has {len(header)}; line skipped.")
+        else:
+            out.append((start, dict(zip(header, row))))
 
 
 def _pick(fields: set[str], explicit: Optional[str], candidates: tuple[str, ...]) -> Optional[str]:

@@ -61,8 +61,8 @@ def _apply(state: dict, action: str, changes: dict) -> dict:
         after["status"] = _STATUS_OF_ACTION[action]
     if action == "unanswerable":
         after["answerable"], after["gold_chunk_ids"], after["gold_grades"] = 0, [], {}
-    elif action == "approve" and after["gold_chunk_ids"]:
-        after["answerable"] = 1
+    elif after.get("status") == "approved" and after["gold_chunk_ids"]:
+        after["answerable"] = 1  # by approve or by an adjudication to approved, after an earlier "unanswerable"
     return after
 
 

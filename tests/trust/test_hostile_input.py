@@ -2,7 +2,7 @@
 on, and the project stays consistent (SQLite integrity and the full-text index both check out).
 
 Property tests are bounded (30 examples, no deadline) so the suite stays fast. Crashes found
-while writing them, in modules this suite does not own, are pinned as ``xfail`` tests below
+while writing them are pinned as tests below; the few not fixed yet are ``xfail``
 with the reason, so they turn into passes when fixed.
 """
 
@@ -55,7 +55,7 @@ def _nested(depth: int, tags: list[str], text: str) -> bytes:
 
 
 def _not_broken_utf16(data: bytes) -> bool:
-    """Leaves out a UTF-16 BOM followed by undecodable bytes: pinned by the xfail test below."""
+    """Leaves out a UTF-16 BOM followed by undecodable bytes: covered by test_truncated_utf16_file_is_skipped_not_fatal."""
     if not data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return True
     try:
@@ -99,9 +99,6 @@ def test_hostile_files_are_named_and_the_batch_goes_on(data, suffix):
             db.close()
 
 
-@pytest.mark.xfail(reason="loaders.decode_bytes decodes a UTF-16 BOM file with data.decode('utf-16') unguarded: "
-                          "an odd or truncated byte count raises UnicodeDecodeError, which aborts the whole ingest",
-                   strict=False)
 def test_truncated_utf16_file_is_skipped_not_fatal(tmp_path):
     (tmp_path / "broken.txt").write_bytes(b"\xfe\xff\x00\x00\x00")  # found by hypothesis
     (tmp_path / "good.md").write_text(GOOD_DOC)
@@ -140,7 +137,7 @@ json_value = st.one_of(st.text(max_size=40), st.integers(), st.floats(allow_nan=
 log_record = st.dictionaries(st.sampled_from(["query", "feedback", "ts", "session", "rephrased"]), json_value,
                              max_size=5)
 # ASCII-escaped JSON, and junk without raw line separators or NUL bytes: those two make the
-# loader drop good lines (see the xfail tests below).
+# loader drop good lines before (see the line-separator and NUL tests below).
 log_line = st.one_of(log_record.map(lambda r: json.dumps(r)), st.text(max_size=80).map(json.dumps),
                      st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00\n\r"
                                                     "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"), max_size=80))
@@ -216,9 +213,6 @@ def test_malformed_csv_log_rows_are_named_and_skipped(rows, junk):
             db.close()
 
 
-@pytest.mark.xfail(reason="logs._records and loaders.load_jsonl_corpus split "
-                          "with str.splitlines(), which also breaks at U+2028, form feed and other characters "
-                          "that are legal inside a JSON string or CSV field", strict=False)
 def test_line_separator_inside_a_json_string_is_not_a_line_break(tmp_path):
     path = tmp_path / "log.jsonl"
     path.write_text(json.dumps({"query": "reset\u2028password"}, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -228,8 +222,6 @@ def test_line_separator_inside_a_json_string_is_not_a_line_break(tmp_path):
     assert result["errors"] == [] and result["imported"] == 1
 
 
-@pytest.mark.xfail(reason="loaders.decode_bytes (used by logs._records) refuses a whole file as binary when a NUL "
-                          "byte is in its first 4 KB, so one corrupt log line loses every good line", strict=False)
 def test_nul_byte_in_one_log_line_skips_only_that_line(tmp_path):
     path = tmp_path / "log.jsonl"
     path.write_bytes(b'{"query": "first good query"}\n\x00\n{"query": "second good query"}\n')
@@ -241,8 +233,6 @@ def test_nul_byte_in_one_log_line_skips_only_that_line(tmp_path):
         db.close()
 
 
-@pytest.mark.xfail(reason="logs._records and loaders.load_jsonl_corpus catch ValueError only; deeply nested "
-                          "JSON raises RecursionError, which aborts the whole import", strict=False)
 @pytest.mark.parametrize("kind", ["log", "corpus"])
 def test_deeply_nested_json_line_is_one_bad_line(tmp_path, kind):
     path = tmp_path / ("log.jsonl" if kind == "log" else "corpus.jsonl")
@@ -258,8 +248,6 @@ def test_deeply_nested_json_line_is_one_bad_line(tmp_path, kind):
         db.close()
 
 
-@pytest.mark.xfail(reason="loaders.load_jsonl_corpus spreads 'metadata' with ** without checking "
-                          "it is an object: a list or string raises TypeError and aborts the ingest", strict=False)
 def test_corpus_row_with_non_object_metadata_is_one_bad_line(tmp_path):
     path = tmp_path / "corpus.jsonl"
     path.write_text('{"_id": "1", "text": "fine text", "metadata": [1, 2]}\n{"_id": "2", "text": "more text"}\n')
@@ -271,8 +259,6 @@ def test_corpus_row_with_non_object_metadata_is_one_bad_line(tmp_path):
         db.close()
 
 
-@pytest.mark.xfail(reason="logs._records: a CSV field over csv.field_size_limit() (131072 chars) raises "
-                          "_csv.Error, which aborts the import instead of skipping the line", strict=False)
 def test_huge_csv_field_is_one_bad_line(tmp_path):
     path = tmp_path / "log.csv"
     path.write_text("query,feedback\n" + "x" * 200_000 + ",1\nnormal query,0\n")

@@ -185,36 +185,54 @@ def test_kill_during_jsonl_export_leaves_a_complete_file(sample_project_path, tm
     assert visible == ["gold.jsonl", "gold.jsonl.manifest.json"]
 
 
-# A kill at the worst moment of a BEIR export: right after the old folder was moved aside and
-# before the new one is moved in. The child kills itself there, so the test is deterministic.
+# A kill at the worst moments of a BEIR export: right after the new folder was swapped in (the
+# old one not deleted yet), and, on the fallback path, right after the old folder was moved aside.
+# The child kills itself there, so the test is deterministic.
 BEIR_KILL_CHILD = r"""
 import os, signal, sys
 from pathlib import Path
 from curator.core import export as export_mod
 from curator.core.store import open_project
-out = Path(sys.argv[2])
-real_replace = os.replace
-def replace(src, dst):
-    real_replace(src, dst)
-    if Path(src) == out:
+out, mode = Path(sys.argv[2]), sys.argv[3]
+if mode == "exchange":
+    real_exchange = export_mod._exchange
+    def exchange(a, b):
+        assert real_exchange(a, b)
         os.kill(os.getpid(), signal.SIGKILL)
-export_mod.os.replace = replace
+    export_mod._exchange = exchange
+else:  # a system without renameat2: old folder aside, then the new one in
+    export_mod._exchange = lambda a, b: False
+    real_replace = os.replace
+    def replace(src, dst):
+        real_replace(src, dst)
+        if Path(src) == out:
+            os.kill(os.getpid(), signal.SIGKILL)
+    export_mod.os.replace = replace
 export_mod.export(open_project(sys.argv[1]), out, "beir")
 """
 
 
-@pytest.mark.xfail(reason="export._export_beir moves the old folder to .previous before moving the new one in; "
-                          "a kill between the two renames leaves no folder at the target path", strict=False)
-def test_kill_between_beir_renames_keeps_a_folder_at_the_target(sample_project_path, tmp_path):
+def _beir_queries(out) -> int:
+    return sum(1 for line in (out / "queries.jsonl").read_text().splitlines() if json.loads(line)["_id"])
+
+
+@pytest.mark.parametrize("mode", ["exchange", "fallback"])
+def test_kill_while_a_beir_folder_is_swapped_in_never_leaves_the_target_missing(sample_project_path, tmp_path, mode):
     _big_gold_set(sample_project_path, 50)
     out = tmp_path / "beir-gold"
     done = spawn(curator_cmd("export", str(sample_project_path), str(out), "--format", "beir"))
     done.communicate(timeout=120)
-    assert (out / "queries.jsonl").exists()
-    proc = python_child(BEIR_KILL_CHILD, str(sample_project_path), str(out))
+    expected = _beir_queries(out)
+    proc = python_child(BEIR_KILL_CHILD, str(sample_project_path), str(out), mode)
     proc.communicate(timeout=120)
     assert proc.returncode == -9
-    assert (out / "queries.jsonl").exists(), "the previous BEIR export is only at beir-gold.previous"
+    if mode == "exchange":
+        assert _beir_queries(out) == expected  # the new, complete folder is in place
+    else:
+        assert not out.exists() and out.with_name(out.name + ".previous").exists()
+        again = spawn(curator_cmd("export", str(sample_project_path), str(out), "--format", "beir"))
+        again.communicate(timeout=120)  # the next export puts the old folder back first, then swaps
+        assert _beir_queries(out) == expected and not out.with_name(out.name + ".previous").exists()
 
 
 def _generated(path) -> list[tuple[str, str, int]]:

@@ -164,8 +164,6 @@ def test_adjudication_resolves_is_journaled_and_undoable(copies):
     db.close()
 
 
-@pytest.mark.xfail(reason="review._apply sets answerable=1 only for the 'approve' action, so an "
-                          "'adjudicate' to approved keeps answerable=0 from an earlier unanswerable", strict=False)
 def test_adjudicating_unanswerable_to_approved_makes_it_answerable(copies):
     a, b, qids, chunks = copies
     db = open_project(a)
