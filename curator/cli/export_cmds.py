@@ -43,39 +43,96 @@ def _render_eval(r: dict) -> str:
     rows = [{"slice": name, "n": s["queries"], **{c: f"{s.get(c, 0):.3f}" for c in k_cols}, "routing": s["routing"]}
             for name, s in r["slices"].items()]
     auroc = r["unanswerable_auroc"]
-    lines = [f"eval run {r['eval_run']}: {r['retriever']} on {r['answerable_queries']} answerable queries",
+    embedder = (r.get("params") or {}).get("embedder")
+    lines = [f"eval run {r['eval_run']}: {r['retriever']}" + (f" ({embedder})" if embedder else "")
+             + f" on {r['answerable_queries']} answerable queries",
              table(rows, ["slice", "n", *k_cols, "routing"]),
              f"unanswerable separation (AUROC of top score): {auroc:.3f}" if auroc is not None
              else "unanswerable separation: needs both answerable and unanswerable reviewed rows"]
     return "\n".join(lines + [f"warning {w}" for w in r["warnings"]])
 
 
-@click.command(name="eval")
-@click.argument("project_path", metavar="PROJECT")
-@click.option("--retriever", type=click.Choice(["bm25"]), default="bm25", show_default=True,
-              help="Built-in retriever over the project's chunks (FTS5 bm25).")
-@click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False), help="Score a TREC run file instead.")
-@click.option("--save-run", type=click.Path(dir_okay=False), help="Write the scored run as a TREC run file.")
-@click.option("--k", "k_text", default="1,3,5,10,20", show_default=True, help="Cut-offs for Recall@k, hit rate and nDCG.")
-@json_option
-def eval_command(project_path, retriever, run_file, save_run, k_text, as_json):
-    """Score a retriever on the gold set: Recall@k, hit rate, MRR, nDCG@k, per slice with routing.
+def _render_compare(r: dict) -> str:
+    low, high = r["ci95"]
+    lines = [f"A = {r['a']}", f"B = {r['b']}",
+             f"{r['metric']} on {r['queries']} paired queries: A {r['mean_a']:.4f}, B {r['mean_b']:.4f}",
+             f"B - A = {r['mean_difference']:+.4f}, 95% bootstrap interval [{low:+.4f}, {high:+.4f}] "
+             f"({r['resamples']} resamples, seed {r['seed']})",
+             f"per query: B better {r['b_wins']}, A better {r['a_wins']}, ties {r['ties']}"]
+    if r["only_in_a"] or r["only_in_b"]:
+        lines.append(f"not paired: {r['only_in_a']} queries only in A, {r['only_in_b']} only in B")
+    return "\n".join(lines + [_verdict(r)] + [f"warning {w}" for w in r["warnings"]])
 
-    \b
-    Example:
-        curator eval handbook.curator --k 1,5,10
-        curator eval handbook.curator --run my_retriever.trec
-    """
-    from curator.core.evaluate import evaluate
 
+def _verdict(r: dict) -> str:
+    low, high = r["ci95"]
+    if r["ties"] == r["queries"]:
+        return f"the two runs score the same {r['metric']} on every query"
+    if low > 0 or high < 0:
+        return "the interval excludes 0: the difference is unlikely to be resampling noise"
+    return "the interval includes 0: no clear difference on this gold set"
+
+
+def _parse_ks(k_text: str) -> tuple[int, ...]:
     try:
         ks = tuple(int(k) for k in k_text.split(",") if k.strip())
     except ValueError:
         raise click.BadParameter("use whole numbers such as 1,5,10", param_hint="--k") from None
     if not ks or min(ks) < 1:
         raise click.BadParameter("use whole numbers of at least 1", param_hint="--k")
+    return ks
+
+
+@click.command(name="eval")
+@click.argument("project_path", metavar="PROJECT")
+@click.option("--retriever", type=click.Choice(["bm25", "tfidf", "dense", "hybrid", "fts5"]), default="bm25",
+              show_default=True,
+              help="Built-in retriever over the project's chunks: bm25 (FTS5's scores, sparse matrix), tfidf "
+                   "(cosine), dense (embedder, exact cosine), hybrid (reciprocal rank fusion of bm25 and dense, "
+                   "k=60), fts5 (bm25 through one MATCH per query, slow reference). "
+                   "Example: --retriever hybrid")
+@click.option("--embedder", help="Embedder of dense and hybrid: tfidf | minilm | gguf:PATH "
+                                 "[default: that of the active cluster run, else tfidf]. Example: --embedder minilm")
+@click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False),
+              help="Score a TREC run file instead. Example: --run my_retriever.trec")
+@click.option("--save-run", type=click.Path(dir_okay=False),
+              help="Write the scored run as a TREC run file. Example: --save-run bm25.trec")
+@click.option("--k", "k_text", default="1,3,5,10,20", show_default=True, help="Cut-offs for Recall@k, hit rate and nDCG.")
+@click.option("--compare", "compare_refs", nargs=2, metavar="RUN_A RUN_B",
+              help="Compare two eval runs (ids printed by eval) or TREC run files, query by query, instead of "
+                   "evaluating. Example: --compare 3 4")
+@click.option("--metric", default="mrr", show_default=True,
+              help="Metric of --compare: mrr, recall@K, hit@K or ndcg@K. Example: --metric ndcg@10")
+@json_option
+def eval_command(project_path, retriever, embedder, run_file, save_run, k_text, compare_refs, metric, as_json):
+    """Score a retriever on the gold set: Recall@k, hit rate, MRR, nDCG@k, per slice with routing.
+
+    With --compare, report per-query wins and losses of run B against run A on --metric, the mean
+    difference B - A and its paired bootstrap 95% interval (10,000 resamples, seed 0).
+
+    \b
+    Example:
+        curator eval handbook.curator --k 1,5,10
+        curator eval handbook.curator --retriever hybrid --save-run hybrid.trec
+        curator eval handbook.curator --run my_retriever.trec
+        curator eval handbook.curator --compare 1 2 --metric ndcg@10
+        curator eval handbook.curator --compare 1 my_retriever.trec --json
+    """
+    if compare_refs:
+        from curator.core.compare import compare
+
+        if run_file or save_run:
+            raise click.UsageError("--compare reads two finished runs; drop --run and --save-run")
+
+        with project(project_path) as db:
+            result = compare(db, compare_refs[0], compare_refs[1], metric=metric)
+        emit(result, as_json, _render_compare)
+        return
+    from curator.core.evaluate import evaluate
+
+    ks = _parse_ks(k_text)
     with project(project_path) as db:
-        result = evaluate(db, retriever, run_file, ks, save_run)
+        result = evaluate(db, retriever, run_file, ks, save_run, embedder=embedder)
     emit(result, as_json, _render_eval)
 
 

@@ -3,6 +3,9 @@
 Routing per slice follows the seed article, at the cut-off k_route (5, the usual number of
 chunks passed to a generator): Recall@k_route >= 0.8 and MRR >= 0.6 is "healthy"; recall
 high and MRR low is "add a reranker"; recall below 0.8 is "fix recall first".
+
+The built-in retrievers live in curator.core.retrievers; two stored eval runs (or run files)
+are compared query by query in curator.core.compare. Metrics follow trec_eval (see metrics).
 """
 
 from __future__ import annotations
@@ -10,15 +13,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Optional
 
+import numpy as np
 import sqlite_utils
 
 from curator.core import metrics, store
 from curator.core.errors import InputError
 from curator.core.export import _write_lines
 from curator.core.queries import list_queries
-from curator.core.search import search_chunks
+from curator.core.retrievers import RETRIEVERS, get_retriever
 
-RETRIEVERS = ("bm25",)
 RECALL_HEALTHY = 0.8
 MRR_HEALTHY = 0.6
 
@@ -43,13 +46,33 @@ def read_trec_run(path: Path, errors: list[str]) -> metrics.Run:
 
 
 def write_trec_run(path: Path, run: metrics.Run, tag: str) -> None:
-    lines = (f"{qid} Q0 {doc} {rank} {run[qid][doc]:.6f} {tag}"
+    """Scores are written with repr's shortest exact digits: rounding to a few decimals would turn
+    near-ties into ties, which trec_eval then breaks by document id, so a run read back would score
+    differently from the run that was evaluated."""
+    lines = (f"{qid} Q0 {doc} {rank} {float(run[qid][doc])!r} {tag}"
              for qid in sorted(run) for rank, doc in enumerate(metrics.ranked(run[qid]), 1))
     _write_lines(Path(path), lines)
 
 
-def bm25_run(db: sqlite_utils.Database, queries: list[dict], depth: int) -> metrics.Run:
-    return {q["id"]: {hit["id"]: hit["score"] for hit in search_chunks(db, q["text"], limit=depth)} for q in queries}
+def retriever_run(db: sqlite_utils.Database, retriever: str, queries: list[dict], depth: int,
+                  embedder: Optional[str] = None) -> tuple[metrics.Run, dict]:
+    """The run of a built-in retriever on ``queries`` and the parameters that identify it."""
+    fitted = get_retriever(retriever, db, embedder)
+    return fitted.search({q["id"]: q["text"] for q in queries}, depth), fitted.params
+
+
+def gold_rows(db: sqlite_utils.Database, statuses: Iterable[str] = ("approved", "unanswerable")) -> list[dict]:
+    wanted = set(statuses)
+    return [q for q in list_queries(db) if q["status"] in wanted]
+
+
+def is_answerable(q: dict) -> bool:
+    return q["status"] != "unanswerable" and bool(q["answerable"]) and bool(q["gold_chunk_ids"])
+
+
+def gold_qrels(rows: list[dict]) -> metrics.Qrels:
+    """Graded qrels of the answerable rows (grade 1 where a reviewer gave none)."""
+    return {q["id"]: {c: int(q["gold_grades"].get(c, 1)) for c in q["gold_chunk_ids"]} for q in rows if is_answerable(q)}
 
 
 def _route(summary: dict, k_route: int) -> str:
@@ -63,8 +86,11 @@ def _auroc(positive: list[float], negative: list[float]) -> Optional[float]:
     """Probability that an answerable query's top score beats an unanswerable one's (ties count half)."""
     if not positive or not negative:
         return None
-    wins = sum((p > n) + 0.5 * (p == n) for p in positive for n in negative)
-    return wins / (len(positive) * len(negative))
+    # Counting by binary search instead of over all pairs: O((P + N) log N), not O(P N).
+    neg = np.sort(np.asarray(negative, dtype=float))
+    pos = np.asarray(positive, dtype=float)
+    below, not_above = np.searchsorted(neg, pos, "left"), np.searchsorted(neg, pos, "right")
+    return float((below + 0.5 * (not_above - below)).sum() / (len(pos) * len(neg)))
 
 
 def _slices(rows: list[dict], scored: dict[str, dict], k_route: int) -> dict[str, dict]:
@@ -82,29 +108,38 @@ def _slices(rows: list[dict], scored: dict[str, dict], k_route: int) -> dict[str
     return result
 
 
+def _scored_run(db, retriever: str, run_file: Optional[str], rows: list[dict], k_max: int,
+                embedder: Optional[str], errors: list[str]) -> tuple[metrics.Run, str, dict]:
+    """The run to score (a TREC file, or a built-in retriever's), its name and its parameters."""
+    if run_file:
+        return read_trec_run(Path(run_file), errors), f"run:{Path(run_file).name}", {}
+    if retriever not in RETRIEVERS:
+        raise InputError(f"unknown retriever {retriever!r}; use {', '.join(RETRIEVERS)} or --run FILE")
+    # Depth 100 at least, so MRR sees a relevant chunk ranked below the largest k.
+    run, params = retriever_run(db, retriever, rows, max(k_max, 100), embedder)
+    return run, retriever, params
+
+
 def evaluate(db: sqlite_utils.Database, retriever: str = "bm25", run_file: Optional[str] = None,
              ks: Iterable[int] = (1, 3, 5, 10, 20), save_run: Optional[str] = None,
-             statuses: Iterable[str] = ("approved", "unanswerable")) -> dict:
-    """Evaluate; stores an eval run and returns its metrics."""
+             statuses: Iterable[str] = ("approved", "unanswerable"), embedder: Optional[str] = None) -> dict:
+    """Evaluate a built-in retriever (see curator.core.retrievers) or a TREC run file.
+
+    ``embedder`` (tfidf | minilm | gguf:PATH) applies to the dense and hybrid retrievers.
+    Stores an eval run (metrics and per-query scores, for ``compare``) and returns its metrics."""
     ks = tuple(sorted(set(ks)))
-    wanted = set(statuses)
-    rows = [q for q in list_queries(db) if q["status"] in wanted]
-    answerable = [q for q in rows if q["status"] != "unanswerable" and q["answerable"] and q["gold_chunk_ids"]]
+    rows = gold_rows(db, statuses)
+    answerable = [q for q in rows if is_answerable(q)]
     if not answerable:
         raise InputError("no reviewed answerable queries with gold chunks yet: approve some rows first")
     errors: list[str] = []
-    if run_file:
-        run, name = read_trec_run(Path(run_file), errors), f"run:{Path(run_file).name}"
-    elif retriever in RETRIEVERS:
-        run, name = bm25_run(db, rows, max(max(ks), 100)), retriever
-    else:
-        raise InputError(f"unknown retriever {retriever!r}; use {', '.join(RETRIEVERS)} or --run FILE")
-    qrels = {q["id"]: {c: int(q["gold_grades"].get(c, 1)) for c in q["gold_chunk_ids"]} for q in answerable}
+    run, name, params = _scored_run(db, retriever, run_file, rows, max(ks), embedder, errors)
+    qrels = gold_qrels(rows)
     scored = metrics.per_query(run, qrels, ks)
     k_route = 5 if 5 in ks else max(ks)
     top = {qid: max(scores.values(), default=float("-inf")) for qid, scores in run.items()}
     unanswerable_ids = [q["id"] for q in rows if q["status"] == "unanswerable" or not q["answerable"]]
-    result = {"retriever": name, "ks": list(ks), "answerable_queries": len(answerable),
+    result = {"retriever": name, "params": params, "ks": list(ks), "answerable_queries": len(answerable),
               "unanswerable_queries": len(unanswerable_ids), "slices": _slices(rows, scored, k_route),
               "unanswerable_auroc": _auroc([top.get(q["id"], float("-inf")) for q in answerable],
                                            [top.get(i, float("-inf")) for i in unanswerable_ids]),
@@ -113,6 +148,6 @@ def evaluate(db: sqlite_utils.Database, retriever: str = "bm25", run_file: Optio
         write_trec_run(Path(save_run), run, name.replace(" ", "_"))
     with db.conn:
         cursor = db.execute("INSERT INTO eval_runs (created_at, retriever, params, metrics, per_query, run_file) "
-                            "VALUES (?,?,?,?,?,?)", [store.now(), name, store.dumps({"ks": list(ks)}),
+                            "VALUES (?,?,?,?,?,?)", [store.now(), name, store.dumps({"ks": list(ks), **params}),
                                                      store.dumps(result), store.dumps(scored), run_file])
     return {"eval_run": cursor.lastrowid, **result}

@@ -1,11 +1,16 @@
-"""evaluate(): built-in bm25 on a real project, TREC run round trip, routing and AUROC."""
+"""evaluate(): built-in retrievers on a real project, TREC run and BEIR round trips, routing and AUROC."""
 
 from __future__ import annotations
 
+import csv
+import json
+
 import pytest
 
+from curator.core import metrics
 from curator.core.errors import InputError
-from curator.core.evaluate import evaluate, read_trec_run
+from curator.core.evaluate import _auroc, evaluate, read_trec_run
+from curator.core.export import export
 from curator.core.queries import add_query
 from curator.core.review import decide
 from curator.core.search import search_chunks
@@ -47,3 +52,52 @@ def test_bad_run_lines_are_reported_and_skipped(tmp_path):
 def test_no_gold_set_is_a_clear_error(sample_db):
     with pytest.raises(InputError, match="approve some rows"):
         evaluate(sample_db)
+
+
+@pytest.mark.parametrize("name", ["bm25", "tfidf", "dense", "hybrid"])
+def test_every_built_in_retriever_is_scored_and_stored(gold_db, name):
+    result = evaluate(gold_db, retriever=name, ks=(1, 10))
+    overall = result["slices"]["overall"]
+    assert result["retriever"] == name and overall["queries"] == 3
+    assert 0.0 < overall["mrr"] <= 1.0 and overall["recall@10"] >= overall["recall@1"]
+    params = json.loads(gold_db.execute("SELECT params FROM eval_runs WHERE id = ?", [result["eval_run"]]).fetchone()[0])
+    assert params["retriever"] == name and params["ks"] == [1, 10]
+    if name in ("dense", "hybrid"):
+        assert params["embedder"].startswith("tfidf:")
+
+
+def test_unknown_retriever_is_refused_before_any_work(gold_db):
+    with pytest.raises(InputError, match="unknown retriever"):
+        evaluate(gold_db, retriever="bm26")
+    assert gold_db.execute("SELECT COUNT(*) FROM eval_runs").fetchone()[0] == 0
+
+
+def _beir_qrels(folder) -> metrics.Qrels:
+    """qrels/test.tsv read the way BEIR's GenericDataLoader reads it (header skipped, int scores)."""
+    qrels: metrics.Qrels = {}
+    with open(folder / "qrels" / "test.tsv", encoding="utf-8") as fh:
+        reader = csv.reader(fh, delimiter="\t")
+        next(reader)
+        for qid, doc, score in reader:
+            qrels.setdefault(qid, {})[doc] = int(score)
+    return qrels
+
+
+@pytest.mark.parametrize("name", ["bm25", "hybrid"])
+def test_exported_beir_qrels_and_saved_run_rescore_identically(gold_db, tmp_path, name):
+    ks = (1, 3, 5, 10, 20)
+    result = evaluate(gold_db, retriever=name, ks=ks, save_run=str(tmp_path / "run.trec"))
+    export(gold_db, tmp_path / "beir", "beir")
+    errors: list[str] = []
+    rescored = metrics.per_query(read_trec_run(tmp_path / "run.trec", errors), _beir_qrels(tmp_path / "beir"), ks)
+    stored = json.loads(gold_db.execute("SELECT per_query FROM eval_runs WHERE id = ?", [result["eval_run"]]).fetchone()[0])
+    assert errors == [] and rescored == stored
+    overall = {k: v for k, v in result["slices"]["overall"].items() if k not in ("queries", "routing")}
+    assert metrics.mean(list(rescored.values())) == overall
+
+
+def test_auroc_counts_ties_as_half_and_matches_the_pairwise_definition():
+    positive, negative = [3.0, 2.0, 2.0, float("-inf")], [2.0, 1.0, float("-inf")]
+    pairs = sum((p > n) + 0.5 * (p == n) for p in positive for n in negative) / (len(positive) * len(negative))
+    assert _auroc(positive, negative) == pytest.approx(pairs) == (3 + 2.5 + 2.5 + 0.5) / 12
+    assert _auroc([], negative) is None

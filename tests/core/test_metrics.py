@@ -51,3 +51,39 @@ def test_seed_article_examples():
     assert metrics.recall_at(ranking, relevant, 3) == 0.5
     assert metrics.recall_at(ranking, relevant, 5) == 1.0
     assert metrics.reciprocal_rank(ranking, relevant) == 0.5
+
+
+def _assert_agree(run, qrels, ks):
+    """Every Curator metric against trec_eval's on the same run (queries with no hits left to ours)."""
+    cut = ",".join(map(str, ks))
+    measures = {"recip_rank", f"recall.{cut}", f"ndcg_cut.{cut}", f"success.{cut}"}
+    reference = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate({q: r for q, r in run.items() if r})
+    ours = metrics.per_query(run, qrels, ks)
+    assert set(reference) <= set(ours)
+    for qid, theirs in reference.items():
+        assert abs(ours[qid]["mrr"] - theirs["recip_rank"]) < 1e-9
+        for k in ks:
+            for mine, name in (("recall", "recall"), ("ndcg", "ndcg_cut"), ("hit", "success")):
+                assert abs(ours[qid][f"{mine}@{k}"] - theirs[f"{name}_{k}"]) < 1e-9, (qid, mine, k)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_hit_rate_agrees_with_trec_eval_success(seed):
+    qrels, run = _random_case(seed)
+    _assert_agree(run, qrels, (1, 5, 10))
+
+
+def test_agrees_with_trec_eval_on_a_real_hybrid_run(sample_db):
+    """Reciprocal rank fusion gives many exactly tied scores: the tie order must still match."""
+    from curator.core.retrievers import get_retriever
+
+    rng = random.Random(3)
+    chunks = [r[0] for r in sample_db.execute("SELECT id FROM chunks WHERE active = 1 ORDER BY id")]
+    texts = [r[0] for r in sample_db.execute("SELECT text FROM chunks WHERE active = 1 ORDER BY id LIMIT 20")]
+    queries = {f"q{i}": " ".join(t.split()[:6]) for i, t in enumerate(texts)}
+    run = get_retriever("hybrid", sample_db).search(queries, 50)
+    # Graded gold: two chunks from the run's top 10 (so the cut-offs matter) and one from anywhere.
+    qrels = {q: {d: rng.choice([1, 2, 3]) for d in rng.sample(metrics.ranked(run[q])[:10], 2) + rng.sample(chunks, 1)}
+             for q in queries}
+    assert any(len(set(r.values())) < len(r) for r in run.values())  # ties are really there
+    _assert_agree(run, qrels, (1, 3, 5, 10, 20))
