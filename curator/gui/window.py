@@ -106,21 +106,35 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.corpus_view, "Corpus")
         self.tabs.addTab(self.queries_view, "Queries")
         self.tabs.addTab(self.review_view, "Review")
-        for name in ("Generate", "Clusters", "Export / Evaluate"):
-            if name == "Clusters":  # map, cluster list, clustering and sampling (clusters_view.py)
-                from curator.gui.clusters_view import ClustersView
+        from curator.gui.clusters_view import ClustersView  # map, cluster list, clustering and sampling
+        from curator.gui.evaluate_view import EvaluateView
+        from curator.gui.generate_view import GenerateView
 
-                self.clusters_view = ClustersView(self.db, self.project_path)
-                self.clusters_view.selection_changed.connect(self.queries_view.filter_ids)
-                self.clusters_view.project_changed.connect(self.queries_view.reload)
-                self.clusters_view.project_changed.connect(self.review_view.refresh)
-                self.tabs.addTab(self.clusters_view, name)
-                continue
-            label = QLabel(f"{name}: not available in this build yet — use the 'curator' command line for this step.")
-            label.setWordWrap(True)
-            self.tabs.addTab(label, name)
+        self.generate_view = GenerateView(self.db, self.project_path)
+        self.generate_view.project_changed.connect(self.queries_view.reload)
+        self.generate_view.project_changed.connect(self.review_view.refresh)
+        self.tabs.addTab(self.generate_view, "Generate")
+        self.clusters_view = ClustersView(self.db, self.project_path)
+        self.clusters_view.selection_changed.connect(self.queries_view.filter_ids)
+        self.clusters_view.selection_changed.connect(self.review_view.set_focus)  # review just that region
+        self.clusters_view.project_changed.connect(self.queries_view.reload)
+        self.clusters_view.project_changed.connect(self.review_view.refresh)
+        self.tabs.addTab(self.clusters_view, "Clusters")
+        self.evaluate_view = EvaluateView(self.db, self.project_path)
+        self.tabs.addTab(self.evaluate_view, "Export / Evaluate")
+        from curator.gui.adjudication_view import AdjudicationView  # two reviewers' conflicts after a merge
+
+        self.adjudication_view = AdjudicationView(self.db, self.project_path, reviewer=self.reviewer())
+        self.adjudication_view.resolved.connect(self.queries_view.update_query)
+        self.adjudication_view.resolved.connect(lambda _id: self.review_view.refresh())
+        self.tabs.addTab(self.adjudication_view, "Adjudicate")
+        self.tabs.currentChanged.connect(self._tab_shown)
         self.tabs.setCurrentWidget(self.review_view)
         self.review_view.setFocus()
+
+    def _tab_shown(self, index: int) -> None:
+        if self.tabs.widget(index) is self.adjudication_view:
+            self.adjudication_view.reload()  # a merge from the command line may have brought conflicts
 
     def _review_query(self, query_id: str) -> None:
         self.review_view.show_query(query_id)
@@ -129,6 +143,8 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:
         self.settings.setValue("geometry", self.saveGeometry())
+        if getattr(self, "generate_view", None) is not None:
+            self.generate_view.shutdown()  # stops after the row in flight; rows made are kept
         if self.db is not None:
             self.db.close()
             self.db = None

@@ -225,7 +225,8 @@ def test_window_lasso_filters_queries_tab(qtbot, project, tmp_path):
     win.clusters_view.map.select_cluster(0)
     n = int((win.clusters_view.map.clusters == 0).sum())
     assert win.queries_view.visible_count() == n
+    assert win.review_view.focus is not None and len(win.review_view.focus) == n  # the review view follows
     assert win.grab().save(str(tmp_path / "window_clusters.png"))
     win.clusters_view.map.clear_selection()
-    assert win.queries_view.visible_count() == 3 * PER_TOPIC
+    assert win.queries_view.visible_count() == 3 * PER_TOPIC and win.review_view.focus is None
     win.close()
