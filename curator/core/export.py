@@ -170,8 +170,8 @@ def _write_flat(db, path: Path, format: str, rows: list[dict], splits: dict[str,
     """One JSONL or TREC qrels file."""
     if format == "jsonl":
         chunks_by_id = _gold_chunks(db, rows)
-        _write_lines(path, (json.dumps(jsonl_record(q, chunks_by_id, splits.get(q["id"])), ensure_ascii=False,
-                                       sort_keys=True) for q in rows))
+        encode = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode  # one encoder, not one per row
+        _write_lines(path, (encode(jsonl_record(q, chunks_by_id, splits.get(q["id"]))) for q in rows))
     else:
         _write_lines(path, (f"{a} 0 {b} {c}" for a, b, c in _qrels(rows)))
 

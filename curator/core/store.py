@@ -37,7 +37,11 @@ def dumps(value: Any) -> str:
 
 
 def loads(text: str | None, default: Any = None) -> Any:
-    return default if text in (None, "") else json.loads(text)
+    if text in (None, ""):
+        return default
+    if text == "[]" or text == "{}":  # most id lists and grade maps: json.loads costs ~5 us each at 100k rows
+        return [] if text == "[]" else {}
+    return json.loads(text)
 
 
 @migrations()
