@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
@@ -21,6 +22,10 @@ class CuratorGroup(click.Group):
             return super().invoke(ctx)
         except CuratorError as exc:
             click.echo(f"Error: {exc}", err=True)
+            ctx.exit(1)
+        except sqlite3.DatabaseError as exc:  # e.g. a disk that filled up mid-command: say so, no traceback
+            click.echo(f"Error: the project file could not be read or written ({exc}); work committed before "
+                       "this point is kept.", err=True)
             ctx.exit(1)
 
 

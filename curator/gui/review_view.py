@@ -378,7 +378,7 @@ class ReviewView(QWidget):
         self.progress_label.setText("\n".join(lines))
         self.history.clear()
         for entry in review.history(self.db, self.reviewer, limit=10):
-            mark = " (undone)" if entry["state"] != "done" else ""
+            mark = {"done": "", "merged": " (merged)"}.get(entry["state"], " (undone)")
             self.history.addItem(f"{entry['action']}{mark}: {entry['text'][:60]}")
 
     # -- decisions -------------------------------------------------------------------------
