@@ -1,7 +1,11 @@
-"""Generation benchmark: raw llama.cpp decode vs the pipeline, prefix caching, peak memory.
+"""Generation benchmark: raw llama.cpp decode vs the pipeline, one at a time vs batched.
 
-Run: .venv/bin/python bench/generate.py [--rows 10]
-Prints figures; asserts nothing.
+Run: .venv/bin/python bench/generate.py [--rows 6] [--parallel 8] [--rounds 1]
+
+Everything is measured in one process with one loaded model and the same threads; the
+reference (one request at a time, llama-cpp-python's high-level API) and the batched path
+(several llama.cpp sequences per decode) alternate round by round, so load from other
+processes hits both alike. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ import time
 from pathlib import Path
 
 from curator.core import prompts
-from curator.core.backends import LlamaCppBackend
+from curator.core.backends import LlamaCppBackend, Request
 from curator.core.generate import GenerationConfig, generate
 from curator.core.ingest import ingest
 from curator.core.resources import bundled_model_path, sample_corpus_dir
 from curator.core.store import open_project
+
+STORY = [{"role": "user", "content": "Write a long story about a lighthouse keeper."}]
 
 
 def raw_decode(backend: LlamaCppBackend, tokens: int = 128) -> float:
@@ -30,25 +36,114 @@ def raw_decode(backend: LlamaCppBackend, tokens: int = 128) -> float:
     return out["usage"]["completion_tokens"] / (time.perf_counter() - start)
 
 
+def raw_batched_decode(backend: LlamaCppBackend, parallel: int, tokens: int = 64) -> float:
+    """Aggregate tokens/s of ``parallel`` free-running sequences (no grammar) decoded together."""
+    backend.parallel = parallel
+    requests = [Request(STORY, max_tokens=tokens, temperature=0.7, seed=i) for i in range(parallel)]
+    start = time.perf_counter()
+    texts = backend.complete_many(requests)
+    seconds = time.perf_counter() - start
+    return sum(backend.count_tokens(t) for t in texts) / seconds
+
+
 def prompt_eval_seconds(backend: LlamaCppBackend, passage: str, reset: bool) -> float:
     llm = backend.llm
     if reset:
         llm.reset()
-        llm._ctx.kv_cache_clear() if hasattr(llm._ctx, "kv_cache_clear") else None
+        llm._ctx.kv_cache_clear()
     messages = prompts.build_messages("factoid", [passage])
     start = time.perf_counter()
     llm.create_chat_completion(messages, max_tokens=1, temperature=0.0)
     return time.perf_counter() - start
 
 
+class ModelClock:
+    """Time spent inside the backend (decoding, sampling, prompt rendering), minus the time
+    the backend waits on the pipeline to plan its next request: the rest is pipeline overhead."""
+
+    def __init__(self, backend: LlamaCppBackend):
+        self.seconds = 0.0
+        self._original = backend.iter_complete
+        backend.iter_complete = self._timed
+
+    def _feed(self, requests):
+        iterator = iter(requests)
+        while True:
+            start = time.perf_counter()
+            try:
+                request = next(iterator)
+            except StopIteration:
+                return
+            finally:
+                self.seconds -= time.perf_counter() - start
+            yield request
+
+    def _timed(self, requests):
+        results = self._original(self._feed(requests))
+        try:
+            while True:
+                start = time.perf_counter()
+                try:
+                    item = next(results)
+                except StopIteration:
+                    return
+                finally:
+                    self.seconds += time.perf_counter() - start
+                yield item
+        finally:
+            results.close()
+
+
+def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int, seed: int) -> dict:
+    """One generation run on a fresh copy of the ingested sample corpus."""
+    folder = Path(tempfile.mkdtemp())
+    try:
+        shutil.copy(template, folder / "bench.curator")
+        db = open_project(folder / "bench.curator")
+        backend.parallel = parallel
+        clock = ModelClock(backend)
+        start = time.perf_counter()
+        summary = generate(db, GenerationConfig(count=rows, seed=seed), backend=backend)
+        seconds = time.perf_counter() - start
+        del backend.iter_complete  # drop the clock's wrapper
+        raws = [r[0] for r in db.execute("SELECT raw_output FROM queries UNION ALL SELECT raw_output FROM rejected_candidates")]
+        db.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    tokens = sum(backend.count_tokens(raw) for raw in raws if raw)
+    return {"seconds": seconds, "model": clock.seconds, "tokens": tokens, "accepted": summary["accepted"],
+            "rejected": summary["rejected"], "surplus": summary["surplus"]}
+
+
+def _print_run(name: str, run: dict, raw: float) -> None:
+    candidates = run["accepted"] + run["rejected"]
+    print(f"  {name}: {run['accepted']} accepted, {run['rejected']} rejected, {run['surplus']} surplus in "
+          f"{run['seconds']:.1f} s; {run['tokens'] / run['seconds']:.1f} generated tokens/s "
+          f"({run['tokens'] / run['seconds'] / raw:.0%} of raw decode for this mode); "
+          f"{60 * run['accepted'] / run['seconds']:.1f} accepted rows/min, {60 * candidates / run['seconds']:.1f} "
+          f"candidates/min; pipeline overhead {(run['seconds'] - run['model']) / run['model']:.1%} of model time")
+
+
+def _make_template(folder: Path) -> Path:
+    template = folder / "template.curator"
+    db = open_project(template, create=True)
+    ingest(db, [sample_corpus_dir()])
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    return template
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=10)
+    parser.add_argument("--rows", type=int, default=6, help="accepted rows per pipeline run")
+    parser.add_argument("--parallel", type=int, default=8, help="sequences decoded together on the batched path")
+    parser.add_argument("--rounds", type=int, default=1, help="alternating reference/batched pipeline rounds")
     args = parser.parse_args()
     backend = LlamaCppBackend(bundled_model_path(), n_ctx=2048)
-    print(f"model {backend.model_path.name}, threads {backend.n_threads}")
-    raw = raw_decode(backend)
-    print(f"raw decode: {raw:.1f} tokens/s")
+    print(f"model {backend.model_path.name}, threads {backend.n_threads}, n_ctx {backend.n_ctx}")
+    raw = {1: raw_decode(backend), args.parallel: raw_batched_decode(backend, args.parallel)}
+    print(f"raw decode: {raw[1]:.1f} tokens/s one sequence; {raw[args.parallel]:.1f} tokens/s aggregate over "
+          f"{args.parallel} sequences ({raw[args.parallel] / raw[1]:.2f}x)")
 
     passage = (sample_corpus_dir() / "api" / "rate_limits.rst").read_text()[:1500]
     cold = prompt_eval_seconds(backend, passage, reset=True)
@@ -57,29 +152,26 @@ def main() -> None:
           f"({cold / warm:.1f}x)")
 
     folder = Path(tempfile.mkdtemp())
+    totals = {1: {"seconds": 0.0, "accepted": 0, "candidates": 0}, args.parallel: {"seconds": 0.0, "accepted": 0, "candidates": 0}}
     try:
-        db = open_project(folder / "bench.curator", create=True)
-        ingest(db, [sample_corpus_dir()])
-        completion_tokens = {"n": 0}
-        original = backend.complete
-
-        def counting(messages, **params):
-            text = original(messages, **params)
-            completion_tokens["n"] += backend.count_tokens(text) if text else 0
-            return text
-
-        backend.complete = counting
-        start = time.perf_counter()
-        summary = generate(db, GenerationConfig(count=args.rows, seed=0), backend=backend)
-        seconds = time.perf_counter() - start
-        pipeline = completion_tokens["n"] / seconds
-        print(f"pipeline: {summary['accepted']} accepted, {summary['rejected']} rejected in {seconds:.1f} s; "
-              f"{pipeline:.1f} generated tokens/s ({pipeline / raw:.0%} of raw decode), "
-              f"{60 * summary['accepted'] / seconds:.1f} accepted rows/min, "
-              f"{60 * (summary['accepted'] + summary['rejected']) / seconds:.1f} candidates/min")
-        db.close()
+        template = _make_template(folder)
+        for round_no in range(args.rounds):
+            print(f"pipeline round {round_no + 1} ({args.rows} rows, seed {round_no}):")
+            for parallel in (1, args.parallel):
+                run = pipeline(template, backend, parallel, args.rows, seed=round_no)
+                _print_run("one at a time" if parallel == 1 else f"batched x{parallel}", run, raw[parallel])
+                totals[parallel]["seconds"] += run["seconds"]
+                totals[parallel]["accepted"] += run["accepted"]
+                totals[parallel]["candidates"] += run["accepted"] + run["rejected"]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    one, many = totals[1], totals[args.parallel]
+    print(f"batched x{args.parallel} vs one at a time: {(many['accepted'] / many['seconds']) / (one['accepted'] / one['seconds']):.2f}x "
+          f"accepted rows/min, {(many['candidates'] / many['seconds']) / (one['candidates'] / one['seconds']):.2f}x candidates/min")
+    stats = backend._decoder.stats if backend._decoder else None
+    if stats and stats["prompt_tokens"]:
+        print(f"batched prompt tokens taken from cached prefixes: {stats['reused_tokens']} of {stats['prompt_tokens']} "
+              f"({stats['reused_tokens'] / stats['prompt_tokens']:.0%})")
     print(f"peak memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 

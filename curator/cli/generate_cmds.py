@@ -11,6 +11,8 @@ def _render_summary(s: dict) -> str:
     lines = [f"run {s['run_id']} {s['status']}: accepted {s['accepted']} "
              f"({', '.join(f'{t} {n}' for t, n in sorted(s['by_type'].items()))}), rejected {s['rejected']}",
              f"{s['accepted_this_session']} rows in {s['seconds']} s ({s['rows_per_min']} rows/min)"]
+    if s.get("surplus"):
+        lines.append(f"  {s['surplus']} late answer(s) dropped: their type already had its rows")
     lines += [f"  rejected: {reason} x{n}" for reason, n in sorted(s["rejected_by_reason"].items(), key=lambda x: -x[1])]
     if s.get("truncated_chunks"):
         lines.append(f"warning: {len(s['truncated_chunks'])} chunk(s) longer than the prompt budget were truncated: "
@@ -27,9 +29,12 @@ def _render_summary(s: dict) -> str:
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--resume", is_flag=True, help="Continue the last run to its target without duplicates.")
 @click.option("--threads", type=click.IntRange(1, 256), help="CPU threads (default: physical cores).")
+@click.option("--parallel", type=click.IntRange(1, 64),
+              help="Rows generated at once: sequences decoded together, or requests in flight with --endpoint "
+                   "(default: 8 local, 4 remote; 1 = one at a time).")
 @click.option("--cluster", type=int, help="Seed generation with the chunks behind this cluster's real queries.")
 @json_option
-def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, threads, cluster, as_json):
+def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, threads, parallel, cluster, as_json):
     """Reverse-generate queries, reference answers and gold chunk ids with a local model.
 
     Every accepted row is committed at once; Ctrl-C stops cleanly and --resume goes on.
@@ -37,13 +42,15 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
     \b
     Example:
         curator generate handbook.curator --count 50 --mix factoid=0.5,unanswerable=0.5
+        CURATOR_API_KEY=... curator generate handbook.curator --endpoint http://127.0.0.1:8080 --parallel 4
     """
     from curator.core.generate import GenerationConfig, generate as run_generate, parse_mix
 
     if model_path and endpoint:
         raise click.UsageError("use --model or --endpoint, not both")
     config = GenerationConfig(count=count, mix=parse_mix(mix_text) if mix_text else None, seed=seed,
-                              model_path=model_path, endpoint=endpoint, threads=threads, resume=resume, cluster=cluster)
+                              model_path=model_path, endpoint=endpoint, threads=threads, resume=resume, cluster=cluster,
+                              parallel=parallel)
     with project(project_path) as db:
         summary = run_generate(db, config, on_progress=progress_printer("generate"))
     emit(summary, as_json, _render_summary)

@@ -7,6 +7,7 @@ row in flight; ``resume`` continues the last run to its target without duplicate
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import time
 import zlib
@@ -17,7 +18,7 @@ from typing import Iterator, Optional
 import sqlite_utils
 
 from curator.core import filters, prompts, store
-from curator.core.backends import Backend, open_backend
+from curator.core.backends import Backend, Request, open_backend
 from curator.core.errors import InputError
 from curator.core.queries import add_query
 from curator.core.search import search_chunks
@@ -28,6 +29,7 @@ DEFAULT_MIX = {"factoid": 0.4, "keyword": 0.2, "vague": 0.15, "multi_hop": 0.1, 
 MIN_CHUNK_TOKENS = 30
 MAX_PASSAGE_CHARS = 2400  # keeps prompt + answer inside n_ctx=2048 for two passages
 ATTEMPTS_PER_ROW = 4  # candidates tried per wanted row before a type gives up
+MIN_ACCEPT_RATE = 0.25  # floor of the acceptance estimate that sizes the requests in flight
 UNANSWERABLE_REFERENCE = "The corpus does not answer this question."
 
 
@@ -44,6 +46,7 @@ class GenerationConfig:
     cluster: Optional[int] = None
     temperature: float = 0.7
     max_tokens: int = 96
+    parallel: Optional[int] = None  # requests generated together (default: the backend's own)
 
 
 @dataclass
@@ -207,12 +210,16 @@ def _unanswerable_check(db: sqlite_utils.Database, question: str) -> Optional[st
     return None
 
 
-def _make_row(db, backend: Backend, task: Task, config: GenerationConfig, duplicates) -> tuple[dict, Optional[str]]:
-    """Ask the model once; return the candidate and the reason to reject it (None = keep)."""
+def _request(task: Task, config: GenerationConfig) -> Request:
+    """The completion a task needs; the task rides along as the request's tag."""
     passages = [_truncate(c["text"]) for c in task.chunks]
-    raw = backend.complete(prompts.build_messages(task.query_type, passages), max_tokens=config.max_tokens,
-                           temperature=config.temperature, seed=config.seed + zlib.crc32(task.chunks[0]["id"].encode()) % 10_000,
-                           grammar=prompts.grammar_for(task.query_type))
+    return Request(prompts.build_messages(task.query_type, passages), max_tokens=config.max_tokens,
+                   temperature=config.temperature, seed=config.seed + zlib.crc32(task.chunks[0]["id"].encode()) % 10_000,
+                   grammar=prompts.grammar_for(task.query_type), tag=task)
+
+
+def _judge(db, task: Task, raw: str, duplicates) -> tuple[dict, Optional[str]]:
+    """The candidate in a model reply and the reason to reject it (None = keep)."""
     candidate = {"raw": raw, "text": None, "reference": None}
     parsed = prompts.parse_output(raw)
     if parsed is None:
@@ -246,6 +253,7 @@ def _store(db, run_id: int, task: Task, candidate: dict, reason: Optional[str]) 
 class _Progress:
     accepted: int = 0
     rejected: int = 0
+    surplus: int = 0  # answers that arrived after their type had all its rows (dropped, not stored)
     reasons: dict = field(default_factory=dict)
     truncated: set = field(default_factory=set)  # ids of chunks cut to fit the context
 
@@ -254,7 +262,8 @@ def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -
     by_type = _accepted_by_type(db, run_id)
     seconds = time.perf_counter() - started
     counts = {"accepted": sum(by_type.values()), "rejected": progress.rejected, "by_type": by_type,
-              "rejected_by_reason": progress.reasons, "truncated_chunks": sorted(progress.truncated)}
+              "rejected_by_reason": progress.reasons, "truncated_chunks": sorted(progress.truncated),
+              "surplus": progress.surplus}
     with db.conn:
         db.execute("UPDATE generation_runs SET status = ?, counts = ? WHERE id = ?", [status, store.dumps(counts), run_id])
     return {"run_id": run_id, "status": status, **counts, "accepted_this_session": progress.accepted,
@@ -282,38 +291,120 @@ def _cluster_chunks(db, cluster: Optional[int]) -> Optional[set]:
     return {hit["id"] for text in texts for hit in search_chunks(db, text, limit=3)}
 
 
+class _Scheduler:
+    """Decides which task to ask the backend for next, from the results so far.
+
+    The backend pulls a request only when it can start one (a free sequence or thread), so
+    a type with enough rows in flight to meet its need (at the observed acceptance rate)
+    waits, and a type that is done gets nothing more: a batch never runs far past the target.
+    """
+
+    def __init__(self, tasks: Iterator[Task], plan: dict[str, int], progress: _Progress, config: GenerationConfig,
+                 cancel: Optional[CancelToken]):
+        self.tasks, self.plan, self.progress, self.config, self.cancel = tasks, plan, progress, config, cancel
+        self.in_flight: dict[str, list[Request]] = {t: [] for t in plan}
+        self.deferred: list[Task] = []  # planned tasks whose type had enough in flight
+
+    def wanted(self, query_type: str) -> bool:
+        done = self.progress.accepted + self.progress.rejected
+        rate = max(MIN_ACCEPT_RATE, (self.progress.accepted + 1) / (done + 2))
+        need = self.plan[query_type]
+        return need > 0 and len(self.in_flight[query_type]) < math.ceil(need / rate)
+
+    def _next(self) -> Optional[Task]:
+        """A task to start now, or None when every type still short has enough in flight."""
+        self.deferred = [t for t in self.deferred if self.plan[t.query_type] > 0]
+        for i, task in enumerate(self.deferred):
+            if self.wanted(task.query_type):
+                return self.deferred.pop(i)
+        for task in self.tasks:
+            if self.plan[task.query_type] <= 0:
+                continue
+            if self.wanted(task.query_type):
+                return task
+            self.deferred.append(task)
+            short = {t for t, n in self.plan.items() if n > 0}
+            if short <= {t.query_type for t in self.deferred}:
+                return None
+        return None
+
+    def requests(self) -> Iterator[Optional[Request]]:
+        """Backend requests; None means 'wait for a result', the end means no task is left."""
+        while True:
+            if self.cancel is not None:
+                self.cancel.check()
+            task = self._next()
+            if task is None:
+                if not any(self.in_flight.values()):
+                    return
+                yield None
+                continue
+            # A passage over the prompt budget is cut (_truncate); the run summary says which.
+            self.progress.truncated.update(c["id"] for c in task.chunks if len(c["text"]) > MAX_PASSAGE_CHARS)
+            request = _request(task, self.config)
+            self.in_flight[task.query_type].append(request)
+            yield request
+
+    def answered(self, request: Request) -> None:
+        self.in_flight[request.tag.query_type].remove(request)
+
+    def abandon_full_types(self) -> None:
+        """Tell the backend to stop decoding answers that can no longer be used."""
+        for query_type, requests in self.in_flight.items():
+            if self.plan[query_type] <= 0:
+                for request in requests:
+                    request.abandoned = True
+
+
+def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progress, duplicates) -> None:
+    """Judge one reply and commit it at once (accepted row or rejected candidate)."""
+    candidate, reason = _judge(db, task, raw, duplicates)
+    _store(db, run_id, task, candidate, reason)
+    if reason:
+        progress.rejected += 1
+        key = reason.split(" (")[0]
+        progress.reasons[key] = progress.reasons.get(key, 0) + 1
+    else:
+        progress.accepted += 1
+        plan[task.query_type] -= 1
+        duplicates.add(candidate["text"])
+
+
 def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optional[Backend] = None,
              on_progress: Optional[ProgressCallback] = None, cancel: Optional[CancelToken] = None) -> dict:
-    """Generate ``config.count`` accepted rows (or continue the last run with ``resume``)."""
-    backend = backend or open_backend(config.model_path, config.endpoint, config.n_ctx, config.threads, config.seed)
+    """Generate ``config.count`` accepted rows (or continue the last run with ``resume``).
+
+    Replies come back in completion order (several at once from a batching backend); each
+    is judged and committed as it arrives, so a crash loses only the rows still in flight.
+    """
+    backend = backend or open_backend(config.model_path, config.endpoint, config.n_ctx, config.threads, config.seed,
+                                      parallel=config.parallel)
     run_id, mix = _resolve_run(db, config, backend)
     done = _accepted_by_type(db, run_id)
     plan = {t: max(0, n - done.get(t, 0)) for t, n in allocate(config.count, mix).items()}
     duplicates = filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries"))
     progress, started = _Progress(), time.perf_counter()
     target = sum(plan.values())
+    scheduler = _Scheduler(plan_tasks(db, plan, config.seed, _cluster_chunks(db, config.cluster)), plan, progress,
+                           config, cancel)
+    results = backend.iter_complete(scheduler.requests())
     try:
-        for task in plan_tasks(db, plan, config.seed, _cluster_chunks(db, config.cluster)):
+        for request, raw in results:
+            task = request.tag
+            scheduler.answered(request)
             if plan[task.query_type] <= 0:
+                progress.surplus += 1
                 continue
-            if cancel is not None:
-                cancel.check()
-            # A passage over the prompt budget is cut (_truncate); the run summary says which.
-            progress.truncated.update(c["id"] for c in task.chunks if len(c["text"]) > MAX_PASSAGE_CHARS)
-            candidate, reason = _make_row(db, backend, task, config, duplicates)
-            _store(db, run_id, task, candidate, reason)
-            if reason:
-                progress.rejected += 1
-                key = reason.split(" (")[0]
-                progress.reasons[key] = progress.reasons.get(key, 0) + 1
-            else:
-                progress.accepted += 1
-                plan[task.query_type] -= 1
-                duplicates.add(candidate["text"])
+            _record(db, run_id, task, raw, plan, progress, duplicates)
+            scheduler.abandon_full_types()
             report(on_progress, progress.accepted, target, f"accepted {progress.accepted}, rejected {progress.rejected}")
             if sum(plan.values()) == 0:
                 break
+            if cancel is not None:
+                cancel.check()
     except (Cancelled, KeyboardInterrupt):
         return _finish(db, run_id, "cancelled", progress, started)
+    finally:
+        results.close()  # frees the backend's sequences or threads at once, not at garbage collection
     status = "complete" if sum(plan.values()) == 0 else "exhausted"
     return _finish(db, run_id, status, progress, started)

@@ -197,6 +197,7 @@ class ReviewView(QWidget):
         self.editing = False
         self.skipped: set[str] = set()
         self.focus: Optional[set[str]] = None  # a map selection the reviewer works through, or None
+        self.focus_reason = ""
         self.gold_dialog: Optional[GoldDialog] = None
         self.note_dialog: Optional[NoteDialog] = None
         self.setFocusPolicy(Qt.StrongFocus)
@@ -296,9 +297,11 @@ class ReviewView(QWidget):
             nxt = views.next_pending(self.db, after, within=self.focus)
         self.show_query(nxt)
 
-    def set_focus(self, query_ids: Optional[Collection[str]]) -> None:
-        """Review only these queries (a selection on the cluster map); None or empty: the whole queue."""
+    def set_focus(self, query_ids: Optional[Collection[str]], why: str = "selected on the map") -> None:
+        """Review only these queries (a map selection, or this reviewer's share of an overlap plan);
+        None or empty: the whole queue."""
         self.focus = set(query_ids) if query_ids else None
+        self.focus_reason = why
         self.skipped.clear()
         self._update_focus_bar()
         if self.focus is not None and (self.current is None or self.current["id"] not in self.focus
@@ -312,8 +315,7 @@ class ReviewView(QWidget):
             self.focus_bar.hide()
             return
         pending = sum(1 for r in views.review_order(self.db, self.focus) if r["status"] == "pending")
-        self.focus_label.setText(f"Reviewing the {len(self.focus)} queries selected on the map "
-                                 f"({pending} pending).")
+        self.focus_label.setText(f"Reviewing the {len(self.focus)} queries {self.focus_reason} ({pending} pending).")
         self.focus_bar.show()
 
     # -- rendering -------------------------------------------------------------------------

@@ -129,8 +129,21 @@ class MainWindow(QMainWindow):
         self.adjudication_view.resolved.connect(lambda _id: self.review_view.refresh())
         self.tabs.addTab(self.adjudication_view, "Adjudicate")
         self.tabs.currentChanged.connect(self._tab_shown)
+        self._focus_on_assigned_share()
         self.tabs.setCurrentWidget(self.review_view)
         self.review_view.setFocus()
+
+    def _focus_on_assigned_share(self) -> None:
+        """With a blind-overlap plan in the project, a reviewer sees only the queries it gives them."""
+        from curator.core import merge
+        from curator.core.errors import InputError
+
+        try:
+            share = merge.assigned(self.db, self.reviewer())
+        except InputError:
+            return  # this reviewer is not in the plan: the whole queue
+        if share:
+            self.review_view.set_focus(share, f"assigned to {self.reviewer()} by the overlap plan")
 
     def _tab_shown(self, index: int) -> None:
         if self.tabs.widget(index) is self.adjudication_view:

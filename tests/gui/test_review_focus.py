@@ -46,3 +46,24 @@ def test_review_view_works_through_the_selection_then_the_whole_queue(qtbot, sam
     assert not view.focus_bar.isVisible() and view.current["id"] == ids[0]
     view.close()
     db.close()
+
+
+def test_window_opens_a_reviewer_on_their_overlap_share(qtbot, sample_project_path, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    from curator.core import merge
+    from curator.core.sample import build_queue
+    from curator.gui.window import MainWindow
+
+    db, ids = _project(sample_project_path, n=10)
+    build_queue(db, size=10, seed=0)
+    merge.assign_overlap(db, ["ann", "bob"], share=0.2, seed=0)
+    share = merge.assigned(db, "ann")
+    db.close()
+    assert 0 < len(share) < 10
+    win = MainWindow(sample_project_path, settings=QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat),
+                     reviewer="ann")
+    qtbot.addWidget(win)
+    assert win.review_view.focus == set(share) and win.review_view.current["id"] in share
+    assert "assigned to ann" in win.review_view.focus_label.text()
+    win.close()
