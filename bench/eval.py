@@ -69,6 +69,7 @@ def build(db, n_chunks: int, n_rows: int, rng: random.Random) -> list[str]:
         db.conn.executemany("INSERT INTO documents (id, path, title, format, content_hash, bytes, chunk_params, "
                             "metadata, ingested_at) VALUES (?,?,?,?,?,?,?,?,?)", docs)
         db.conn.executemany("INSERT INTO chunks (id, doc_id, ord, title, text, tokens) VALUES (?,?,?,?,?,?)", chunks)
+        store.index_new_chunks(db, 0)  # as ingest does: chunks enter the full-text index in bulk
     ids = [c[0] for c in chunks]
     rows = []
     for i in range(n_rows):

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import collections
-import concurrent.futures as cf
 import hashlib
-import itertools
-import multiprocessing
-import os
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -28,10 +23,6 @@ from curator.core.tasks import CancelToken, ProgressCallback, report
 # files are skipped), so nothing a user made by hand is ever at stake; a reviewer's decision in
 # another window waits at most that long for the write lock.
 COMMIT_EVERY_S = 0.5
-# Chunking costs about as much as writing, so above this size a worker process chunks while this
-# one writes (bench/ingest.py). Below it, starting a process costs more than it saves.
-PARALLEL_MIN_BYTES = 4_000_000
-AHEAD = 16  # files prepared ahead of the writer: bounds memory on huge corpora
 
 
 @dataclass
@@ -52,10 +43,11 @@ class IngestReport:
     # chunks added or retired since the last commit: their queries' stale flags are refreshed
     # once per commit group instead of once per document
     touched_chunks: set = field(default_factory=set, repr=False)
+    indexed_up_to: int = field(default=0, repr=False)  # chunk rowids above this still need the FTS index
 
     def as_dict(self) -> dict:
         data = asdict(self)
-        del data["touched_chunks"]
+        del data["touched_chunks"], data["indexed_up_to"]
         return data
 
 
@@ -151,13 +143,8 @@ def ingest(
     overlap: int = DEFAULT_OVERLAP,
     on_progress: Optional[ProgressCallback] = None,
     cancel: Optional[CancelToken] = None,
-    workers: Optional[int] = None,
 ) -> IngestReport:
-    """Ingest files and folders; each file is all-or-nothing (a savepoint), commits come in groups.
-
-    ``workers``: processes that load and chunk files while this one writes (None: one when the
-    files to ingest add up to PARALLEL_MIN_BYTES or more and there is a spare core; 0: never).
-    """
+    """Ingest files and folders; each file is all-or-nothing (a savepoint), commits come in groups."""
     started = time.perf_counter()
     result = IngestReport()
     params = store.dumps({"chunk_size": chunk_size, "overlap": overlap, "chunker": "sentence-v1"})
@@ -165,7 +152,7 @@ def ingest(
     files = list(iter_input_files(paths, result))
     tasks = _changed_files(files, params, chunk_size, overlap, known, result, cancel)
     try:
-        _store_all(db, tasks, len(files), params, result, workers, on_progress, cancel)
+        _store_all(db, tasks, len(files), params, result, on_progress, cancel)
     finally:
         _commit(db, result)  # files finished before a cancel or an error are kept
     report(on_progress, len(files), len(files), "done")
@@ -195,17 +182,18 @@ def _changed_files(files, params, chunk_size, overlap, known, result, cancel) ->
             result.files_unchanged += 1
             continue
         file_known = {k: v for k, v in known.items() if k.startswith(key + "#")} if file.suffix.lower() == ".jsonl" else {}
-        tasks.append((file, key, content_hash, params, chunk_size, overlap, file_known, len(raw)))
+        tasks.append((file, key, content_hash, params, chunk_size, overlap, file_known))
     return tasks
 
 
-def _store_all(db, tasks, files: int, params, result, workers, on_progress, cancel) -> None:
+def _store_all(db, tasks, files: int, params, result, on_progress, cancel) -> None:
     """Store prepared files in order; progress counts every file (unchanged ones are already done)."""
     last_commit = time.perf_counter()
-    for index, prepared in enumerate(_prepared_in_order(tasks, workers, cancel), start=files - len(tasks)):
+    for index, prepared in enumerate(_prepared_in_order(tasks, cancel), start=files - len(tasks)):
         report(on_progress, index, files, prepared.key)
         if not db.conn.in_transaction:
             db.execute("BEGIN IMMEDIATE")  # the group's transaction; each file is a savepoint inside it
+            result.indexed_up_to = store.last_chunk_rowid(db)
         _store_prepared(db, prepared, params, result)
         if time.perf_counter() - last_commit >= COMMIT_EVERY_S:
             _commit(db, result)
@@ -215,50 +203,20 @@ def _store_all(db, tasks, files: int, params, result, workers, on_progress, canc
 def _commit(db, result: IngestReport) -> None:
     if not db.conn.in_transaction:
         db.execute("BEGIN IMMEDIATE")
+        result.indexed_up_to = store.last_chunk_rowid(db)
+    store.index_new_chunks(db, result.indexed_up_to)  # the group's new rows, in one statement
     refresh_stale(db, result.touched_chunks)
     result.touched_chunks.clear()
     db.conn.commit()
 
 
-def _prepared_in_order(tasks, workers, cancel) -> Iterator[_Prepared]:
-    """Prepared files in input order; loading and chunking run in worker processes when it pays."""
-    if workers is None:
-        spare = (os.cpu_count() or 1) - 1
-        workers = min(spare, 2) if sum(t[-1] for t in tasks) >= PARALLEL_MIN_BYTES else 0
-    if workers <= 0:
-        for task in tasks:
-            if cancel is not None:
-                cancel.check()
-            yield _prepare(*task[:-1])
-        return
-    done = 0
-    try:
-        for prepared in _prepared_by_workers(tasks, workers, cancel):
-            done += 1
-            yield prepared
-    except cf.process.BrokenProcessPool:
-        # A worker died, or a caller's script cannot be re-imported by a spawned child (no
-        # ``if __name__ == "__main__"`` guard): the files not stored yet are prepared here instead.
-        yield from _prepared_in_order(tasks[done:], 0, cancel)
-
-
-def _prepared_by_workers(tasks, workers, cancel) -> Iterator[_Prepared]:
-    # spawn, not fork: the GUI calls this from a thread, and forking a threaded process can deadlock
-    with cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        window: collections.deque = collections.deque()
-        pending = iter(tasks)
-        try:
-            for task in itertools.islice(pending, AHEAD):
-                window.append(pool.submit(_prepare, *task[:-1]))
-            while window:
-                if cancel is not None:
-                    cancel.check()
-                prepared = window.popleft().result()
-                for task in itertools.islice(pending, 1):
-                    window.append(pool.submit(_prepare, *task[:-1]))
-                yield prepared
-        finally:
-            pool.shutdown(cancel_futures=True)
+def _prepared_in_order(tasks, cancel) -> Iterator[_Prepared]:
+    # Chunking in worker processes was tried (bench/ingest.py): once FTS indexing went bulk, one
+    # process ran at 6.9 MB/s, one worker 6.4 and two 7.4, so the extra processes did not pay.
+    for task in tasks:
+        if cancel is not None:
+            cancel.check()
+        yield _prepare(*task)
 
 
 def _retire_missing_rows(db, key: str, present: set[str], result: IngestReport) -> bool:
@@ -299,7 +257,7 @@ def _savepoint(db):
 
 @dataclass
 class _Prepared:
-    """A file loaded and chunked (in a worker process for large ingests), ready to store."""
+    """A file loaded and chunked, ready to store."""
     file: Path
     key: str
     docs: list = field(default_factory=list)  # (doc_key, doc, doc_hash, chunks) for new or changed docs
@@ -327,7 +285,7 @@ def _prepare(file: Path, key: str, content_hash: str, params: str, chunk_size: i
             continue
         doc.key = doc_key
         chunks = chunk_document(doc, chunk_size, overlap)
-        doc.sections = []  # not needed any more; keeps the result small to send between processes
+        doc.sections = []  # not needed any more
         prepared.docs.append((doc_key, doc, doc_hash, chunks))
     return prepared
 

@@ -223,6 +223,34 @@ def m001_initial(db: sqlite_utils.Database) -> None:
 # Later migrations go below, numbered m002_, m003_, ... and are never edited once landed.
 
 
+@migrations()
+def m002_chunk_fts_bulk(db: sqlite_utils.Database) -> None:
+    """Chunks enter the full-text index in bulk, and only text changes re-index a chunk.
+
+    The per-row insert trigger cost 4x a bulk ``INSERT ... SELECT`` into FTS5 (0.73 s vs 0.2 s
+    for 11.6 MB, bench/ingest.py): ingest now indexes its new rows itself (``index_new_chunks``).
+    The update trigger fired on every ``active`` flip and re-indexed unchanged text.
+    """
+    db.execute("DROP TRIGGER IF EXISTS chunks_ai")
+    db.execute("DROP TRIGGER IF EXISTS chunks_au")
+    db.execute(
+        """CREATE TRIGGER chunks_au AFTER UPDATE OF title, text ON chunks BEGIN
+             INSERT INTO chunks_fts (chunks_fts, rowid, title, text) VALUES ('delete', old.rowid, old.title, old.text);
+             INSERT INTO chunks_fts (rowid, title, text) VALUES (new.rowid, new.title, new.text);
+           END"""
+    )
+
+
+def index_new_chunks(db: sqlite_utils.Database, after_rowid: int) -> None:
+    """Add every chunk row inserted after ``after_rowid`` to the full-text index (see m002)."""
+    db.execute("INSERT INTO chunks_fts (rowid, title, text) SELECT rowid, title, text FROM chunks WHERE rowid > ?",
+               [after_rowid])
+
+
+def last_chunk_rowid(db: sqlite_utils.Database) -> int:
+    return db.execute("SELECT COALESCE(MAX(rowid), 0) FROM chunks").fetchone()[0]
+
+
 def _looks_like_sqlite(path: Path) -> bool:
     with open(path, "rb") as fh:
         return fh.read(16) == SQLITE_MAGIC

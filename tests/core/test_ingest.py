@@ -193,20 +193,6 @@ def _table(db, sql: str) -> list[tuple]:
     return [tuple(r) for r in db.execute(sql)]
 
 
-def test_worker_processes_store_exactly_what_one_process_stores(tmp_path, corpus):
-    """Large ingests chunk in worker processes; the stored corpus must not depend on it."""
-    shutil.copytree(DATA, corpus / "data")
-    dbs = {}
-    for workers in (0, 1):
-        dbs[workers] = open_project(tmp_path / f"w{workers}.curator", create=True)
-        report = ingest(dbs[workers], [corpus], workers=workers)
-        assert report.files_ingested >= 8 and report.chunks_added > 10
-    for sql in ("SELECT id, doc_id, ord, title, text, tokens, active FROM chunks ORDER BY id",
-                "SELECT id, path, title, format, content_hash, bytes, chunk_params, metadata FROM documents ORDER BY id"):
-        assert _table(dbs[0], sql) == _table(dbs[1], sql)
-    assert _table(dbs[1], "SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH 'gamma'")[0][0] > 0
-
-
 def test_a_file_failing_while_stored_leaves_nothing_and_earlier_files_are_kept(empty_db, corpus, monkeypatch):
     import curator.core.ingest as ingest_module
 

@@ -171,3 +171,39 @@ def test_damaged_project_refused_unmodified(tmp_path, sample_corpus, damage):
         store.open_project(path)
     assert _sha(path) == before
     assert not Path(str(path) + "-wal").exists() or Path(str(path) + "-wal").stat().st_size == 0
+
+
+def test_m001_project_is_migrated_to_bulk_fts_with_a_backup(tmp_path, sample_project_path):
+    """A project from before m002 (per-row FTS trigger) is backed up, migrated, and still searchable."""
+    import shutil
+    import sqlite3
+
+    from curator.core.ingest import ingest
+    from curator.core.search import search_chunks
+    from curator.core.store import open_project
+
+    path = tmp_path / "old.curator"
+    shutil.copy(sample_project_path, path)
+    conn = sqlite3.connect(path)  # put back m001's triggers and forget m002
+    conn.executescript("""
+        DROP TRIGGER chunks_au;
+        CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+          INSERT INTO chunks_fts (rowid, title, text) VALUES (new.rowid, new.title, new.text); END;
+        CREATE TRIGGER chunks_au AFTER UPDATE ON chunks BEGIN
+          INSERT INTO chunks_fts (chunks_fts, rowid, title, text) VALUES ('delete', old.rowid, old.title, old.text);
+          INSERT INTO chunks_fts (rowid, title, text) VALUES (new.rowid, new.title, new.text); END;
+        DELETE FROM _sqlite_migrations WHERE name = 'm002_chunk_fts_bulk';""")
+    conn.commit()
+    conn.close()
+    db = open_project(path)
+    triggers = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    assert "chunks_ai" not in triggers and "chunks_au" in triggers
+    assert len(list(tmp_path.glob("old.curator.bak-*"))) == 1
+    assert search_chunks(db, "rotate", limit=3)  # the index built under m001 still answers
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "zebra.md").write_text("# Zebras\n\n" + "Quagga zebras graze on the savanna in large herds. " * 10)
+    ingest(db, [extra])
+    assert [r["doc_path"] for r in search_chunks(db, "quagga")] == ["extra/zebra.md"]
+    assert db.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)") is not None
+    db.close()

@@ -86,7 +86,7 @@ def test_hostile_files_are_named_and_the_batch_goes_on(data, suffix):
         good.write_text(GOOD_DOC)
         db = open_project(root / "p.curator", create=True)
         try:
-            report = ingest(db, [bad, good], workers=0)
+            report = ingest(db, [bad, good])
             paths = {r[0] for r in db.execute("SELECT path FROM documents")}
             assert "good.md" in paths  # the good file after the bad one still went in
             for skipped in report.skipped:
@@ -104,7 +104,7 @@ def test_truncated_utf16_file_is_skipped_not_fatal(tmp_path):
     (tmp_path / "good.md").write_text(GOOD_DOC)
     db = open_project(tmp_path / "p.curator", create=True)
     try:
-        report = ingest(db, [tmp_path / "broken.txt", tmp_path / "good.md"], workers=0)
+        report = ingest(db, [tmp_path / "broken.txt", tmp_path / "good.md"])
         assert report.skipped and report.skipped[0]["path"].endswith("broken.txt")
     finally:
         db.close()
@@ -119,7 +119,7 @@ def test_specific_messages_for_known_bad_files(tmp_path):
     (docs / "corpus.jsonl").write_text('{"_id": "1", "text": "fine row"}\nnot json\n{"_id": "2"}\n[1, 2]\n')
     (docs / "good.md").write_text(GOOD_DOC)
     db = open_project(tmp_path / "p.curator", create=True)
-    report = ingest(db, [docs], workers=0)
+    report = ingest(db, [docs])
     reasons = {Path(s["path"]).name: s["reason"] for s in report.skipped}
     assert "binary" in reasons["binary.txt"] and "no text" in reasons["empty.md"]
     assert "PDF" in reasons["broken.pdf"]
@@ -243,7 +243,7 @@ def test_deeply_nested_json_line_is_one_bad_line(tmp_path, kind):
         if kind == "log":
             assert any(":2:" in e for e in import_log(db, path)["errors"])
         else:
-            assert any(":2:" in e for e in ingest(db, [path], workers=0).line_errors)
+            assert any(":2:" in e for e in ingest(db, [path]).line_errors)
     finally:
         db.close()
 
@@ -253,7 +253,7 @@ def test_corpus_row_with_non_object_metadata_is_one_bad_line(tmp_path):
     path.write_text('{"_id": "1", "text": "fine text", "metadata": [1, 2]}\n{"_id": "2", "text": "more text"}\n')
     db = open_project(tmp_path / "p.curator", create=True)
     try:
-        report = ingest(db, [path], workers=0)
+        report = ingest(db, [path])
         assert report.documents == 1 and any(":1:" in e for e in report.line_errors)
     finally:
         db.close()
