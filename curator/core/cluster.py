@@ -65,12 +65,16 @@ def shutdown_worker() -> None:
     ``shutdown()`` alone waits for a running job to end, so the process is terminated first; a
     job it kills has written nothing, since a cluster run is stored in one transaction at its end.
     """
-    global _POOL
+    global _POOL, _PROGRESS
     if _POOL is not None:
         for process in list((_POOL._processes or {}).values()):  # no public way to stop a running job
             process.terminate()
         _POOL.shutdown(wait=True, cancel_futures=True)
         _POOL = None
+    if _PROGRESS is not None:
+        _PROGRESS.close()  # its semaphore would otherwise be reported as leaked at exit
+        _PROGRESS.join_thread()
+        _PROGRESS = None
 
 
 def _wait(future: cf.Future, cancel: Optional[CancelToken], on_progress=None, job: Optional[str] = None):
