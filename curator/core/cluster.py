@@ -81,13 +81,13 @@ def _wait(future: cf.Future, cancel: Optional[CancelToken], on_progress=None, jo
     """The future's result, relaying job ``job``'s progress and honouring a cancel within 0.2 s."""
     while True:
         _relay_progress(on_progress, job)
+        if cancel is not None and cancel.cancelled:  # checked before waiting: a cancel asked for while
+            future.cancel()                         # progress was relayed stops the job at once
+            shutdown_worker()
+            cancel.check()
         try:
             result = future.result(timeout=0.2)
         except cf.TimeoutError:
-            if cancel is not None and cancel.cancelled:
-                future.cancel()
-                shutdown_worker()
-                cancel.check()
             continue
         if job is not None:  # reports travel on another pipe than the result: wait for the last one
             _relay_progress(on_progress, job, until_end=True)

@@ -202,17 +202,12 @@ class ClustersView(QWidget):
     def _start(self, kind: str, fn, **kwargs) -> Optional[workers.TaskWorker]:
         if self.worker is not None:
             return None
-        worker = workers.TaskWorker(self.project_path, fn, **kwargs)
-        sig = worker.signals
-        sig.progress.connect(self._progress)
-        sig.finished.connect(lambda result: self._finished(kind, result))
-        sig.failed.connect(self._failed)
-        sig.cancelled.connect(lambda: self.status.setText("Cancelled; the project is unchanged."))
-        sig.done.connect(self._done)
-        self.worker = worker
         self._set_busy(True, "Clustering…" if kind == "cluster" else "Sampling…")
-        workers.start(worker)
-        return worker
+        self.worker = workers.launch(
+            self.project_path, fn, progress=self._progress, finished=lambda result: self._finished(kind, result),
+            failed=self._failed, cancelled=lambda: self.status.setText("Cancelled; the project is unchanged."),
+            done=self._done, **kwargs)
+        return self.worker
 
     def cancel(self) -> None:
         if self.worker is not None:

@@ -430,18 +430,12 @@ class GenerateView(QWidget):
         self.feed.rejected.connect(self._row_rejected)
         if not config.resume:
             self.rejected_model.set_rows([])
-        worker = workers.TaskWorker(self.project_path, generate_task, config, feed=self.feed,
-                                    backend_factory=self.backend_factory)
-        sig = worker.signals
-        sig.progress.connect(self._progress)
-        sig.finished.connect(self._finished)
-        sig.failed.connect(self._failed)
-        sig.cancelled.connect(self._cancelled)
-        sig.done.connect(self._done)
-        self.worker = worker
         self._set_busy(True, "Resuming the last run…" if config.resume else "Loading the model…")
-        workers.start(worker)
-        return worker
+        self.worker = workers.launch(
+            self.project_path, generate_task, config, feed=self.feed, backend_factory=self.backend_factory,
+            progress=self._progress, finished=self._finished, failed=self._failed, cancelled=self._cancelled,
+            done=self._done)
+        return self.worker
 
     def cancel(self) -> None:
         if self.worker is not None:

@@ -73,6 +73,20 @@ def start(worker: TaskWorker, pool: Optional[QThreadPool] = None) -> TaskWorker:
     return worker
 
 
+def launch(project_path, fn: Callable[..., Any], *args: Any, progress: Callable, finished: Callable,
+           failed: Callable, cancelled: Callable, done: Callable, **kwargs: Any) -> TaskWorker:
+    """A worker for ``fn`` with each of its signals connected to the view's handler, started.
+
+    ``done`` comes last whatever the outcome: that is where a view becomes idle again.
+    """
+    worker = TaskWorker(project_path, fn, *args, **kwargs)
+    sig = worker.signals
+    for signal, slot in ((sig.progress, progress), (sig.finished, finished), (sig.failed, failed),
+                         (sig.cancelled, cancelled), (sig.done, done)):
+        signal.connect(slot)
+    return start(worker)
+
+
 # -- task adapters for the Clusters tab (appended; core functions stay Qt-free) ------------
 
 def cluster_task(db, *, k="auto", embedder: str = "tfidf", seed: int = 0, fast: bool = False,

@@ -9,24 +9,13 @@ import time
 
 import pytest
 
-from curator.core import filters
 from curator.core import generate as generate_module
 from curator.core import prompts
 from curator.core.backends import Backend, FakeBackend, HttpBackend, LlamaCppBackend, Request
 from curator.core.generate import GenerationConfig, allocate, generate
 from curator.core.store import open_project
 from curator.core.tasks import CancelToken
-
-
-def _fake_reply(messages):
-    """A well-behaved model (as in test_generate): asks about the passage's first words."""
-    text = messages[-1]["content"].split("Passage", 1)[1]
-    words = [w for w in filters.tokens(text) if len(w) > 3][:6]
-    if "does NOT answer" in messages[-1]["content"]:
-        return f"Question: Which zebra migration policy applies to {words[0]} quasar flights?\nAnswer: not stated\n"
-    if "Query:" in messages[-1]["content"]:
-        return f"Query: {' '.join(words[:4])}\nAnswer: {' '.join(words[:3])}\n"
-    return f"Question: What about {' '.join(words[1:5])} here?\nAnswer: {' '.join(words[:5])}\n"
+from scripted import good_reply
 
 
 def _requests(n: int, log: list) -> object:
@@ -113,7 +102,7 @@ def test_batched_generation_meets_the_mix_exactly_and_commits_each_reply(sample_
         committed.append(other.execute("SELECT (SELECT COUNT(*) FROM queries) + "
                                        "(SELECT COUNT(*) FROM rejected_candidates)").fetchone()[0])
         other.close()
-        return _fake_reply(messages)
+        return good_reply(messages)
 
     backend = FakeBackend(reply, parallel=parallel)
     summary = generate(sample_db, GenerationConfig(count=10, seed=3), backend=backend)
@@ -127,7 +116,7 @@ def test_batched_generation_meets_the_mix_exactly_and_commits_each_reply(sample_
 
 
 def test_scheduler_stops_asking_for_a_type_that_has_its_rows(sample_db):
-    backend = FakeBackend(_fake_reply, parallel=8)
+    backend = FakeBackend(good_reply, parallel=8)
     summary = generate(sample_db, GenerationConfig(count=2, mix={"factoid": 1.0}, seed=1), backend=backend)
     assert summary["accepted"] == 2
     # Every reply is accepted by the fake model: with 2 rows wanted, at most 4 are asked for
@@ -145,12 +134,12 @@ def test_cancel_during_a_batched_run_then_resume_reaches_the_target(sample_db):
         calls["n"] += 1
         if calls["n"] == 5:
             cancel.cancel()
-        return _fake_reply(messages)
+        return good_reply(messages)
 
     first = generate(sample_db, GenerationConfig(count=12, seed=4), backend=FakeBackend(reply, parallel=4),
                      cancel=cancel)
     assert first["status"] == "cancelled" and first["accepted"] < 12
-    second = generate(sample_db, GenerationConfig(resume=True, seed=4), backend=FakeBackend(_fake_reply, parallel=4))
+    second = generate(sample_db, GenerationConfig(resume=True, seed=4), backend=FakeBackend(good_reply, parallel=4))
     assert second["run_id"] == first["run_id"] and second["accepted"] == 12
     texts = [r[0] for r in sample_db.execute("SELECT text_norm FROM queries")]
     assert len(texts) == len(set(texts)) == 12

@@ -87,17 +87,23 @@ def test_cancel_stops_the_worker_mid_run_and_stores_nothing(tmp_path):
     from curator.core.tasks import CancelToken, Cancelled
 
     path = tmp_path / "c.curator"
-    _grouped_project(path).close()
+    db = _grouped_project(path)
+    with db.conn:  # enough queries that the run outlasts one progress poll (0.2 s) on a fast machine
+        for i in range(900):
+            add_query(db, f"{TOPICS[list(TOPICS)[i % 3]][i % 5]} variant {i}", "manual")
+    db.close()
     token = CancelToken()
+    seen = []
 
-    def cancel_once_reducing(done, total, message):
-        if message == "reducing":
-            token.cancel()
+    def cancel_on_first_report(done, total, message):
+        seen.append(message)
+        token.cancel()
 
     with pytest.raises(Cancelled):
-        cluster_project(path, k=3, seed=0, on_progress=cancel_once_reducing, cancel=token)
+        cluster_project(path, k=3, seed=0, on_progress=cancel_on_first_report, cancel=token)
+    assert seen and seen[-1] != "done"
     db = open_project(path)
     assert db.execute("SELECT COUNT(*) FROM cluster_runs").fetchone()[0] == 0
     again = cluster_project(path, k=3, seed=0)  # a fresh worker takes over
-    assert again["k"] == 3 and sum(again["sizes"]) == 66
+    assert again["k"] == 3 and sum(again["sizes"]) == 966
     db.close()

@@ -9,6 +9,7 @@ from curator.core.backends import FakeBackend, LlamaCppBackend, check_gguf
 from curator.core.errors import InputError, ModelFileError
 from curator.core.generate import GenerationConfig, allocate, generate, parse_mix
 from curator.core.tasks import CancelToken
+from scripted import good_reply
 
 
 def test_parse_output_reads_the_two_lines_and_rejects_preambles():
@@ -54,19 +55,8 @@ def test_copy_duplicate_and_grounding_filters():
     assert "not grounded" in filters.check_grounded("two weeks maximum", [chunk])
 
 
-def _fake_reply(messages):
-    """A well-behaved model: asks about the passage's first distinctive words."""
-    text = messages[-1]["content"].split("Passage", 1)[1]
-    words = [w for w in filters.tokens(text) if len(w) > 3][:6]
-    if "does NOT answer" in messages[-1]["content"]:
-        return f"Question: Which zebra migration policy applies to {words[0]} quasar flights?\nAnswer: not stated\n"
-    if "Query:" in messages[-1]["content"]:
-        return f"Query: {' '.join(words[:4])}\nAnswer: {' '.join(words[:3])}\n"
-    return f"Question: What about {' '.join(words[1:5])} here?\nAnswer: {' '.join(words[:5])}\n"
-
-
 def test_generate_with_fake_backend_commits_rows_of_every_type(sample_db):
-    backend = FakeBackend(_fake_reply)
+    backend = FakeBackend(good_reply)
     summary = generate(sample_db, GenerationConfig(count=10, seed=1), backend=backend)
     assert summary["accepted"] == 10
     assert set(summary["by_type"]) == {"factoid", "keyword", "vague", "multi_hop", "unanswerable"}
@@ -84,11 +74,11 @@ def test_cancel_then_resume_reaches_target_without_duplicates(sample_db):
         calls["n"] += 1
         if calls["n"] == 4:
             cancel.cancel()
-        return _fake_reply(messages)
+        return good_reply(messages)
 
     first = generate(sample_db, GenerationConfig(count=12, seed=2), backend=FakeBackend(reply), cancel=cancel)
     assert first["status"] == "cancelled" and first["accepted"] < 12
-    second = generate(sample_db, GenerationConfig(resume=True, seed=2), backend=FakeBackend(_fake_reply))
+    second = generate(sample_db, GenerationConfig(resume=True, seed=2), backend=FakeBackend(good_reply))
     assert second["run_id"] == first["run_id"] and second["accepted"] == 12
     texts = [r[0] for r in sample_db.execute("SELECT text_norm FROM queries")]
     assert len(texts) == len(set(texts)) == 12
@@ -151,7 +141,7 @@ def test_chunk_longer_than_the_prompt_budget_is_truncated_with_a_warning(empty_d
     ingest(empty_db, [long_doc], chunk_size=2000, overlap=0)
     (chunk_id, length), = empty_db.execute("SELECT id, length(text) FROM chunks")
     assert length > MAX_PASSAGE_CHARS
-    backend = FakeBackend(_fake_reply)
+    backend = FakeBackend(good_reply)
     summary = generate(empty_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1), backend=backend)
     assert summary["truncated_chunks"] == [chunk_id]
     passage = backend.prompts[0][-1]["content"].split("Passage", 1)[1]

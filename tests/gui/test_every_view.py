@@ -7,7 +7,6 @@ import shutil
 import pytest
 from PySide6.QtCore import QSettings
 
-from curator.core import filters
 from curator.core.backends import FakeBackend
 from curator.core.cluster import cluster_queries, shutdown_worker
 from curator.core.evaluate import evaluate
@@ -18,27 +17,17 @@ from curator.core.review import decide
 from curator.core.sample import build_queue
 from curator.core.store import open_project
 from curator.gui.window import MainWindow
+from scripted import every_nth_bad
+
+_REPLY = every_nth_bad(5)
 
 TABS = ("Corpus", "Queries", "Review", "Generate", "Clusters", "Export / Evaluate", "Adjudicate")
-
-
-def _reply(messages, _calls=[0]) -> str:
-    _calls[0] += 1
-    if _calls[0] % 5 == 0:
-        return "Sure! Here is a question about the passage."
-    text = messages[-1]["content"].split("Passage", 1)[1]
-    words = [w for w in filters.tokens(text) if len(w) > 3][:6]
-    if "does NOT answer" in messages[-1]["content"]:
-        return f"Question: Which zebra migration policy applies to {words[0]} quasar flights?\nAnswer: not stated\n"
-    if "Query:" in messages[-1]["content"]:
-        return f"Query: {' '.join(words[:4])}\nAnswer: {' '.join(words[:3])}\n"
-    return f"Question: What about {' '.join(words[1:5])} here?\nAnswer: {' '.join(words[:5])}\n"
 
 
 def build_project(path, out_dir) -> None:
     """Generated rows of every type, clusters, a queue, decisions, an export and an eval run."""
     db = open_project(path)
-    generate(db, GenerationConfig(count=30, seed=4), backend=FakeBackend(_reply))
+    generate(db, GenerationConfig(count=30, seed=4), backend=FakeBackend(_REPLY))
     cluster_queries(db, k=4, seed=0)
     build_queue(db, size=20)
     for i, q in enumerate(r for r in list_queries(db) if r["queued"]):
@@ -96,7 +85,7 @@ def test_generation_from_the_window_refreshes_the_queries_tab(qtbot, project_tem
     qtbot.addWidget(win)
     before = win.queries_view.model.rowCount()
     view = win.generate_view
-    view.backend_factory = lambda config: FakeBackend(_reply)
+    view.backend_factory = lambda config: FakeBackend(_REPLY)
     view.count.setValue(3)
     with qtbot.waitSignal(view.task_finished, timeout=60000):
         view.start()

@@ -9,23 +9,13 @@ import threading
 import pytest
 from PySide6.QtCore import Qt
 
-from curator.core import filters, views
+from curator.core import views
 from curator.core.backends import FakeBackend
 from curator.core.generate import QUERY_TYPES
 from curator.core.queries import list_queries
 from curator.core.store import open_project
 from curator.gui.generate_view import BUNDLED, ENDPOINT, GGUF, GenerateView
-
-
-def good_reply(messages) -> str:
-    """A well-behaved scripted model (as in tests/core/test_generate.py)."""
-    text = messages[-1]["content"].split("Passage", 1)[1]
-    words = [w for w in filters.tokens(text) if len(w) > 3][:6]
-    if "does NOT answer" in messages[-1]["content"]:
-        return f"Question: Which zebra migration policy applies to {words[0]} quasar flights?\nAnswer: not stated\n"
-    if "Query:" in messages[-1]["content"]:
-        return f"Query: {' '.join(words[:4])}\nAnswer: {' '.join(words[:3])}\n"
-    return f"Question: What about {' '.join(words[1:5])} here?\nAnswer: {' '.join(words[:5])}\n"
+from scripted import good_reply
 
 
 def every_third_is_bad(messages, _calls=[0]) -> str:

@@ -19,23 +19,15 @@ from curator.core.review import decide
 from curator.gui.evaluate_view import MANIFEST_COLUMNS, manifest_rows, metric_columns, slice_rows
 from curator.gui.generate_view import REJECT_COLUMNS, ROW_COLUMNS, RecordTableModel
 from curator.gui.models import QueryFilterProxy, QueryTableModel
+from scripted import every_nth_bad
 
-
-def _reply(messages, _calls=[0]) -> str:
-    from curator.core import filters
-
-    _calls[0] += 1
-    if _calls[0] % 4 == 0:
-        return "not in the expected format <b>at all</b>"
-    text = messages[-1]["content"].split("Passage", 1)[1]
-    words = [w for w in filters.tokens(text) if len(w) > 3][:6]
-    return f"Question: What about {' '.join(words[1:5])} here?\nAnswer: {' '.join(words[:5])}\n"
+_REPLY = every_nth_bad(4, "not in the expected format <b>at all</b>")
 
 
 @pytest.fixture
 def populated(sample_db, tmp_path):
     """Generated rows (some rejected), decisions, an export and an eval run: a real project."""
-    generate(sample_db, GenerationConfig(count=12, mix={"factoid": 1.0}, seed=3), backend=FakeBackend(_reply))
+    generate(sample_db, GenerationConfig(count=12, mix={"factoid": 1.0}, seed=3), backend=FakeBackend(_REPLY))
     rows = list_queries(sample_db)
     for q in rows[:6]:
         decide(sample_db, q["id"], "approve", "ana")

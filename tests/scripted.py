@@ -1,0 +1,29 @@
+"""Scripted stand-ins for a model, shared by the fast generation tests (``import scripted``).
+
+Fakes like these are for fast unit tests only: every feature they stand in for is also tested
+with the real bundled model.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable
+
+from curator.core import filters
+
+
+def good_reply(messages) -> str:
+    """A well-behaved model: asks about the passage's first distinctive words, in each type's format."""
+    prompt = messages[-1]["content"]
+    words = [w for w in filters.tokens(prompt.split("Passage", 1)[1]) if len(w) > 3][:6]
+    if "does NOT answer" in prompt:
+        return f"Question: Which zebra migration policy applies to {words[0]} quasar flights?\nAnswer: not stated\n"
+    if "Query:" in prompt:
+        return f"Query: {' '.join(words[:4])}\nAnswer: {' '.join(words[:3])}\n"
+    return f"Question: What about {' '.join(words[1:5])} here?\nAnswer: {' '.join(words[:5])}\n"
+
+
+def every_nth_bad(n: int, bad: str = "Sure! Here is a question about the passage.") -> Callable[[list], str]:
+    """``good_reply``, except that every n-th reply is not in the expected format."""
+    calls = itertools.count(1)
+    return lambda messages: bad if next(calls) % n == 0 else good_reply(messages)
