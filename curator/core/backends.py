@@ -625,18 +625,29 @@ class HttpBackend(Backend):
             try:
                 with urllib.request.urlopen(self._request(body), timeout=self.timeout) as response:
                     reply = json.loads(response.read())
-                return reply["choices"][0]["message"]["content"] or ""
+                return self._reply_text(reply)
             except urllib.error.HTTPError as exc:
                 refused = self._refused(exc)
                 if refused:
                     raise refused from None
                 last_error = exc
-            except (urllib.error.URLError, TimeoutError, ConnectionError, json.JSONDecodeError, KeyError) as exc:
+            except (urllib.error.URLError, TimeoutError, ConnectionError, json.JSONDecodeError) as exc:
                 last_error = exc
             if attempt < self.retries:
                 time.sleep(min(8.0, 0.5 * 2 ** attempt))
         raise CuratorError(f"{self.endpoint}: the model server did not answer after {self.retries + 1} tries "
                            f"({last_error}); check that it is running. Rows already made are kept.")
+
+    def _reply_text(self, reply) -> str:
+        """The message text of a chat completion; any other shape is a clear error, not a retry."""
+        try:
+            content = reply["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise CuratorError(f"{self.endpoint}: the reply is not an OpenAI chat completion "
+                               f"({json.dumps(reply)[:200]}); check the URL (it should end in /v1).") from None
+        if content is not None and not isinstance(content, str):
+            raise CuratorError(f"{self.endpoint}: the reply's message content is {type(content).__name__}, not text.")
+        return content or ""
 
     def iter_complete(self, requests: Iterable[Optional[Request]]) -> Iterator[tuple[Request, str]]:
         if self.parallel <= 1:

@@ -2,7 +2,7 @@
 on, and the project stays consistent (SQLite integrity and the full-text index both check out).
 
 Property tests are bounded (30 examples, no deadline) so the suite stays fast. Crashes found
-while writing them are pinned as tests below; the few not fixed yet are ``xfail``
+while writing them are pinned as tests below; none is left as ``xfail``
 with the reason, so they turn into passes when fixed.
 """
 
@@ -312,9 +312,6 @@ def test_generation_survives_hostile_model_output(sample_db):
     _consistent(sample_db)
 
 
-@pytest.mark.xfail(reason="backends.HttpBackend.complete catches KeyError but not IndexError/TypeError, and returns "
-                          "a non-string 'content' as it is: these replies crash generate with a traceback",
-                   strict=False)
 @pytest.mark.parametrize("body", [b'{"choices": []}', b"[]", b'{"choices": [{"message": {"content": 42}}]}'])
 def test_malformed_server_reply_is_a_clear_error(sample_db, fake_model, body):
     from curator.core.backends import HttpBackend
