@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import sys
+import traceback
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -24,6 +26,8 @@ class CuratorGroup(click.Group):
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(1)
         except sqlite3.DatabaseError as exc:  # e.g. a disk that filled up mid-command: say so, no traceback
+            if os.environ.get("CURATOR_DEBUG"):
+                traceback.print_exc()
             click.echo(f"Error: the project file could not be read or written ({exc}); work committed before "
                        "this point is kept.", err=True)
             ctx.exit(1)

@@ -192,7 +192,7 @@ def _store_all(db, tasks, files: int, params, result, on_progress, cancel) -> No
     for index, prepared in enumerate(_prepared_in_order(tasks, cancel), start=files - len(tasks)):
         report(on_progress, index, files, prepared.key)
         if not db.conn.in_transaction:
-            db.execute("BEGIN IMMEDIATE")  # the group's transaction; each file is a savepoint inside it
+            store.begin_immediate(db.conn)  # the group's transaction; each file is a savepoint inside it
             result.indexed_up_to = store.last_chunk_rowid(db)
         _store_prepared(db, prepared, params, result)
         if time.perf_counter() - last_commit >= COMMIT_EVERY_S:
@@ -202,7 +202,7 @@ def _store_all(db, tasks, files: int, params, result, on_progress, cancel) -> No
 
 def _commit(db, result: IngestReport) -> None:
     if not db.conn.in_transaction:
-        db.execute("BEGIN IMMEDIATE")
+        store.begin_immediate(db.conn)
         result.indexed_up_to = store.last_chunk_rowid(db)
     store.index_new_chunks(db, result.indexed_up_to)  # the group's new rows, in one statement
     refresh_stale(db, result.touched_chunks)

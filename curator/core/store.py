@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
@@ -267,8 +268,29 @@ class _Connection(sqlite3.Connection):
 
     def __enter__(self):
         if not self.in_transaction:
-            self.execute("BEGIN IMMEDIATE")
+            begin_immediate(self)
         return super().__enter__()
+
+
+WRITE_LOCK_WAIT_S = 60.0
+
+
+def begin_immediate(conn: sqlite3.Connection) -> None:
+    """BEGIN IMMEDIATE, waiting up to WRITE_LOCK_WAIT_S for the write lock.
+
+    SQLite's busy handler backs off to 100 ms sleeps, so a process committing back to back (a
+    burst of review decisions on a loaded machine) could keep another writer out for the whole
+    10 s busy timeout: seen in the two-process test as "database is locked" in generate. Each
+    try below waits the busy timeout again, so a writer gets a minute before it gives up.
+    """
+    deadline = time.monotonic() + WRITE_LOCK_WAIT_S
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() >= deadline:
+                raise
 
 
 def _connect(path: Path) -> sqlite_utils.Database:
