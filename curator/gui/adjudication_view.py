@@ -11,36 +11,18 @@ from __future__ import annotations
 
 import getpass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import sqlite_utils
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLineEdit, QListWidget, QPlainTextEdit, QSplitter,
                                QVBoxLayout, QWidget)
 
 from curator.core import adjudicate, corpus, review
 from curator.core.errors import CuratorError
-from curator.gui.review_view import plain_label
+from curator.gui.review_view import EditKeys, plain_label
 
 HINT = "A take left · B take right · E edit (Ctrl+Enter saves, Esc cancels) · Space next · Ctrl+Z undo"
-
-
-class _EditKeys(QObject):
-    """Ctrl+Enter saves and Esc cancels while an edit box has focus."""
-
-    def __init__(self, save: Callable[[], None], cancel: Callable[[], None]) -> None:
-        super().__init__()
-        self.save, self.cancel = save, cancel
-
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt's naming)
-        if event.type() == QEvent.KeyPress:
-            if event.key() in (Qt.Key_Return, Qt.Key_Enter) and event.modifiers() & Qt.ControlModifier:
-                self.save()
-                return True
-            if event.key() == Qt.Key_Escape:
-                self.cancel()
-                return True
-        return False
 
 
 def _read_only_text(height: int) -> QPlainTextEdit:
@@ -135,7 +117,7 @@ class AdjudicationView(QWidget):
         self.edit_question.setMaximumHeight(70)
         self.edit_answer.setMaximumHeight(90)
         self.edit_gold = QLineEdit(placeholderText="comma-separated chunk ids")
-        self._edit_keys = _EditKeys(self.save_edit, self.cancel_edit)
+        self._edit_keys = EditKeys(self.save_edit, self.cancel_edit)
         form = QVBoxLayout(self.editor)
         form.addWidget(plain_label("Final decision", bold=True))
         for caption, widget in (("Status", self.edit_status), ("Question", self.edit_question),

@@ -167,7 +167,7 @@ class NoteDialog(QDialog):
         layout.addWidget(buttons)
 
 
-class _EditKeys(QObject):
+class EditKeys(QObject):
     """Ctrl+Enter saves and Esc cancels while an edit box has focus."""
 
     def __init__(self, save: Callable[[], None], cancel: Callable[[], None]) -> None:
@@ -233,7 +233,7 @@ class ReviewView(QWidget):
             edit.setFocusPolicy(Qt.NoFocus)
         self.question.setReadOnly(True)
         self.reference.setReadOnly(True)
-        self._edit_keys = _EditKeys(self.save_edit, self.cancel_edit)
+        self._edit_keys = EditKeys(self.save_edit, self.cancel_edit)
         self.question.installEventFilter(self._edit_keys)
         self.reference.installEventFilter(self._edit_keys)
         self.keys_hint = plain_label("A approve · X reject · U unanswerable · E edit · Space skip · "
