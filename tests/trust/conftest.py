@@ -6,7 +6,19 @@ import threading
 
 import pytest
 
+import trustkit
 from trustkit import FakeModelServer
+
+
+@pytest.fixture(autouse=True)
+def _no_child_outlives_its_test():
+    """A failed test leaves its children running (a review loop spun for minutes in CI): kill them."""
+    yield
+    for proc in trustkit.CHILDREN:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    trustkit.CHILDREN.clear()
 
 
 @pytest.fixture

@@ -83,10 +83,15 @@ def curator_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "curator", *args]
 
 
+CHILDREN: list[subprocess.Popen] = []  # every child of the running test; conftest kills leftovers
+
+
 def spawn(argv: list[str], **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "QT_QPA_PLATFORM": "offscreen"}
-    return subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             **kwargs)
+    CHILDREN.append(proc)
+    return proc
 
 
 def python_child(code: str, *args: str) -> subprocess.Popen:
