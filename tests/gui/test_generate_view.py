@@ -188,3 +188,22 @@ def test_real_bundled_model_makes_rows_from_the_gui(make_view, qtbot, bundled_mo
     assert len(rejected) == summary["rejected"] == view.rejected_model.rowCount()
     assert all(r["reason"] for r in rejected)
     assert views.generation_runs(view.db)[0]["backend"] == "llama-cpp"
+
+
+def test_real_bundled_model_run_cancelled_from_the_gui(make_view, qtbot):
+    """Start the bundled model from the GUI, cancel after its first candidate: the run stops,
+    says so, and every candidate it made is in the project and in the lists."""
+    assert _llama_cpp_evaluates_a_prompt(), "llama.cpp build broken: see tests/core/test_llama_build.py"
+    view = make_view(backend_factory=None)
+    view.count.setValue(30)
+    with qtbot.waitSignal(view.task_finished, timeout=300000) as blocker:
+        assert view.start() is not None
+        qtbot.waitUntil(lambda: view.rows_model.rowCount() + view.rejected_model.rowCount() >= 1, timeout=240000)
+        view.cancel()
+    summary = blocker.args[0]
+    qtbot.waitUntil(lambda: not view.busy(), timeout=60000)
+    assert summary["status"] == "cancelled" and summary["accepted"] < 30
+    assert views.generation_runs(view.db)[0]["status"] == "cancelled" and view.resume_button.isEnabled()
+    stored = {q["id"] for q in list_queries(view.db) if q["run_id"] == summary["run_id"]}
+    assert stored == {r["id"] for r in view.rows_model.rows()}
+    assert len(views.rejected_candidates(view.db, run_id=summary["run_id"])) == view.rejected_model.rowCount()
