@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -66,9 +67,24 @@ def iter_input_files(paths: Iterable[str | Path], report_: IngestReport) -> Iter
                 if root.is_file():
                     report_.skipped.append({"path": str(file), "reason": f"unsupported file type {file.suffix or '(none)'}"})
                 continue
+            key = file.relative_to(base).as_posix()
             if any(part.startswith(".") for part in file.relative_to(base).parts):
                 continue  # hidden files and folders (.git, .DS_Store, ...)
-            yield file, file.relative_to(base).as_posix()
+            if not _is_text(key):
+                # Python keeps undecodable name bytes as lone surrogates, which neither the
+                # project file nor a chunk id can hold
+                report_.skipped.append({"path": os.fsencode(file).decode("utf-8", "replace"),
+                                        "reason": "the file name is not valid UTF-8; rename the file"})
+                continue
+            yield file, key
+
+
+def _is_text(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _doc_id(key: str, doc: LoadedDoc) -> str:

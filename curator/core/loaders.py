@@ -324,6 +324,9 @@ def load_pdf(path: Path) -> list[Section]:
 
 # ---------------------------------------------------------------- JSONL corpora (BEIR)
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def parse_json_object(line: str) -> dict:
     """One JSONL record; every way a line can be bad is a ValueError (nesting too deep included)."""
     try:
@@ -332,6 +335,13 @@ def parse_json_object(line: str) -> dict:
         raise ValueError("nested too deeply") from None
     if not isinstance(record, dict):
         raise ValueError("not a JSON object")
+    # JSON may escape half of a surrogate pair (\ud800) on its own; Python decodes it to a string
+    # that UTF-8, and so SQLite and every hash, cannot store. Checked only when such an escape exists.
+    if _SURROGATE_ESCAPE.search(line):
+        try:
+            json.dumps(record, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("a \\u escape encodes half of a surrogate pair, which is not text") from None
     return record
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -212,3 +213,14 @@ def test_a_file_failing_while_stored_leaves_nothing_and_earlier_files_are_kept(e
     monkeypatch.setattr(ingest_module, "_store_document", real)
     again = ingest(empty_db, [corpus])
     assert again.files_unchanged == 1 and again.files_ingested == 1
+
+
+def test_file_name_that_is_not_utf8_is_skipped_and_the_rest_ingested(empty_db, tmp_path):
+    root = tmp_path / "names"
+    root.mkdir()
+    (root / "good.txt").write_text(_sentences("good", 5))
+    bad = Path(os.fsdecode(bytes(root) + b"/bad\xffname.txt"))
+    bad.write_text(_sentences("bad", 5))
+    r = ingest(empty_db, [root])
+    assert r.files_ingested == 1 and [d["path"] for d in list_documents(empty_db)] == ["names/good.txt"]
+    assert r.skipped == [{"path": str(root / "bad\ufffdname.txt"), "reason": "the file name is not valid UTF-8; rename the file"}]

@@ -145,3 +145,15 @@ def test_jsonl_rejects_non_objects_and_missing_text(tmp_path):
     docs = load_file(path, errors)
     assert [d.metadata["corpus_id"] for d in docs] == ["b"]
     assert [e.split(": ")[0] for e in errors] == [f"{path}:1", f"{path}:2"]
+
+
+def test_jsonl_line_with_half_a_surrogate_pair_is_skipped_by_line(tmp_path):
+    # json.loads accepts "\ud800" and returns a string that UTF-8, SQLite and sha1 cannot take:
+    # before this check one such record stopped the whole ingest with a traceback
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"_id": "a", "text": "bad \\ud800 half"}\n'
+                    '{"_id": "b", "text": "a pair \\ud83d\\ude00 is one character"}\n')
+    errors: list[str] = []
+    docs = load_file(path, errors)
+    assert [d.metadata["corpus_id"] for d in docs] == ["b"] and "😀" in docs[0].text
+    assert len(errors) == 1 and errors[0].startswith(f"{path}:1: ") and "surrogate" in errors[0]
