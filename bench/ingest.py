@@ -1,6 +1,7 @@
 """Ingest benchmark on a corpus every machine has: pydoc topics and stdlib docstrings.
 
-Prints MB/s, chunks/s, peak memory and the time of an all-unchanged re-ingest, against a floor
+Prints MB/s, chunks/s, peak memory and the time of an all-unchanged re-ingest (and MB/s on a
+BEIR-style corpus.jsonl of short passages), against a floor
 measured in the same run that only reads the files and indexes their text in FTS5 (the least any
 ingest here must do).
 Target: >= 10 MB/s on the first ingest. Never asserts.
@@ -70,6 +71,25 @@ def write_corpus(root: Path, target_mb: float) -> int:
     return total
 
 
+def write_jsonl_corpus(path: Path, target_mb: float) -> int:
+    """A BEIR-style corpus.jsonl: passages of 30-90 words cut from the pydoc topics."""
+    import json
+    import random
+
+    from pydoc_data.topics import topics
+
+    words = " ".join(topics.values()).split()
+    rng, total, number = random.Random(0), 0, 0
+    with path.open("w", encoding="utf-8") as out:
+        while total < target_mb * 1e6:
+            start = rng.randrange(len(words) - 90)
+            line = json.dumps({"_id": f"p{number}", "title": f"Passage {number}",
+                               "text": " ".join(words[start : start + rng.randint(30, 90)])}) + "\n"
+            out.write(line)
+            total, number = total + len(line.encode("utf-8")), number + 1
+    return total
+
+
 def fts_floor(root: Path, path: Path) -> float:
     """Seconds to read every file and index its whole text in an FTS5 table (porter, as Curator)."""
     import sqlite3
@@ -116,6 +136,15 @@ def main() -> None:
         floor = fts_floor(root, Path(tmp) / "floor.sqlite")
         print(f"reference, floor (read + FTS5 insert of each file's text, one transaction): {floor:.2f} s, "
               f"{size / 1e6 / floor:.2f} MB/s; ingest takes {seconds / floor:.1f}x the floor")
+        jsonl = Path(tmp) / "corpus.jsonl"
+        jsonl_size = write_jsonl_corpus(jsonl, args.mb)
+        db = open_project(Path(tmp) / "beir.curator", create=True)
+        started = time.perf_counter()
+        beir = ingest(db, [jsonl])
+        seconds = time.perf_counter() - started
+        print(f"BEIR-style corpus.jsonl: {beir.total_documents} passages, {jsonl_size / 1e6:.1f} MB in {seconds:.2f} s, "
+              f"{jsonl_size / 1e6 / seconds:.2f} MB/s, {beir.total_chunks / seconds:.0f} chunks/s")
+        db.close()
         db = open_project(Path(tmp) / "bench.curator")
         peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
         print(f"peak memory (ru_maxrss): {peak_kb / 1024:.0f} MB")
