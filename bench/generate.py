@@ -19,6 +19,7 @@ from pathlib import Path
 
 from curator.core import prompts
 from curator.core.backends import LlamaCppBackend, Request
+from curator.core.llama_batch import common_prefix
 from curator.core.generate import GenerationConfig, generate
 from curator.core.ingest import ingest
 from curator.core.resources import bundled_model_path, sample_corpus_dir
@@ -39,6 +40,7 @@ def raw_decode(backend: LlamaCppBackend, tokens: int = 128) -> float:
 def raw_batched_decode(backend: LlamaCppBackend, parallel: int, tokens: int = 64) -> float:
     """Aggregate tokens/s of ``parallel`` free-running sequences (no grammar) decoded together."""
     backend.parallel = parallel
+    backend.complete_many([Request(STORY, max_tokens=2, seed=i) for i in range(parallel)])  # context set-up, untimed
     requests = [Request(STORY, max_tokens=tokens, temperature=0.7, seed=i) for i in range(parallel)]
     start = time.perf_counter()
     texts = backend.complete_many(requests)
@@ -46,23 +48,25 @@ def raw_batched_decode(backend: LlamaCppBackend, parallel: int, tokens: int = 64
     return sum(backend.count_tokens(t) for t in texts) / seconds
 
 
-def prompt_eval_seconds(backend: LlamaCppBackend, passage: str, reset: bool) -> float:
+def prompt_eval_seconds(backend: LlamaCppBackend, passage: str, reset: bool) -> tuple[float, int]:
+    """Seconds to evaluate a factoid prompt on this passage, and its length in tokens."""
     llm = backend.llm
     if reset:
         llm.reset()
         llm._ctx.kv_cache_clear()
     messages = prompts.build_messages("factoid", [passage])
     start = time.perf_counter()
-    llm.create_chat_completion(messages, max_tokens=1, temperature=0.0)
-    return time.perf_counter() - start
+    out = llm.create_chat_completion(messages, max_tokens=1, temperature=0.0)
+    return time.perf_counter() - start, out["usage"]["prompt_tokens"]
 
 
 class ModelClock:
     """Time spent inside the backend (decoding, sampling, prompt rendering), minus the time
     the backend waits on the pipeline to plan its next request: the rest is pipeline overhead."""
 
-    def __init__(self, backend: LlamaCppBackend):
+    def __init__(self, backend: LlamaCppBackend, asked: list):
         self.seconds = 0.0
+        self.asked = asked  # the messages of every request the backend pulled, in order
         self._original = backend.iter_complete
         backend.iter_complete = self._timed
 
@@ -76,6 +80,8 @@ class ModelClock:
                 return
             finally:
                 self.seconds -= time.perf_counter() - start
+            if request is not None:
+                self.asked.append(request.messages)
             yield request
 
     def _timed(self, requests):
@@ -101,18 +107,34 @@ def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int,
         shutil.copy(template, folder / "bench.curator")
         db = open_project(folder / "bench.curator")
         backend.parallel = parallel
-        clock = ModelClock(backend)
+        asked: list = []
+        reused_before = backend._decoder.stats["reused_tokens"] if backend._decoder else 0
+        clock = ModelClock(backend, asked)
         start = time.perf_counter()
         summary = generate(db, GenerationConfig(count=rows, seed=seed), backend=backend)
         seconds = time.perf_counter() - start
         del backend.iter_complete  # drop the clock's wrapper
+        prompts_ = [backend.chat_prompt(messages)[0] for messages in asked]
+        if parallel == 1:  # llama-cpp-python reuses the prefix the previous prompt left in its cache
+            reused = sum(common_prefix(a, b) for a, b in zip([[]] + prompts_, prompts_))
+        else:
+            reused = backend._decoder.stats["reused_tokens"] - reused_before
         raws = [r[0] for r in db.execute("SELECT raw_output FROM queries UNION ALL SELECT raw_output FROM rejected_candidates")]
         db.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     tokens = sum(backend.count_tokens(raw) for raw in raws if raw)
+    prompt_tokens = sum(map(len, prompts_))
     return {"seconds": seconds, "model": clock.seconds, "tokens": tokens, "accepted": summary["accepted"],
-            "rejected": summary["rejected"], "surplus": summary["surplus"]}
+            "rejected": summary["rejected"], "surplus": summary["surplus"], "requests": len(asked),
+            "prompt_tokens": prompt_tokens, "new_prompt_tokens": prompt_tokens - reused}
+
+
+def batching_bound(run: dict, ceiling: float, one_sequence: float) -> float:
+    """How much faster per request perfect batching could make this run's work: the prompt
+    tokens it evaluated already run at the batch ceiling, only the generated ones can gain."""
+    prompt, generated = run["new_prompt_tokens"], run["tokens"]
+    return (prompt / ceiling + generated / one_sequence) / ((prompt + generated) / ceiling)
 
 
 def _print_run(name: str, run: dict, raw: float) -> None:
@@ -122,6 +144,9 @@ def _print_run(name: str, run: dict, raw: float) -> None:
           f"({run['tokens'] / run['seconds'] / raw:.0%} of raw decode for this mode); "
           f"{60 * run['accepted'] / run['seconds']:.1f} accepted rows/min, {60 * candidates / run['seconds']:.1f} "
           f"candidates/min; pipeline overhead {(run['seconds'] - run['model']) / run['model']:.1%} of model time")
+    print(f"    per request: {run['new_prompt_tokens'] / run['requests']:.0f} prompt tokens evaluated (of "
+          f"{run['prompt_tokens'] / run['requests']:.0f}; the rest came from the cache), "
+          f"{run['tokens'] / run['requests']:.0f} generated")
 
 
 def _make_template(folder: Path) -> Path:
@@ -146,10 +171,16 @@ def main() -> None:
           f"{args.parallel} sequences ({raw[args.parallel] / raw[1]:.2f}x)")
 
     passage = (sample_corpus_dir() / "api" / "rate_limits.rst").read_text()[:1500]
-    cold = prompt_eval_seconds(backend, passage, reset=True)
-    warm = prompt_eval_seconds(backend, passage + " ", reset=False)
-    print(f"prompt eval, empty cache: {cold * 1000:.0f} ms; shared prefix cached: {warm * 1000:.0f} ms "
-          f"({cold / warm:.1f}x)")
+    prompt_eval_seconds(backend, passage, reset=True)  # warm-up
+    cold, prompt_tokens = prompt_eval_seconds(backend, passage, reset=True)
+    warm, _ = prompt_eval_seconds(backend, passage + " ", reset=False)
+    print(f"prompt eval, empty cache: {cold * 1000:.0f} ms for {prompt_tokens} tokens; shared prefix cached: "
+          f"{warm * 1000:.0f} ms ({cold / warm:.1f}x)")
+    # A prompt is one big batch, so its rate is what this CPU does with this model when batching
+    # is perfect: no number of parallel sequences can decode faster than that.
+    ceiling = prompt_tokens / cold
+    print(f"batch ceiling: prompt eval runs at {ceiling:.0f} tokens/s, {ceiling / raw[1]:.2f}x the one-sequence "
+          f"decode rate; batched decode reached {raw[args.parallel] / ceiling:.0%} of that ceiling")
 
     folder = Path(tempfile.mkdtemp())
     totals = {1: {"seconds": 0.0, "accepted": 0, "candidates": 0}, args.parallel: {"seconds": 0.0, "accepted": 0, "candidates": 0}}
@@ -160,6 +191,9 @@ def main() -> None:
             for parallel in (1, args.parallel):
                 run = pipeline(template, backend, parallel, args.rows, seed=round_no)
                 _print_run("one at a time" if parallel == 1 else f"batched x{parallel}", run, raw[parallel])
+                if parallel == 1:
+                    print(f"    bound: decoding at the batch ceiling, this work would run at most "
+                          f"{batching_bound(run, ceiling, raw[1]):.2f}x faster than one at a time")
                 totals[parallel]["seconds"] += run["seconds"]
                 totals[parallel]["accepted"] += run["accepted"]
                 totals[parallel]["candidates"] += run["accepted"] + run["rejected"]

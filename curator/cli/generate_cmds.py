@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from curator.cli.common import emit, json_option, progress_printer, project, table
+from curator.core.generate import RETRIES_PER_CHUNK
 
 
 def _render_summary(s: dict) -> str:
@@ -32,9 +33,12 @@ def _render_summary(s: dict) -> str:
 @click.option("--parallel", type=click.IntRange(1, 64),
               help="Rows generated at once: sequences decoded together, or requests in flight with --endpoint "
                    "(default: 8 local, 4 remote; 1 = one at a time).")
+@click.option("--retries", default=RETRIES_PER_CHUNK, show_default=True, type=click.IntRange(0, 10),
+              help="New seeds for a rejected candidate before its chunk is given up (cheap: the prompt stays cached).")
 @click.option("--cluster", type=int, help="Seed generation with the chunks behind this cluster's real queries.")
 @json_option
-def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, threads, parallel, cluster, as_json):
+def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, threads, parallel, retries, cluster,
+             as_json):
     """Reverse-generate queries, reference answers and gold chunk ids with a local model.
 
     Every accepted row is committed at once; Ctrl-C stops cleanly and --resume goes on.
@@ -50,7 +54,7 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
         raise click.UsageError("use --model or --endpoint, not both")
     config = GenerationConfig(count=count, mix=parse_mix(mix_text) if mix_text else None, seed=seed,
                               model_path=model_path, endpoint=endpoint, threads=threads, resume=resume, cluster=cluster,
-                              parallel=parallel)
+                              parallel=parallel, retries=retries)
     with project(project_path) as db:
         summary = run_generate(db, config, on_progress=progress_printer("generate"))
     emit(summary, as_json, _render_summary)

@@ -2,7 +2,7 @@
 
 - ``LlamaCppBackend``: a local GGUF file through llama-cpp-python, loaded lazily on first use,
   with the chat template stored in the file. With ``parallel > 1`` it decodes several
-  requests at once (one llama.cpp sequence id each, see ``_BatchDecoder``).
+  requests at once (one llama.cpp sequence id each, see ``llama_batch.BatchDecoder``).
 - ``HttpBackend``: any OpenAI-compatible ``/v1/chat/completions`` server (llama-server, vLLM,
   Ollama, ``python -m llama_cpp.server``), with ``parallel`` requests in flight.
 - ``FakeBackend``: scripted replies for fast unit tests; records every prompt.
@@ -15,7 +15,6 @@ next from the results so far (generation stops asking for a type once it has eno
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import threading
@@ -213,7 +212,6 @@ class FakeBackend(Backend):
             yield request, "" if request.abandoned else self.complete(request.messages, **request.params())
 
 
-N_BATCH = 512  # tokens per llama_decode: one per generating sequence, prompt chunks fill the rest
 DEFAULT_PARALLEL = 8  # sequences decoded together by default (figures: bench/generate.py)
 
 
@@ -270,7 +268,9 @@ class LlamaCppBackend(Backend):
             yield from super().iter_complete(requests)
             return
         if self._decoder is None:
-            self._decoder = _BatchDecoder(self, self.parallel)
+            from curator.core.llama_batch import BatchDecoder
+
+            self._decoder = BatchDecoder(self, self.parallel)
         yield from self._decoder.run(requests)
 
     def chat_prompt(self, messages: Messages) -> tuple[list[int], list[bytes]]:
@@ -308,271 +308,6 @@ class LlamaCppBackend(Backend):
 
 class _Captured(Exception):
     """Raised by the stand-in of ``LlamaCppBackend.chat_prompt`` once it has the prompt."""
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-@dataclass
-class _Slot:
-    """One llama.cpp sequence id: the request it serves and the tokens whose KV cells it holds."""
-
-    seq: int
-    request: Optional[Request] = None
-    cached: list = field(default_factory=list)  # tokens with KV cells in this sequence, by position
-    pending: list = field(default_factory=list)  # prompt tokens still to decode
-    out: list = field(default_factory=list)  # generated tokens
-    next_token: Optional[int] = None  # sampled, to be decoded in the next step
-    budget: int = 0
-    stops: list = field(default_factory=list)
-    sampler: object = None
-    grammar: object = None
-    done: bool = False
-
-
-class _BatchDecoder:
-    """Continuous batching: up to ``parallel`` requests decode together, one sequence id each.
-
-    llama-cpp-python's high-level API runs one sequence at a time (abetlen/llama-cpp-python#771),
-    so this drives the low-level API: its own context with ``n_seq_max = parallel`` and a
-    unified KV cache, one ``llama_batch`` per step holding each generating sequence's last
-    token plus chunks of newly admitted prompts. A new prompt starts from the longest prefix
-    any sequence already holds (``llama_memory_seq_cp`` shares those cells, no recompute),
-    so the fixed instructions are evaluated once, not once per row. A finished sequence keeps
-    its cells until its slot is reused, for the same reason.
-
-    Grammar: we sample first and check only the chosen token against the grammar, and scan
-    the whole vocabulary only when it is refused (llama.cpp's own order; llama-cpp-python
-    puts the grammar first and pays the full scan on every token). Greedy picks the same
-    token either way.
-    """
-
-    def __init__(self, backend: LlamaCppBackend, parallel: int):
-        import numpy as np
-        from llama_cpp import _internals
-        from llama_cpp import llama_cpp as C
-
-        self.C, self.np, self.backend = C, np, backend
-        llm = backend.llm
-        self.n_ctx_seq = backend.n_ctx
-        # The sequential context's settings (flash attention, KV types, RoPE), so both paths
-        # compute the same logits; only the sizes and the sequence layout differ.
-        params = type(llm.context_params).from_buffer_copy(llm.context_params)
-        # One cell pool for all sequences, as big as the model was trained for (or one full
-        # sequence); admission keeps the reserved cells within it (_fits).
-        self.n_cells = min(parallel * self.n_ctx_seq, max(self.n_ctx_seq, llm._model.n_ctx_train()))
-        params.n_ctx = self.n_cells
-        params.n_batch = params.n_ubatch = N_BATCH
-        params.n_seq_max = parallel
-        params.n_threads = params.n_threads_batch = backend.n_threads
-        params.kv_unified = True  # one cell pool, so sequences can share prefix cells
-        self.ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
-        self.batch = _internals.LlamaBatch(n_tokens=N_BATCH, embd=0, n_seq_max=1, verbose=False)
-        self.vocab = llm._model.vocab
-        self.slots = [_Slot(i) for i in range(parallel)]
-        self._held: Optional[tuple] = None  # a pulled request waiting for cells: (request, prompt, stops)
-        self.stats = {"prompt_tokens": 0, "reused_tokens": 0}  # prefix reuse, printed by bench/generate.py
-        self._sampler_type = _internals.LlamaSampler
-        self._all = _internals.LlamaTokenDataArray(n_vocab=llm.n_vocab())
-        self._one_data = (C.llama_token_data * 1)()
-        self._one = C.llama_token_data_array(data=self._one_data, size=1, selected=-1, sorted=False)
-
-    def run(self, requests: Iterable[Optional[Request]]) -> Iterator[tuple[Request, str]]:
-        source = _Source(requests)
-        try:
-            while True:
-                self._admit(source)
-                live = [slot for slot in self.slots if slot.request is not None]
-                if not live:
-                    return
-                for slot in live:
-                    if slot.request.abandoned and not slot.done:
-                        slot.out, slot.next_token, slot.pending, slot.done = [], None, [], True
-                running = [slot for slot in live if not slot.done]
-                if running:
-                    self._step(running)
-                for slot in live:
-                    if slot.done:
-                        request = slot.request
-                        yield request, self._finish(slot)
-        finally:
-            self._clear()
-
-    def _admit(self, source: _Source) -> None:
-        for slot in self.slots:
-            if slot.request is not None:
-                continue
-            if self._held is None:
-                request = source.pull()
-                if request is None:
-                    return
-                self._held = (request, *self._prompt(request))
-            request, prompt, stops, budget = self._held
-            if not self._fits(len(prompt) + budget):
-                return  # wait until a running sequence finishes
-            self._held = None
-            self._start(slot, request, prompt, stops, budget)
-
-    def _prompt(self, request: Request) -> tuple[list[int], list[bytes], int]:
-        """Prompt tokens, stop strings and the token budget (as the sequential path clamps it)."""
-        prompt, stops = self.backend.chat_prompt(request.messages)
-        room = self.n_ctx_seq - len(prompt)
-        if room < 1:
-            raise CuratorError(f"a prompt of {len(prompt)} tokens does not fit the context of {self.n_ctx_seq}; "
-                               "shorten the passages or raise n_ctx.")
-        return prompt, stops, min(request.max_tokens, room) if request.max_tokens > 0 else room
-
-    def _fits(self, need: int) -> bool:
-        """Room for ``need`` more cells, counting running sequences at their full reservation
-        (shared prefix cells counted once per sequence, so this errs on the safe side)."""
-        reserved = sum(len(s.cached) + len(s.pending) + s.budget - len(s.out) for s in self.slots if s.request)
-        idle = [s for s in self.slots if s.request is None and s.cached]
-        if reserved + sum(len(s.cached) for s in idle) + need <= self.n_cells:
-            return True
-        for slot in idle:  # finished sequences only kept cells for prefix reuse: drop them
-            self.C.llama_memory_seq_rm(self.ctx.memory, slot.seq, 0, -1)
-            slot.cached = []
-        return reserved + need <= self.n_cells
-
-    def _start(self, slot: _Slot, request: Request, prompt: list[int], stops: list[bytes], budget: int) -> None:
-        keep = self._reuse_prefix(slot, prompt)
-        self.stats["prompt_tokens"] += len(prompt)
-        self.stats["reused_tokens"] += keep
-        slot.request, slot.stops, slot.done, slot.budget = request, stops, False, budget
-        slot.cached, slot.pending, slot.out, slot.next_token = prompt[:keep], prompt[keep:], [], None
-        slot.sampler = self._chain(request)
-        slot.grammar = self._grammar_sampler(request.grammar)
-
-    def _reuse_prefix(self, slot: _Slot, prompt: list[int]) -> int:
-        """Point ``slot`` at the longest cached prefix of ``prompt``; return its length."""
-        best, keep = slot, _common_prefix(slot.cached, prompt)
-        for other in self.slots:
-            shared = _common_prefix(other.cached, prompt)
-            if shared > keep:
-                best, keep = other, shared
-        keep = min(keep, len(prompt) - 1)  # the last prompt token is decoded again: its logits start the reply
-        memory = self.ctx.memory
-        if best is slot:
-            self.C.llama_memory_seq_rm(memory, slot.seq, keep, -1)
-        else:
-            self.C.llama_memory_seq_rm(memory, slot.seq, 0, -1)
-            if keep:
-                self.C.llama_memory_seq_cp(memory, best.seq, slot.seq, 0, keep)
-        return keep
-
-    def _chain(self, request: Request):
-        """The sampler chain of ``Llama.create_chat_completion``'s defaults, without the grammar."""
-        sampler = self._sampler_type()
-        if request.temperature <= 0:
-            sampler.add_greedy()
-        else:
-            sampler.add_top_k(40)
-            sampler.add_typical(1.0, 1)
-            sampler.add_top_p(0.95, 1)
-            sampler.add_min_p(0.05, 1)
-            sampler.add_temp(request.temperature)
-            sampler.add_dist(request.seed)
-        return sampler
-
-    def _grammar_sampler(self, text: Optional[str]):
-        if text is None:
-            return None
-        sampler = self._sampler_type()
-        sampler.add_grammar(self.backend.llm._model, self.backend._grammar(text))
-        return sampler
-
-    def _add(self, slot: _Slot, tokens: list[int], want_logits: bool) -> int:
-        """Append ``tokens`` of ``slot`` to the batch; return the batch index of the last one."""
-        batch = self.batch.batch
-        for token in tokens:
-            j = batch.n_tokens
-            batch.token[j], batch.pos[j], batch.n_seq_id[j] = token, len(slot.cached), 1
-            batch.seq_id[j][0], batch.logits[j] = slot.seq, False
-            slot.cached.append(token)
-            batch.n_tokens += 1
-        batch.logits[batch.n_tokens - 1] = want_logits
-        return batch.n_tokens - 1
-
-    def _step(self, live: list[_Slot]) -> None:
-        """One llama_decode: a token for every generating sequence, then prompt chunks."""
-        self.batch.reset()
-        sampling = []
-        for slot in live:
-            if slot.next_token is not None:
-                sampling.append((slot, self._add(slot, [slot.next_token], True)))
-                slot.next_token = None
-        for slot in live:
-            room = N_BATCH - self.batch.batch.n_tokens
-            if slot.pending and room > 0:
-                chunk, slot.pending = slot.pending[:room], slot.pending[room:]
-                index = self._add(slot, chunk, not slot.pending)
-                if not slot.pending:
-                    sampling.append((slot, index))
-        self.ctx.decode(self.batch)
-        for slot, index in sampling:
-            self._advance(slot, self._sample(slot, index))
-
-    def _sample(self, slot: _Slot, index: int) -> int:
-        token = self.C.llama_sampler_sample(slot.sampler.sampler, self.ctx.ctx, index)
-        if slot.grammar is not None:
-            if not self._grammar_allows(slot.grammar, token):
-                token = self._resample(slot, index)
-            slot.grammar.accept(token)
-        return token
-
-    def _grammar_allows(self, grammar, token: int) -> bool:
-        entry = self._one_data[0]
-        entry.id, entry.logit, entry.p = token, 0.0, 0.0
-        self._one.size, self._one.selected, self._one.sorted = 1, -1, False
-        self.C.llama_sampler_apply(grammar.sampler, ctypes.byref(self._one))
-        return entry.logit != float("-inf")
-
-    def _resample(self, slot: _Slot, index: int) -> int:
-        """The chain's choice among the tokens the grammar allows (a full-vocabulary scan)."""
-        logits = self.np.ctypeslib.as_array(self.C.llama_get_logits_ith(self.ctx.ctx, index),
-                                            shape=(self._all.n_vocab,))
-        self._all.copy_logits(logits)
-        candidates = ctypes.byref(self._all.candidates)
-        self.C.llama_sampler_apply(slot.grammar.sampler, candidates)
-        self.C.llama_sampler_apply(slot.sampler.sampler, candidates)
-        token = int(self._all.candidates_data.id[self._all.candidates.selected])
-        slot.sampler.accept(token)
-        return token
-
-    def _advance(self, slot: _Slot, token: int) -> None:
-        if self.C.llama_vocab_is_eog(self.vocab, token):
-            slot.done = True
-            return
-        slot.out.append(token)
-        if len(slot.out) >= slot.budget or (slot.stops and self._stop_at(slot) is not None):
-            slot.done = True
-        else:
-            slot.next_token = token
-
-    def _stop_at(self, slot: _Slot) -> Optional[int]:
-        """Where the first stop string (in list order, as llama-cpp-python checks) begins."""
-        text = self.backend.llm.detokenize(slot.out)
-        return next((text.index(stop) for stop in slot.stops if stop in text), None)
-
-    def _finish(self, slot: _Slot) -> str:
-        text = self.backend.llm.detokenize(slot.out)
-        cut = self._stop_at(slot) if slot.stops else None
-        slot.request = slot.sampler = slot.grammar = None  # cells stay: a later prompt may share them
-        return (text if cut is None else text[:cut]).decode("utf-8", errors="ignore")
-
-    def _clear(self) -> None:
-        """Forget every sequence (a run ended, was cancelled or failed)."""
-        self.ctx.kv_cache_clear()
-        self._held = None
-        for slot in self.slots:
-            slot.request = slot.sampler = slot.grammar = None
-            slot.cached, slot.pending, slot.out, slot.next_token = [], [], [], None
 
 
 class HttpBackend(Backend):

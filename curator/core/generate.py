@@ -28,7 +28,12 @@ QUERY_TYPES = ("factoid", "keyword", "vague", "multi_hop", "unanswerable")
 DEFAULT_MIX = {"factoid": 0.4, "keyword": 0.2, "vague": 0.15, "multi_hop": 0.1, "unanswerable": 0.15}
 MIN_CHUNK_TOKENS = 30
 MAX_PASSAGE_CHARS = 2400  # keeps prompt + answer inside n_ctx=2048 for two passages
-ATTEMPTS_PER_ROW = 4  # candidates tried per wanted row before a type gives up
+ATTEMPTS_PER_ROW = 4  # chunks tried per wanted row before a type gives up
+# A rejected candidate is asked again on the same prompt with another seed, this many times: the
+# prompt's cells are still cached then (llama-cpp-python keeps the last prompt, the batch decoder
+# every finished sequence's), so a retry costs only its reply, while a fresh chunk costs a
+# prompt evaluation that takes about 70% of a row's time on the bundled model.
+RETRIES_PER_CHUNK = 2
 MIN_ACCEPT_RATE = 0.25  # floor of the acceptance estimate that sizes the requests in flight
 UNANSWERABLE_REFERENCE = "The corpus does not answer this question."
 
@@ -47,12 +52,14 @@ class GenerationConfig:
     temperature: float = 0.7
     max_tokens: int = 96
     parallel: Optional[int] = None  # requests generated together (default: the backend's own)
+    retries: int = RETRIES_PER_CHUNK  # new seeds for a rejected (type, chunk) before moving on
 
 
 @dataclass
 class Task:
     query_type: str
     chunks: list[dict]  # the source chunk first; multi_hop adds its partner
+    attempt: int = 0  # retries of this (type, chunk) so far, each with another seed
 
 
 def parse_mix(text: str) -> dict:
@@ -179,7 +186,7 @@ def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Bac
     size = sha = None
     if model_path:
         size, sha = Path(model_path).stat().st_size, _file_sha256(Path(model_path), db)
-    params = {"temperature": config.temperature, "max_tokens": config.max_tokens, "n_ctx": config.n_ctx,
+    params = {"temperature": config.temperature, "max_tokens": config.max_tokens, "n_ctx": config.n_ctx, "retries": config.retries,
               "threads": described.get("n_threads"), "cluster": config.cluster, **described}
     with db.conn:
         cursor = db.execute(
@@ -213,9 +220,9 @@ def _unanswerable_check(db: sqlite_utils.Database, question: str) -> Optional[st
 def _request(task: Task, config: GenerationConfig) -> Request:
     """The completion a task needs; the task rides along as the request's tag."""
     passages = [_truncate(c["text"]) for c in task.chunks]
+    seed = config.seed + zlib.crc32(task.chunks[0]["id"].encode()) % 10_000 + 10_000 * task.attempt
     return Request(prompts.build_messages(task.query_type, passages), max_tokens=config.max_tokens,
-                   temperature=config.temperature, seed=config.seed + zlib.crc32(task.chunks[0]["id"].encode()) % 10_000,
-                   grammar=prompts.grammar_for(task.query_type), tag=task)
+                   temperature=config.temperature, seed=seed, grammar=prompts.grammar_for(task.query_type), tag=task)
 
 
 def _judge(db, task: Task, raw: str, duplicates) -> tuple[dict, Optional[str]]:
@@ -304,6 +311,7 @@ class _Scheduler:
         self.tasks, self.plan, self.progress, self.config, self.cancel = tasks, plan, progress, config, cancel
         self.in_flight: dict[str, list[Request]] = {t: [] for t in plan}
         self.deferred: list[Task] = []  # planned tasks whose type had enough in flight
+        self.retries: list[Task] = []  # rejected tasks to ask again, before any new chunk
 
     def wanted(self, query_type: str) -> bool:
         done = self.progress.accepted + self.progress.rejected
@@ -313,6 +321,10 @@ class _Scheduler:
 
     def _next(self) -> Optional[Task]:
         """A task to start now, or None when every type still short has enough in flight."""
+        self.retries = [t for t in self.retries if self.plan[t.query_type] > 0]
+        for i, task in enumerate(self.retries):
+            if self.wanted(task.query_type):
+                return self.retries.pop(i)
         self.deferred = [t for t in self.deferred if self.plan[t.query_type] > 0]
         for i, task in enumerate(self.deferred):
             if self.wanted(task.query_type):
@@ -348,6 +360,11 @@ class _Scheduler:
     def answered(self, request: Request) -> None:
         self.in_flight[request.tag.query_type].remove(request)
 
+    def rejected(self, task: Task) -> None:
+        """Ask a rejected (type, chunk) again with another seed, a bounded number of times."""
+        if task.attempt < self.config.retries and self.plan[task.query_type] > 0:
+            self.retries.append(Task(task.query_type, task.chunks, task.attempt + 1))
+
     def abandon_full_types(self) -> None:
         """Tell the backend to stop decoding answers that can no longer be used."""
         for query_type, requests in self.in_flight.items():
@@ -356,8 +373,9 @@ class _Scheduler:
                     request.abandoned = True
 
 
-def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progress, duplicates) -> None:
-    """Judge one reply and commit it at once (accepted row or rejected candidate)."""
+def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progress, duplicates) -> Optional[str]:
+    """Judge one reply and commit it at once (accepted row or rejected candidate); the reason
+    it was rejected, or None."""
     candidate, reason = _judge(db, task, raw, duplicates)
     _store(db, run_id, task, candidate, reason)
     if reason:
@@ -368,6 +386,7 @@ def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progre
         progress.accepted += 1
         plan[task.query_type] -= 1
         duplicates.add(candidate["text"])
+    return reason
 
 
 def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optional[Backend] = None,
@@ -395,7 +414,8 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
             if plan[task.query_type] <= 0:
                 progress.surplus += 1
                 continue
-            _record(db, run_id, task, raw, plan, progress, duplicates)
+            if _record(db, run_id, task, raw, plan, progress, duplicates):
+                scheduler.rejected(task)
             scheduler.abandon_full_types()
             report(on_progress, progress.accepted, target, f"accepted {progress.accepted}, rejected {progress.rejected}")
             if sum(plan.values()) == 0:

@@ -173,10 +173,10 @@ def test_real_batched_decoding_agrees_with_one_at_a_time_under_greedy_sampling(b
 
 @pytest.mark.slow
 def test_real_batched_generation_stores_valid_rows(sample_db, bundled_model, monkeypatch):
-    monkeypatch.setattr(generate_module, "ATTEMPTS_PER_ROW", 2)  # bounded: 4 candidates at most
+    monkeypatch.setattr(generate_module, "ATTEMPTS_PER_ROW", 2)  # bounded: 4 candidates at most, no retries
     backend = LlamaCppBackend(bundled_model, parallel=3)
     summary = generate(sample_db, GenerationConfig(count=2, mix={"factoid": 1.0, "keyword": 1.0}, seed=0,
-                                                   parallel=3), backend=backend)
+                                                   parallel=3, retries=0), backend=backend)
     assert summary["status"] in {"complete", "exhausted"}
     stored = summary["accepted"] + summary["rejected"]
     assert 1 <= stored <= 4
@@ -187,3 +187,25 @@ def test_real_batched_generation_stores_valid_rows(sample_db, bundled_model, mon
         assert reason and raw is not None
     run = json.loads(sample_db.execute("SELECT params FROM generation_runs").fetchone()[0])
     assert run["parallel"] == 3
+
+
+@pytest.mark.slow
+def test_real_retry_of_a_prompt_reuses_all_its_cached_cells(bundled_model, sample_corpus):
+    """What makes a retry cheap on the batched path: a prompt asked again (another seed) after
+    its first reply finished starts from that sequence's cells, all but the last token."""
+    messages = prompts.build_messages("factoid", [(sample_corpus / "billing/refunds.md").read_text()[:700]])
+    first, retry = (Request(messages, max_tokens=8, temperature=0.7, seed=seed) for seed in (1, 2))
+    backend = LlamaCppBackend(bundled_model, parallel=2)
+    answered = []
+
+    def requests():
+        yield first
+        while not answered:
+            yield None  # wait for the first reply, as generate() does before it asks again
+        yield retry
+
+    for request, _ in backend.iter_complete(requests()):
+        answered.append(request)
+    prompt_tokens = len(backend.chat_prompt(messages)[0])
+    assert answered == [first, retry]
+    assert backend._decoder.stats == {"prompt_tokens": 2 * prompt_tokens, "reused_tokens": prompt_tokens - 1}

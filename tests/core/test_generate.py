@@ -147,3 +147,48 @@ def test_chunk_longer_than_the_prompt_budget_is_truncated_with_a_warning(empty_d
     passage = backend.prompts[0][-1]["content"].split("Passage", 1)[1]
     assert len(passage) < MAX_PASSAGE_CHARS + 200
     assert f"truncated: {chunk_id}" in _render_summary(summary)
+
+
+def _first_try_fails(seeds: list):
+    """A model whose first reply to every prompt is not in the format and whose second is fine;
+    it notes the seed of every request (FakeBackend passes the sampling parameters through)."""
+    seen: set = set()
+
+    class Model(FakeBackend):
+        def complete(self, messages, **params):
+            seeds.append(params["seed"])
+            return super().complete(messages, **params)
+
+    def reply(messages):
+        key = messages[-1]["content"]
+        if key in seen:
+            return good_reply(messages)
+        seen.add(key)
+        return "Sure! Here is a question."
+
+    return Model(reply)
+
+
+def _rejected_pairs(db) -> list[tuple]:
+    return [(t, ids) for t, ids in db.execute("SELECT query_type, source_chunk_ids FROM rejected_candidates")]
+
+
+def test_a_rejected_candidate_is_asked_again_on_the_same_chunk_with_a_new_seed(sample_db):
+    seeds: list = []
+    backend = _first_try_fails(seeds)
+    summary = generate(sample_db, GenerationConfig(count=6, seed=3, mix={"factoid": 1, "keyword": 1}), backend=backend)
+    assert summary["accepted"] == 6 and summary["rejected"] == 6
+    accepted = sorted((t, ids) for t, ids in sample_db.execute(
+        "SELECT query_type, source_chunk_ids FROM queries WHERE source = 'synthetic'"))
+    assert accepted == sorted(_rejected_pairs(sample_db))  # each row came from the retry of its own rejection
+    prompts_asked = [m[-1]["content"] for m in backend.prompts]
+    assert all(prompts_asked[i] == prompts_asked[i + 1] for i in range(0, 12, 2))  # retried at once: prompt cached
+    assert all(seeds[i] != seeds[i + 1] for i in range(0, 12, 2))
+
+
+def test_retries_zero_moves_to_a_new_chunk_after_a_rejection(sample_db):
+    backend = _first_try_fails([])
+    summary = generate(sample_db, GenerationConfig(count=2, seed=3, mix={"factoid": 1}, retries=0), backend=backend)
+    assert summary["accepted"] == 0 and summary["status"] == "exhausted"
+    pairs = _rejected_pairs(sample_db)
+    assert len(pairs) == len(set(pairs)) == 2 * 4  # ATTEMPTS_PER_ROW distinct chunks per wanted row, none twice

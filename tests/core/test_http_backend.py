@@ -86,10 +86,10 @@ def server(bundled_model, tmp_path_factory):
 
 def test_generate_through_the_endpoint_stores_rows(server, sample_project_path, monkeypatch):
     monkeypatch.setenv("CURATOR_API_KEY", API_KEY)
-    # Two candidates at most, both in flight together: the test stays bounded in time.
+    # Two candidates at most (no retries), both in flight together: the test stays bounded in time.
     monkeypatch.setattr(generate_module, "ATTEMPTS_PER_ROW", 2)
     res = CliRunner().invoke(cli, ["generate", str(sample_project_path), "--endpoint", server, "--count", "1",
-                                   "--mix", "factoid=1", "--parallel", "2", "--json"])
+                                   "--mix", "factoid=1", "--parallel", "2", "--retries", "0", "--json"])
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output)
     assert summary["status"] in {"complete", "exhausted"}
