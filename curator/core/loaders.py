@@ -347,7 +347,7 @@ def parse_json_object(line: str) -> dict:
 
 def load_jsonl_corpus(path: Path, errors: list[str]) -> list[LoadedDoc]:
     """One document per line with ``_id``/``id``, ``title`` and ``text``; bad lines go to errors."""
-    docs = []
+    docs, first_line = [], {}
     for number, line in enumerate(record_lines(read_text(path)), 1):
         if not line.strip():
             continue
@@ -359,9 +359,12 @@ def load_jsonl_corpus(path: Path, errors: list[str]) -> list[LoadedDoc]:
                 raise ValueError("needs non-empty 'text' and '_id' (or 'id')")
             if not isinstance(record.get("metadata") or {}, dict):
                 raise ValueError("'metadata' must be a JSON object")
+            if doc_id in first_line:  # qrels name passages by id: two passages cannot share one
+                raise ValueError(f"id {doc_id!r} was already used on line {first_line[doc_id]}")
         except ValueError as exc:
             errors.append(f"{path}:{number}: {exc}; line skipped.")
             continue
+        first_line[doc_id] = number
         title = str(record.get("title") or "").strip()
         metadata = {"corpus_id": doc_id, **(record.get("metadata") or {})}
         sections = [Section((title,) if title else (), text)]

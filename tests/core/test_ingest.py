@@ -197,20 +197,20 @@ def _table(db, sql: str) -> list[tuple]:
 def test_a_file_failing_while_stored_leaves_nothing_and_earlier_files_are_kept(empty_db, corpus, monkeypatch):
     import curator.core.ingest as ingest_module
 
-    real = ingest_module._store_document
+    real = ingest_module._store_documents
 
-    def failing(db, key, *args):
-        if key.endswith("b.txt"):
+    def failing(db, docs, *args):
+        if docs[0][0].endswith("b.txt"):
             raise RuntimeError("disk on fire")
-        return real(db, key, *args)
+        return real(db, docs, *args)
 
-    monkeypatch.setattr(ingest_module, "_store_document", failing)
+    monkeypatch.setattr(ingest_module, "_store_documents", failing)
     with pytest.raises(RuntimeError):
         ingest(empty_db, [corpus])
     paths = [r[0] for r in empty_db.execute("SELECT path FROM documents")]
     assert paths == ["corpus/a.md"]  # committed before the failure; b.txt left nothing behind
     assert not _table(empty_db, "SELECT id FROM chunks WHERE doc_id NOT IN (SELECT id FROM documents)")
-    monkeypatch.setattr(ingest_module, "_store_document", real)
+    monkeypatch.setattr(ingest_module, "_store_documents", real)
     again = ingest(empty_db, [corpus])
     assert again.files_unchanged == 1 and again.files_ingested == 1
 
@@ -224,3 +224,19 @@ def test_file_name_that_is_not_utf8_is_skipped_and_the_rest_ingested(empty_db, t
     r = ingest(empty_db, [root])
     assert r.files_ingested == 1 and [d["path"] for d in list_documents(empty_db)] == ["names/good.txt"]
     assert r.skipped == [{"path": str(root / "bad\ufffdname.txt"), "reason": "the file name is not valid UTF-8; rename the file"}]
+
+
+def test_a_changed_jsonl_passage_keeps_its_id_and_takes_its_new_text(empty_db, tmp_path):
+    corpus = tmp_path / "beir" / "corpus.jsonl"
+    corpus.parent.mkdir()
+    corpus.write_text('{"_id": "d1", "text": "The first version talks about apples and oranges in the garden."}\n'
+                      '{"_id": "d2", "text": "An unchanged passage about the weather in the mountains today."}\n')
+    ingest(empty_db, [corpus.parent])
+    corpus.write_text('{"_id": "d1", "text": "The second version talks about pears and plums in the orchard."}\n'
+                      '{"_id": "d2", "text": "An unchanged passage about the weather in the mountains today."}\n')
+    again = ingest(empty_db, [corpus.parent])
+    assert again.documents == 1  # only the changed passage is written again
+    assert {c["id"]: c["text"] for c in list_chunks(empty_db)}["d1"].startswith("The second version")
+    from curator.core.search import search_chunks
+    assert [h["id"] for h in search_chunks(empty_db, "plums orchard")] == ["d1"]
+    assert search_chunks(empty_db, "apples oranges") == []

@@ -157,3 +157,12 @@ def test_jsonl_line_with_half_a_surrogate_pair_is_skipped_by_line(tmp_path):
     docs = load_file(path, errors)
     assert [d.metadata["corpus_id"] for d in docs] == ["b"] and "😀" in docs[0].text
     assert len(errors) == 1 and errors[0].startswith(f"{path}:1: ") and "surrogate" in errors[0]
+
+
+def test_jsonl_second_passage_with_an_id_already_used_is_skipped_by_line(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"_id": "a", "text": "first"}\n{"_id": "b", "text": "other"}\n{"_id": "a", "text": "again"}\n')
+    errors: list[str] = []
+    docs = load_file(path, errors)
+    assert [(d.metadata["corpus_id"], d.text) for d in docs] == [("a", "first"), ("b", "other")]
+    assert errors == [f"{path}:3: id 'a' was already used on line 1; line skipped."]
