@@ -192,3 +192,44 @@ def test_retries_zero_moves_to_a_new_chunk_after_a_rejection(sample_db):
     assert summary["accepted"] == 0 and summary["status"] == "exhausted"
     pairs = _rejected_pairs(sample_db)
     assert len(pairs) == len(set(pairs)) == 2 * 4  # ATTEMPTS_PER_ROW distinct chunks per wanted row, none twice
+
+
+@pytest.fixture(scope="module")
+def grammar_accepts(bundled_model):
+    """Whether llama.cpp's grammar sampler lets the bundled model's tokens spell out a reply."""
+    import ctypes
+
+    from llama_cpp import llama_cpp as C
+
+    backend = LlamaCppBackend(bundled_model)
+    llm = backend.llm
+
+    def accepts(grammar_text: str, reply: str) -> bool:
+        sampler = C.llama_sampler_init_grammar(llm._model.vocab, grammar_text.encode(), b"root")
+        data = (C.llama_token_data * 1)()
+        try:
+            for token in llm.tokenize(reply.encode(), add_bos=False, special=False):
+                data[0].id, data[0].logit, data[0].p = token, 0.0, 0.0
+                one = C.llama_token_data_array(data=data, size=1, selected=-1, sorted=False)
+                C.llama_sampler_apply(sampler, ctypes.byref(one))
+                if data[0].logit == float("-inf"):
+                    return False
+                C.llama_sampler_accept(sampler, token)
+            return True
+        finally:
+            C.llama_sampler_free(sampler)
+
+    return accepts
+
+
+@pytest.mark.parametrize("grammar, reply, allowed", [
+    ("question", "Question: How long are audit entries kept?\nAnswer: ninety days\n", True),
+    ("keyword", "Query: sync interval setting\nAnswer: 30 seconds\n", True),
+    ("keyword", "Query: [insert query here]\nAnswer: x\n", False),  # template echo
+    ("question", "Question: What is it?\nAnswer: [insert answer]\n", False),  # 3 words, and an echo
+    ("keyword", "Query: one two three four five six seven eight nine\nAnswer: x\n", False),  # over 8 words
+    ("question", "Question: Why " + "a" * 31 + " b c?\nAnswer: x\n", False),  # a 31-character word
+])
+def test_reply_grammars_forbid_echoes_and_runaway_lengths(grammar_accepts, grammar, reply, allowed):
+    text = prompts.KEYWORD_GRAMMAR if grammar == "keyword" else prompts.QUESTION_GRAMMAR
+    assert grammar_accepts(text, reply) is allowed
