@@ -79,6 +79,7 @@ def record_lines(text: str) -> list[str]:
 
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _MD_FENCE = re.compile(r"^\s*(```|~~~)")
+_MD_MARKERS = "#`~=-"  # the first non-space character of every heading, fence or underline line
 _MD_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)\s*$")  # "Title\n=====" is level 1, "-----" level 2
 
 
@@ -119,6 +120,10 @@ def parse_markdown(text: str) -> list[Section]:
         buffer.clear()
 
     for line in text.splitlines():
+        first = line.lstrip()[:1]
+        if not first or first not in _MD_MARKERS:  # most lines: no regex can match, skip all three
+            buffer.append(line)
+            continue
         if _MD_FENCE.match(line):
             in_fence = not in_fence
             continue
