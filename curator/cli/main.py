@@ -159,7 +159,8 @@ def demo(project_path: str, count: int, headless: bool, as_json: bool) -> None:
     """Build a project from the bundled sample corpus and bundled model, then open it.
 
     Ingests the sample corpus and generates queries with the bundled SmolLM2-135M model
-    (about 8 s a row on 2 cores); re-running tops the project up instead of repeating work.
+    (the whole demo, 20 rows, took 1 min 43 s on 2 cores); re-running tops the project up instead
+    of repeating work.
 
     \b
     Example:
