@@ -7,7 +7,6 @@ Rows already reviewed or queued are never drawn again, so running it twice tops 
 from __future__ import annotations
 
 import random
-from typing import Optional
 
 import sqlite_utils
 

@@ -218,14 +218,10 @@ class ClustersView(QWidget):
         for widget in (self.cluster_button, self.sample_button, self.k_spin, self.size_spin, self.allocation):
             widget.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
-        self.progress.setVisible(busy)
-        if busy:
-            self.progress.setRange(0, 0)
-            self.status.setText(message)
+        workers.show_busy(self.progress, self.status, busy, message)
 
     def _progress(self, done: int, total: int, message: str) -> None:
-        self.progress.setRange(0, max(total, 1))
-        self.progress.setValue(done)
+        workers.show_progress(self.progress, done, total)
         self.progress.setFormat(f"{message} %p%" if message else "%p%")
 
     def _finished(self, kind: str, result) -> None:

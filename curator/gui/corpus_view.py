@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite_utils
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QLabel, QLineEdit, QListWidget, QListWidgetItem, QPlainTextEdit, QSplitter,
+from PySide6.QtWidgets import (QLineEdit, QListWidget, QListWidgetItem, QPlainTextEdit, QSplitter,
                                QVBoxLayout, QWidget)
 
 from curator.core import corpus, search

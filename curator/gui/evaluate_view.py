@@ -436,14 +436,10 @@ class EvaluateView(QWidget):
         self.export_button.setEnabled(not busy)
         self.evaluate_button.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
-        self.progress.setVisible(busy)
-        if busy:
-            self.progress.setRange(0, 0)
-            self.status.setText(message)
+        workers.show_busy(self.progress, self.status, busy, message)
 
     def _progress(self, done: int, total: int, message: str) -> None:
-        self.progress.setRange(0, max(total, 1))
-        self.progress.setValue(done)
+        workers.show_progress(self.progress, done, total)
 
     def _finished(self, kind: str, result: dict) -> None:
         if kind == "export":

@@ -459,8 +459,7 @@ class GenerateView(QWidget):
 
     def _progress(self, done: int, total: int, message: str) -> None:
         self.progress.setFormat("%v / %m rows")
-        self.progress.setRange(0, max(total, 1))
-        self.progress.setValue(done)
+        workers.show_progress(self.progress, done, total)
         minutes = max(time.monotonic() - self._started, 1e-6) / 60
         self.rate.setText(f"{done / minutes:.1f} rows/min")
         self.status.setText(message)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite_utils
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLineEdit, QTableView, QVBoxLayout, QWidget
 
 from curator.core.queries import get_query, list_queries

@@ -17,6 +17,19 @@ from curator.core.store import open_project
 from curator.core.tasks import CancelToken, Cancelled
 
 
+def show_busy(progress, status, busy: bool, message: str = "") -> None:
+    """A view's progress bar while a task runs: shown, spinning until the first report."""
+    progress.setVisible(busy)
+    if busy:
+        progress.setRange(0, 0)
+        status.setText(message)
+
+
+def show_progress(progress, done: int, total: int) -> None:
+    progress.setRange(0, max(total, 1))
+    progress.setValue(done)
+
+
 class TaskSignals(QObject):
     progress = Signal(int, int, str)
     finished = Signal(object)
