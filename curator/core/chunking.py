@@ -80,18 +80,13 @@ class _TokenCounter:
     """
 
     def __init__(self, text: str):
-        self._running = self._running_starts(text)
-
-    @staticmethod
-    def _running_starts(text: str) -> np.ndarray:
         classes = _classes(text)
         word = classes == _WORD
         starts = classes == _OTHER
         starts[1:] |= word[1:] & ~word[:-1]
         starts[:1] |= word[:1]  # slices: an empty text has no first character
-        running = np.zeros(len(text) + 1, dtype=np.int32)
-        np.cumsum(starts, out=running[1:])
-        return running
+        self._running = np.zeros(len(text) + 1, dtype=np.int32)
+        np.cumsum(starts, out=self._running[1:])
 
     def spans(self, starts: list[int], ends: list[int]) -> list[int]:
         return (self._running[ends] - self._running[starts]).tolist()

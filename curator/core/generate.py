@@ -186,8 +186,9 @@ def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Bac
     size = sha = None
     if model_path:
         size, sha = Path(model_path).stat().st_size, _file_sha256(Path(model_path), db)
-    params = {"temperature": config.temperature, "max_tokens": config.max_tokens, "n_ctx": config.n_ctx, "retries": config.retries,
-              "threads": described.get("n_threads"), "cluster": config.cluster, **described}
+    params = {"temperature": config.temperature, "max_tokens": config.max_tokens, "n_ctx": config.n_ctx,
+              "retries": config.retries, "threads": described.get("n_threads"), "cluster": config.cluster,
+              **described}
     with db.conn:
         cursor = db.execute(
             """INSERT INTO generation_runs (created_at, backend, model_path, model_size, model_sha256, params, seed,
@@ -321,14 +322,11 @@ class _Scheduler:
 
     def _next(self) -> Optional[Task]:
         """A task to start now, or None when every type still short has enough in flight."""
-        self.retries = [t for t in self.retries if self.plan[t.query_type] > 0]
-        for i, task in enumerate(self.retries):
-            if self.wanted(task.query_type):
-                return self.retries.pop(i)
-        self.deferred = [t for t in self.deferred if self.plan[t.query_type] > 0]
-        for i, task in enumerate(self.deferred):
-            if self.wanted(task.query_type):
-                return self.deferred.pop(i)
+        for waiting in (self.retries, self.deferred):  # retries first: their prompts are cached
+            waiting[:] = [t for t in waiting if self.plan[t.query_type] > 0]
+            for i, task in enumerate(waiting):
+                if self.wanted(task.query_type):
+                    return waiting.pop(i)
         for task in self.tasks:
             if self.plan[task.query_type] <= 0:
                 continue
@@ -362,7 +360,7 @@ class _Scheduler:
 
     def rejected(self, task: Task) -> None:
         """Ask a rejected (type, chunk) again with another seed, a bounded number of times."""
-        if task.attempt < self.config.retries and self.plan[task.query_type] > 0:
+        if task.attempt < self.config.retries:
             self.retries.append(Task(task.query_type, task.chunks, task.attempt + 1))
 
     def abandon_full_types(self) -> None:

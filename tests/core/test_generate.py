@@ -196,28 +196,19 @@ def test_retries_zero_moves_to_a_new_chunk_after_a_rejection(sample_db):
 
 @pytest.fixture(scope="module")
 def grammar_accepts(bundled_model):
-    """Whether llama.cpp's grammar sampler lets the bundled model's tokens spell out a reply."""
-    import ctypes
-
-    from llama_cpp import llama_cpp as C
+    """Whether the batch decoder's grammar check lets the bundled model's tokens spell a reply."""
+    from curator.core.llama_batch import BatchDecoder
 
     backend = LlamaCppBackend(bundled_model)
-    llm = backend.llm
+    decoder = BatchDecoder(backend, 1)
 
     def accepts(grammar_text: str, reply: str) -> bool:
-        sampler = C.llama_sampler_init_grammar(llm._model.vocab, grammar_text.encode(), b"root")
-        data = (C.llama_token_data * 1)()
-        try:
-            for token in llm.tokenize(reply.encode(), add_bos=False, special=False):
-                data[0].id, data[0].logit, data[0].p = token, 0.0, 0.0
-                one = C.llama_token_data_array(data=data, size=1, selected=-1, sorted=False)
-                C.llama_sampler_apply(sampler, ctypes.byref(one))
-                if data[0].logit == float("-inf"):
-                    return False
-                C.llama_sampler_accept(sampler, token)
-            return True
-        finally:
-            C.llama_sampler_free(sampler)
+        grammar = decoder._grammar_sampler(grammar_text)
+        for token in backend.llm.tokenize(reply.encode(), add_bos=False, special=False):
+            if not decoder._grammar_allows(grammar, token):
+                return False
+            grammar.accept(token)
+        return True
 
     return accepts
 
