@@ -21,8 +21,8 @@ from pathlib import Path
 from pydoc_data.topics import topics
 
 from curator.core import store
-from curator.core.cluster import cluster_queries, shutdown_worker, warm_up
-from curator.core.queries import add_query
+from curator.core.clustering.cluster import cluster_queries, shutdown_worker, warm_up
+from curator.core.queries.rows import add_query
 from curator.core.store import open_project
 
 AREAS = ["assignment", "exceptions", "for", "if", "import", "lambda", "numbers", "string-methods", "typesseq", "with"]
@@ -65,7 +65,7 @@ def short_queries(n: int) -> list[str]:
     """``n`` short user-style queries: the bundled sample log's queries, cycled with a counter."""
     import json
 
-    log = Path(__file__).resolve().parents[1] / "resources" / "sample_logs" / "queries.jsonl"
+    log = Path(__file__).resolve().parents[1] / "curator" / "resources" / "sample_logs" / "queries.jsonl"
     base = [json.loads(line)["query"] for line in log.read_text().splitlines() if line.strip()]
     base = [b for b in base if b]
     return [f"{base[i % len(base)]} {i}" for i in range(n)]
@@ -73,7 +73,7 @@ def short_queries(n: int) -> list[str]:
 
 def throughput(embedder: str, n: int = 1000, short: bool = False) -> None:
     """Uncached texts/s of one embedder on ``n`` texts (pydoc sentences, or short log-style queries)."""
-    from curator.core.embed import get_embedder
+    from curator.core.embedding.embed import get_embedder
 
     texts = short_queries(n) if short else [t for t, _ in sentences(n)]
     with tempfile.TemporaryDirectory() as tmp:

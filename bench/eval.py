@@ -30,9 +30,9 @@ from pydoc_data.topics import topics
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from curator.core import store  # noqa: E402
-from curator.core.export import export  # noqa: E402
-from curator.core.retrievers import get_retriever  # noqa: E402
-from curator.core.search import fts_query  # noqa: E402
+from curator.core.export.writers import export  # noqa: E402
+from curator.core.retrieval.retrievers import get_retriever  # noqa: E402
+from curator.core.corpus.search import fts_query  # noqa: E402
 from curator.core.store import open_project  # noqa: E402
 
 CHUNKS_PER_DOC = 100
@@ -113,7 +113,7 @@ def shared_embedder(db, n_texts: int):
     get_embedder("tfidf", db) fits on every query and chunk (200k texts here, minutes of char
     n-gram TF-IDF + SVD); the search cost measured below does not depend on the fitting sample.
     """
-    from curator.core.embed import TfidfEmbedder
+    from curator.core.embedding.embed import TfidfEmbedder
 
     texts = [r[0] for r in db.execute("SELECT text FROM chunks ORDER BY id LIMIT ?", [n_texts])]
     with Timer() as timer:

@@ -17,11 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from curator.core import prompts
-from curator.core.backends import LlamaCppBackend, Request
-from curator.core.llama_batch import common_prefix
-from curator.core.generate import GenerationConfig, generate
-from curator.core.ingest import ingest
+from curator.core.generation import prompts
+from curator.core.generation.backends import LlamaCppBackend, Request
+from curator.core.generation.backends.llama_batch import common_prefix
+from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.corpus.ingest import ingest
 from curator.core.resources import bundled_model_path, sample_corpus_dir
 from curator.core.store import open_project
 

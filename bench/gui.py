@@ -4,7 +4,7 @@
   "window shown" line (target <= 2 s);
 - GUI-thread stall: a 20 ms QTimer heartbeat while the Clusters tab runs a real clustering
   (tfidf + UMAP in core's worker process) through its TaskWorker; max / p99 stall (target <= 100 ms);
-- decision commit: core ``review.decide`` and the Review tab's full A-key path (commit + advance + render);
+- decision commit: core ``decisions.decide`` and the Review tab's full A-key path (commit + advance + render);
 - 100k-row Queries table: first paint and a scroll through it, page by page;
 - cluster map: first paint (cache build) and repaint with 10k points.
 
@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 from PySide6.QtCore import QElapsedTimer, QPointF, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from curator.core.queries import add_query  # noqa: E402
+from curator.core.queries.rows import add_query  # noqa: E402
 from curator.core.store import open_project  # noqa: E402
 
 HEARTBEAT_MS = 20
@@ -123,8 +123,8 @@ def clustering_stall(app, project: Path) -> None:
 
 
 def decision_commit(app, project: Path, n: int = 100) -> None:
-    from curator.core import review
-    from curator.core.sample import build_queue
+    from curator.core.review import decisions
+    from curator.core.review.sample import build_queue
     from curator.gui.review_view import ReviewView
 
     db = open_project(project)
@@ -133,7 +133,7 @@ def decision_commit(app, project: Path, n: int = 100) -> None:
     core = []
     for qid in ids:
         t = time.perf_counter()
-        review.decide(db, qid, "approve", reviewer="bench")
+        decisions.decide(db, qid, "approve", reviewer="bench")
         core.append((time.perf_counter() - t) * 1000)
     view = ReviewView(db, "bench2")
     view.show()
@@ -143,7 +143,7 @@ def decision_commit(app, project: Path, n: int = 100) -> None:
         view.decide("approve")
         app.processEvents()
         full.append((time.perf_counter() - t) * 1000)
-    print(f"decision commit (core review.decide): median {statistics.median(core):.2f} ms, max {max(core):.2f} ms")
+    print(f"decision commit (core decisions.decide): median {statistics.median(core):.2f} ms, max {max(core):.2f} ms")
     print(f"decision in the Review tab (commit + advance + render): median {statistics.median(full):.1f} ms, "
           f"max {max(full):.1f} ms")
     view.close()
@@ -231,7 +231,7 @@ def main() -> None:
         queries_table(app)
         clustering_stall(app, project)
         decision_commit(app, project)
-    from curator.core.cluster import shutdown_worker
+    from curator.core.clustering.cluster import shutdown_worker
 
     shutdown_worker()
 

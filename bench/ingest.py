@@ -23,7 +23,7 @@ import time
 import warnings
 from pathlib import Path
 
-from curator.core.ingest import ingest
+from curator.core.corpus.ingest import ingest
 from curator.core.store import open_project
 
 TARGET_MB_S = 10.0

@@ -24,18 +24,18 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QSettings  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from curator.core.backends import FakeBackend  # noqa: E402
-from curator.core.cluster import cluster_queries, shutdown_worker  # noqa: E402
-from curator.core.evaluate import evaluate  # noqa: E402
-from curator.core.export import export  # noqa: E402
-from curator.core.filters import tokens  # noqa: E402
-from curator.core.generate import GenerationConfig, generate  # noqa: E402
-from curator.core.ingest import ingest  # noqa: E402
-from curator.core.logs import import_log  # noqa: E402
-from curator.core.queries import list_queries  # noqa: E402
+from curator.core.generation.backends import FakeBackend  # noqa: E402
+from curator.core.clustering.cluster import cluster_queries, shutdown_worker  # noqa: E402
+from curator.core.evaluation.evaluate import evaluate  # noqa: E402
+from curator.core.export.writers import export  # noqa: E402
+from curator.core.generation.filters import tokens  # noqa: E402
+from curator.core.generation.generate import GenerationConfig, generate  # noqa: E402
+from curator.core.corpus.ingest import ingest  # noqa: E402
+from curator.core.queries.logs import import_log  # noqa: E402
+from curator.core.queries.rows import list_queries  # noqa: E402
 from curator.core.resources import resources_dir, sample_corpus_dir  # noqa: E402
-from curator.core.review import decide  # noqa: E402
-from curator.core.sample import build_queue  # noqa: E402
+from curator.core.review.decisions import decide  # noqa: E402
+from curator.core.review.sample import build_queue  # noqa: E402
 from curator.core.store import open_project  # noqa: E402
 
 ROWS = 30

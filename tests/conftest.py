@@ -11,7 +11,7 @@ import pytest
 # Qt must never look for a real screen in tests or CI.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from curator.core.ingest import ingest  # noqa: E402
+from curator.core.corpus.ingest import ingest  # noqa: E402
 from curator.core.resources import bundled_model_path, sample_corpus_dir  # noqa: E402
 from curator.core.store import open_project  # noqa: E402
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from typing import Callable
 
-from curator.core import filters
+from curator.core.generation import filters
 
 
 def good_reply(messages) -> str:

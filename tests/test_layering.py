@@ -1,7 +1,9 @@
-"""The dependency rule: core is headless; cli and gui never import each other.
+"""The dependency rules: core is headless; cli and gui never import each other; inside core each
+stage imports only the stages below it, and no module imports itself round a cycle.
 
-Every .py file is parsed with ``ast`` and every Import/ImportFrom node is checked, including
-imports inside functions (a lazy import breaks the rule just as much as a top-level one).
+Every .py file (in every sub-folder) is parsed with ``ast`` and every Import/ImportFrom node is
+checked, including imports inside functions (a lazy import breaks the rule just as much as a
+top-level one). The stage rules play the part of import-linter's layer contracts.
 """
 
 from __future__ import annotations
@@ -44,9 +46,13 @@ def imported_names(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+def _files(area: str) -> list[Path]:
+    return sorted((PACKAGE / area).rglob("*.py"))
+
+
 def _violations(area: str) -> list[str]:
     bad = []
-    for path in sorted((PACKAGE / area).rglob("*.py")):
+    for path in _files(area):
         for line, name in imported_names(path):
             for banned in FORBIDDEN[area]:
                 if name == banned or name.startswith(banned + "."):
@@ -88,10 +94,111 @@ def test_core_imports_nothing_heavy_at_import_time():
     import subprocess
     import sys
 
-    modules = sorted(_module_name(p) for p in (PACKAGE / "core").glob("*.py"))
+    modules = sorted(_module_name(p) for p in _files("core"))
     code = ("import sys\n" + "".join(f"import {m}\n" for m in modules)
             + "heavy = [m for m in ('PySide6', 'llama_cpp', 'umap', 'sklearn', 'pypdf') if m in sys.modules]\n"
             + "print(','.join(heavy))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
+
+
+# -- stages inside core ----------------------------------------------------------------------
+# What each room of curator/core may import besides itself. The shared modules (errors,
+# progress, files) come first; store imports no stage; a stage sees only the ones it builds on.
+SHARED = {"errors", "progress", "files"}
+ALLOWED = {
+    "errors": set(), "progress": set(), "files": set(), "resources": {"errors"},
+    "store": {"errors"},
+    "corpus": {"store", *SHARED},
+    "queries": {"store", "corpus", *SHARED},
+    "embedding": {"store", *SHARED},
+    "retrieval": {"store", "corpus", "embedding", *SHARED},
+    "generation": {"store", "corpus", "queries", "resources", *SHARED},
+    "clustering": {"store", "embedding", *SHARED},
+    "review": {"store", "corpus", "queries", *SHARED},
+    "export": {"store", "corpus", "queries", *SHARED},
+    # evaluation may read export's file formats (qrels, runs) but nothing of the front ends
+    "evaluation": {"store", "corpus", "queries", "embedding", "retrieval", "export", *SHARED},
+    "demo": {"store", "corpus", "queries", "generation", "clustering", "review", "resources", *SHARED},
+}
+
+
+def _room(module: str) -> str | None:
+    """The room of a core module name ('curator.core.corpus.ingest' -> 'corpus')."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["curator", "core"] else None
+
+
+def _core_imports() -> dict[str, set[str]]:
+    """Module -> the core modules it imports (a 'from pkg import name' counts as pkg.name
+    when that is a module, else as pkg)."""
+    modules = {_module_name(p): p for p in _files("core")}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for _, imported in imported_names(path):
+            if imported in modules and imported != name:
+                targets.add(imported)
+        graph[name] = targets
+    return graph
+
+
+def stage_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in sorted(graph.items()):
+        room = _room(module)
+        if room is None:
+            continue
+        assert room in ALLOWED, f"curator/core/{room} has no rule in ALLOWED: add one"
+        for target in sorted(targets):
+            other = _room(target)
+            if other and other != room and other not in ALLOWED[room]:
+                bad.append(f"{module} imports {target} ({room} may not import {other})")
+    return bad
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import cycle found by a depth-first search (one path per cycle back-edge)."""
+    found, state, stack = [], {}, []
+
+    def visit(node: str) -> None:
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                found.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return found
+
+
+def test_each_stage_imports_only_what_it_builds_on():
+    assert stage_violations(_core_imports()) == []
+
+
+def test_no_import_cycle_in_core():
+    # package __init__ files re-export their modules, so 'pkg -> pkg.mod' is not a cycle edge
+    graph = {m: {t for t in ts if not m or not t.startswith(m + ".")} for m, ts in _core_imports().items()}
+    assert cycles(graph) == []
+
+
+def test_stage_checks_can_fail():
+    graph = {"curator.core.store.connection": {"curator.core.corpus.ingest"},
+             "curator.core.corpus.ingest": {"curator.core.corpus.chunking"},
+             "curator.core.corpus.chunking": {"curator.core.corpus.ingest"}}
+    assert stage_violations(graph) == ["curator.core.store.connection imports curator.core.corpus.ingest "
+                                       "(store may not import corpus)"]
+    assert cycles(graph) == [["curator.core.corpus.chunking", "curator.core.corpus.ingest", "curator.core.corpus.chunking"]]
+
+
+def test_every_core_folder_is_a_room_with_a_rule():
+    rooms = {p.name for p in (PACKAGE / "core").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    rooms |= {p.stem for p in (PACKAGE / "core").glob("*.py") if p.stem != "__init__"}
+    assert rooms <= set(ALLOWED), rooms - set(ALLOWED)

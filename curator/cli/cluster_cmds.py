@@ -22,7 +22,7 @@ def register(cli: click.Group) -> None:
 
         Example: curator cluster demo.curator --k auto --seed 0
         """
-        from curator.core.cluster import cluster_queries
+        from curator.core.clustering.cluster import cluster_queries
         from curator.core.errors import InputError
 
         if k != "auto" and not k.isdigit():

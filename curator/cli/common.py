@@ -74,3 +74,13 @@ def progress_printer(label: str) -> Callable[[int, int, str], None]:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document to stdout.")
+
+
+def render_stats(stats: dict) -> str:
+    """The project counts of ``curator stats``, one aligned line each."""
+    lines = []
+    for key, value in stats.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "-"
+        lines.append(f"{key.replace('_', ' '):<22} {value}")
+    return "\n".join(lines)

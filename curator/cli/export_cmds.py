@@ -27,8 +27,8 @@ def export(project_path, out, fmt, status, query_type, source, split_spec, seed,
         curator export handbook.curator beir-gold --format beir
         curator export handbook.curator gold.jsonl --split dev=0.3,test=0.7 --seed 1
     """
-    from curator.core.export import export as run_export
-    from curator.core.splits import parse_split
+    from curator.core.export.writers import export as run_export
+    from curator.core.export.splits import parse_split
 
     statuses = [s.strip() for s in status.split(",") if s.strip()]
     split = parse_split(split_spec)
@@ -119,7 +119,7 @@ def eval_command(project_path, retriever, embedder, run_file, save_run, k_text, 
         curator eval handbook.curator --compare 1 my_retriever.trec --json
     """
     if compare_refs:
-        from curator.core.compare import compare
+        from curator.core.evaluation.compare import compare
 
         if run_file or save_run:
             raise click.UsageError("--compare reads two finished runs; drop --run and --save-run")
@@ -128,7 +128,7 @@ def eval_command(project_path, retriever, embedder, run_file, save_run, k_text, 
             result = compare(db, compare_refs[0], compare_refs[1], metric=metric)
         emit(result, as_json, _render_compare)
         return
-    from curator.core.evaluate import evaluate
+    from curator.core.evaluation.evaluate import evaluate
 
     ks = _parse_ks(k_text)
     with project(project_path) as db:

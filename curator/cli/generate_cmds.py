@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from curator.cli.common import emit, json_option, progress_printer, project, table
-from curator.core.generate import RETRIES_PER_CHUNK
+from curator.core.generation.generate import RETRIES_PER_CHUNK
 
 
 def _render_summary(s: dict) -> str:
@@ -48,7 +48,7 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
         curator generate handbook.curator --count 50 --mix factoid=0.5,unanswerable=0.5
         CURATOR_API_KEY=... curator generate handbook.curator --endpoint http://127.0.0.1:8080 --parallel 4
     """
-    from curator.core.generate import GenerationConfig, generate as run_generate, parse_mix
+    from curator.core.generation.generate import GenerationConfig, generate as run_generate, parse_mix
 
     if model_path and endpoint:
         raise click.UsageError("use --model or --endpoint, not both")
@@ -73,7 +73,7 @@ def queries(project_path, status, query_type, source, as_json):
     Example:
         curator queries handbook.curator --status pending --type factoid
     """
-    from curator.core.queries import list_queries
+    from curator.core.queries.rows import list_queries
 
     with project(project_path) as db:
         found = list_queries(db, status=status, query_type=query_type, source=source)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from curator import __version__
-from curator.cli.common import CuratorGroup, emit, json_option, progress_printer, project, table
-from curator.core.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP
+from curator.cli.common import CuratorGroup, emit, json_option, progress_printer, project, render_stats, table
+from curator.core.corpus.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP
 
 
 @click.group(cls=CuratorGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -71,7 +71,7 @@ def ingest(project_path: str, paths: tuple[str, ...], chunk_size: int, overlap: 
     """
     if overlap >= chunk_size:
         raise click.BadParameter("must be smaller than --chunk-size", param_hint="--overlap")
-    from curator.core.ingest import ingest as run_ingest
+    from curator.core.corpus.ingest import ingest as run_ingest
 
     with project(project_path, create=True) as db:
         result = run_ingest(db, paths, chunk_size, overlap, on_progress=progress_printer("ingest"))
@@ -89,7 +89,7 @@ def chunks(project_path: str, doc_path: str | None, as_json: bool) -> None:
     Example:
         curator chunks handbook.curator --doc docs/install/linux.md
     """
-    from curator.core.corpus import list_chunks
+    from curator.core.corpus.documents import list_chunks
 
     with project(project_path) as db:
         found = list_chunks(db, doc_path)
@@ -108,7 +108,7 @@ def search(project_path: str, query: str, limit: int, as_json: bool) -> None:
     Example:
         curator search handbook.curator "rotate encryption keys" --limit 5
     """
-    from curator.core.search import search_chunks
+    from curator.core.corpus.search import search_chunks
 
     with project(project_path) as db:
         hits = search_chunks(db, query, limit)
@@ -127,7 +127,7 @@ def stats(project_path: str, as_json: bool) -> None:
     Example:
         curator stats handbook.curator --json
     """
-    from curator.core.stats import project_stats, render_stats
+    from curator.core.store.stats import project_stats
 
     with project(project_path) as db:
         result = project_stats(db)
@@ -167,7 +167,6 @@ def demo(project_path: str, count: int, headless: bool, as_json: bool) -> None:
         curator demo --headless
     """
     from curator.core.demo import build_demo_project
-    from curator.core.stats import render_stats
 
     summary = build_demo_project(project_path, on_progress=progress_printer("demo"), count=count)
     emit(summary, as_json, lambda s: f"Demo project: {project_path}\n" + render_stats(s["stats"]))

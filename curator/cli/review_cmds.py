@@ -29,7 +29,7 @@ def label(project_path, query_id, decision, question, answer, gold, note, review
     Example:
         curator label handbook.curator q_1a2b3c approve --gold c_9f8e7d,c_0a1b2c --reviewer ana
     """
-    from curator.core.review import decide
+    from curator.core.review.decisions import decide
 
     gold_ids = [g.strip() for g in gold.split(",") if g.strip()] if gold is not None else None
     with project(project_path) as db:
@@ -46,10 +46,10 @@ def _undo_redo(name: str):
     @reviewer_option
     @json_option
     def command(project_path, reviewer, as_json):
-        from curator.core import review
+        from curator.core.review import decisions
 
         with project(project_path) as db:
-            query_id = getattr(review, name)(db, reviewer)
+            query_id = getattr(decisions, name)(db, reviewer)
         emit({"query_id": query_id}, as_json,
              lambda r: f"{name}: {r['query_id']}" if r["query_id"] else f"nothing to {name} for {reviewer}")
 

@@ -24,7 +24,7 @@ def sample(project_path, size, allocation, negative_boost, unanswerable_share, m
     Example:
         curator sample handbook.curator --size 200 --allocation equal --negative-boost 3
     """
-    from curator.core.sample import build_queue
+    from curator.core.review.sample import build_queue
 
     with project(project_path) as db:
         result = build_queue(db, size, allocation, negative_boost, unanswerable_share, min_per_cluster, seed)
@@ -42,7 +42,7 @@ def coverage(project_path, as_json):
     Example:
         curator coverage handbook.curator
     """
-    from curator.core.sample import coverage as compute
+    from curator.core.review.sample import coverage as compute
 
     with project(project_path) as db:
         rows = compute(db)
@@ -64,7 +64,7 @@ def import_log(project_path, log_file, query_field, feedback_field, redact, as_j
     Example:
         curator import-log handbook.curator logs/queries.csv --redact
     """
-    from curator.core.logs import import_log as run_import
+    from curator.core.queries.logs import import_log as run_import
 
     with project(project_path) as db:
         result = run_import(db, log_file, query_field=query_field, feedback_field=feedback_field, redact_pii=redact)

@@ -49,7 +49,7 @@ def merge(project_path, other_path, as_json):
     Example:
         curator merge handbook.curator handbook-bob.curator
     """
-    from curator.core.merge import merge as run_merge
+    from curator.core.review.merge import merge as run_merge
 
     with project(project_path) as db:
         result = run_merge(db, other_path)
@@ -80,7 +80,7 @@ def agreement(project_path, as_json):
     Example:
         curator agreement handbook.curator --json
     """
-    from curator.core.agreement import agreement as compute
+    from curator.core.review.agreement import agreement as compute
 
     with project(project_path) as db:
         result = compute(db)
@@ -98,7 +98,7 @@ def conflicts(project_path, include_resolved, as_json):
     Example:
         curator conflicts handbook.curator
     """
-    from curator.core.adjudicate import conflicts as find
+    from curator.core.review.adjudicate import conflicts as find
 
     with project(project_path) as db:
         found = find(db, include_resolved=include_resolved)
@@ -124,7 +124,7 @@ def adjudicate(project_path, query_id, pick, status, question, answer, gold, jud
         curator adjudicate handbook.curator q_1a2b3c --pick bob
         curator adjudicate handbook.curator q_1a2b3c --status approved --gold c_9f8e7d
     """
-    from curator.core.adjudicate import resolve
+    from curator.core.review.adjudicate import resolve
 
     if not pick and not status:
         raise click.UsageError("give --pick REVIEWER or --status")
@@ -152,7 +152,7 @@ def overlap(project_path, reviewers, share, seed, as_json):
     Example:
         curator overlap handbook.curator --reviewers ann,bob --share 0.25
     """
-    from curator.core.merge import assign_overlap
+    from curator.core.review.merge import assign_overlap
 
     with project(project_path) as db:
         result = assign_overlap(db, reviewers.split(","), share, seed)
@@ -171,7 +171,7 @@ def assigned(project_path, reviewer, as_json):
     Example:
         curator assigned handbook-ann.curator --reviewer ann
     """
-    from curator.core.merge import assigned as find
+    from curator.core.review.merge import assigned as find
 
     with project(project_path) as db:
         ids = find(db, reviewer)

@@ -6,15 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from curator.core.cluster import cluster_queries
-from curator.core.generate import GenerationConfig, generate
-from curator.core.ingest import ingest
-from curator.core.logs import import_log
+from curator.core.clustering.cluster import cluster_queries
+from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.corpus.ingest import ingest
+from curator.core.queries.logs import import_log
 from curator.core.resources import resources_dir, sample_corpus_dir
-from curator.core.sample import build_queue
-from curator.core.stats import project_stats
+from curator.core.review.sample import build_queue
+from curator.core.store.stats import project_stats
 from curator.core.store import open_project
-from curator.core.tasks import CancelToken, ProgressCallback
+from curator.core.progress import CancelToken, ProgressCallback
 
 DEMO_QUERIES = 20
 

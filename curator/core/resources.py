@@ -10,13 +10,8 @@ BUNDLED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def resources_dir() -> Path:
-    """The resources folder, installed as the package ``curator.resources``."""
-    try:
-        import curator.resources as res  # a data-only package, cheap to import
-
-        return Path(res.__file__).parent
-    except ImportError:  # running from a source tree that is not installed
-        return Path(__file__).resolve().parents[2] / "resources"
+    """The resources folder: the data-only package ``curator.resources`` beside ``curator.core``."""
+    return Path(__file__).resolve().parents[1] / "resources"
 
 
 def sample_corpus_dir() -> Path:

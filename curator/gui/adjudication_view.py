@@ -3,7 +3,7 @@
 Keys are handled in ``keyPressEvent`` of the view (A takes the left decision, B the right one,
 E edits, Space moves on, Ctrl+Z undoes); the display widgets take no focus, and while an edit
 box has focus it consumes typed keys, so a pick never fires while typing. Every final
-decision goes through ``curator.core.adjudicate.resolve``, a journaled ``adjudicate``
+decision goes through ``curator.core.review.adjudicate.resolve``, a journaled ``adjudicate``
 decision committed at once. All user text is shown as plain text, never as rich text.
 """
 
@@ -18,7 +18,9 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLineEdit, QListWidget, QPlainTextEdit, QSplitter,
                                QVBoxLayout, QWidget)
 
-from curator.core import adjudicate, corpus, review
+from curator.core.review import adjudicate
+from curator.core.corpus import documents
+from curator.core.review import decisions
 from curator.core.errors import CuratorError
 from curator.gui.review_view import EditKeys, plain_label
 
@@ -152,7 +154,7 @@ class AdjudicationView(QWidget):
             self._render()
 
     def _gold_lines(self, decision: dict) -> list[str]:
-        found = {c["id"]: c for c in corpus.get_chunks(self.db, decision["gold_chunk_ids"])}
+        found = {c["id"]: c for c in documents.get_chunks(self.db, decision["gold_chunk_ids"])}
         return [f"{cid} — {found[cid]['doc_path']} › {found[cid]['title'] or ''}" if cid in found
                 else f"{cid} — (not in this project's corpus)" for cid in decision["gold_chunk_ids"]]
 
@@ -197,7 +199,7 @@ class AdjudicationView(QWidget):
             self._render()
 
     def undo(self) -> None:
-        query_id = review.undo(self.db, self.judge)
+        query_id = decisions.undo(self.db, self.judge)
         if query_id:
             self.resolved.emit(query_id)
             self.reload()

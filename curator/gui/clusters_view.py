@@ -18,7 +18,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QProgressBar, QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
-from curator.core import sample, views
+from curator.core.clustering.reads import active_cluster_run, cluster_points
+from curator.core.review import sample
 from curator.gui import workers
 from curator.gui.cluster_map import ClusterMap, cluster_color
 
@@ -132,9 +133,9 @@ class ClustersView(QWidget):
     # -- data ------------------------------------------------------------------------------
     def reload(self) -> None:
         """Re-read the active run's points and the cluster list."""
-        run = views.active_cluster_run(self.db)
+        run = active_cluster_run(self.db)
         had_selection = bool(self.map.selected.any())
-        self.map.set_rows(views.cluster_points(self.db) if run else [])
+        self.map.set_rows(cluster_points(self.db) if run else [])
         if had_selection:  # the old selection is gone with the old points: drop the filter too
             self._map_selected([])
         self.refresh_counts()
@@ -147,7 +148,7 @@ class ClustersView(QWidget):
 
     def refresh_counts(self) -> None:
         """Cluster list from core's coverage (label, size, queued, reviewed, approved)."""
-        rows = sample.coverage(self.db) if views.active_cluster_run(self.db) else []
+        rows = sample.coverage(self.db) if active_cluster_run(self.db) else []
         self.table.blockSignals(True)
         self.table.setRowCount(len(rows))
         for i, row in enumerate(rows):
@@ -208,6 +209,10 @@ class ClustersView(QWidget):
             failed=self._failed, cancelled=lambda: self.status.setText("Cancelled; the project is unchanged."),
             done=self._done, **kwargs)
         return self.worker
+
+    def shutdown(self) -> None:
+        """Stop core's clustering process (app exit); a fit it kills has stored nothing."""
+        workers.stop_cluster_process()
 
     def cancel(self) -> None:
         if self.worker is not None:

@@ -7,7 +7,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QLineEdit, QListWidget, QListWidgetItem, QPlainTextEdit, QSplitter,
                                QVBoxLayout, QWidget)
 
-from curator.core import corpus, search
+from curator.core.corpus import documents
+from curator.core.corpus import search
 from curator.gui.review_view import plain_label
 
 
@@ -40,7 +41,7 @@ class CorpusView(QWidget):
 
     def reload(self) -> None:
         self.documents.clear()
-        for doc in corpus.list_documents(self.db):
+        for doc in documents.list_documents(self.db):
             item = QListWidgetItem(f"{doc['path']}  ({doc['chunks']})")
             item.setData(Qt.UserRole, doc["path"])
             self.documents.addItem(item)
@@ -59,7 +60,7 @@ class CorpusView(QWidget):
 
     def _doc_changed(self, item, _previous=None) -> None:
         if item is not None:
-            self._fill_chunks(corpus.list_chunks(self.db, item.data(Qt.UserRole)))
+            self._fill_chunks(documents.list_chunks(self.db, item.data(Qt.UserRole)))
 
     def run_search(self, text: str) -> None:
         if text.strip():

@@ -16,10 +16,11 @@ from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLineEdit,
                                QMessageBox, QProgressBar, QPushButton, QSizePolicy, QSplitter, QVBoxLayout, QWidget)
 
-from curator.core import views
-from curator.core.evaluate import RECALL_HEALTHY, RETRIEVERS
-from curator.core.export import DEFAULT_STATUSES, FORMATS
-from curator.core.review import STATUSES
+from curator.core.evaluation.evaluate import eval_runs
+from curator.core.export.writers import exports as past_exports
+from curator.core.evaluation.evaluate import RECALL_HEALTHY, RETRIEVERS
+from curator.core.export.writers import DEFAULT_STATUSES, FORMATS
+from curator.core.review.decisions import STATUSES
 from curator.gui import workers
 from curator.gui.generate_view import RecordTableModel, plain, record_table, show_error
 
@@ -92,7 +93,7 @@ def cluster_bars(result: dict, k: int) -> list[tuple[str, float, float]]:
 
 def export_task(db: sqlite_utils.Database, out: str, *, fmt: str, statuses: tuple[str, ...],
                 split: Optional[dict], on_progress=None, cancel=None) -> dict:
-    from curator.core.export import export
+    from curator.core.export.writers import export
 
     if on_progress is not None:
         on_progress(0, 1, "exporting")
@@ -107,7 +108,7 @@ def export_task(db: sqlite_utils.Database, out: str, *, fmt: str, statuses: tupl
 
 def evaluate_task(db: sqlite_utils.Database, *, retriever: str, run_file: Optional[str], ks: tuple[int, ...],
                   on_progress=None, cancel=None, **options) -> dict:
-    from curator.core.evaluate import evaluate
+    from curator.core.evaluation.evaluate import evaluate
 
     if on_progress is not None:
         on_progress(0, 1, "evaluating")
@@ -338,13 +339,13 @@ class EvaluateView(QWidget):
     # -- data ------------------------------------------------------------------------------
     def reload(self) -> None:
         """Show the last evaluation and the last export stored in the project."""
-        runs = views.eval_runs(self.db, limit=1)
+        runs = eval_runs(self.db, limit=1)
         if runs and runs[0]["metrics"]:
             self.show_result({"eval_run": runs[0]["id"], **runs[0]["metrics"]}, runs[0]["created_at"])
         else:
             self.summary.setText("No evaluation yet: approve some rows in Review, then press Evaluate.")
             self.show_result(None)
-        exports = views.exports(self.db, limit=1)
+        exports = past_exports(self.db, limit=1)
         if self.manifest is None and exports:
             last = exports[0]
             self.status.setText(f"Last export: {last['format']} to {last['path']} ({_when(last['created_at'])}).")
@@ -385,7 +386,7 @@ class EvaluateView(QWidget):
 
     def run_export(self) -> Optional[workers.TaskWorker]:
         from curator.core.errors import InputError
-        from curator.core.splits import parse_split
+        from curator.core.export.splits import parse_split
 
         statuses = tuple(name for name, check in self.status_checks.items() if check.isChecked())
         if not statuses:

@@ -19,9 +19,9 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, Q
                                QLineEdit, QMessageBox, QProgressBar, QPushButton, QSpinBox, QSplitter, QTableView,
                                QVBoxLayout, QWidget)
 
-from curator.core import views
-from curator.core.backends import Backend
-from curator.core.generate import DEFAULT_MIX, QUERY_TYPES, GenerationConfig
+from curator.core.generation.runs import generation_runs, rejected_candidates
+from curator.core.generation.backends import Backend
+from curator.core.generation.generate import DEFAULT_MIX, QUERY_TYPES, GenerationConfig
 from curator.gui import workers
 
 RAW_ROLE = Qt.UserRole + 2  # the unformatted value of a cell (floats stay floats)
@@ -166,20 +166,20 @@ class _Recording(Backend):
 
 def _accepted_row(db: sqlite_utils.Database, raw: str) -> Optional[dict]:
     """The query just stored from ``raw``: its id is derived from the parsed text (stable ids)."""
-    from curator.core.prompts import parse_output
-    from curator.core.queries import get_query, make_query_id
+    from curator.core.generation.prompts import parse_output
+    from curator.core.queries.rows import get_query, make_query_id
 
     parsed = parse_output(raw)
     return get_query(db, make_query_id("synthetic", parsed[0])) if parsed else None
 
 
 def _newest_rejected_id(db: sqlite_utils.Database) -> int:
-    newest = views.rejected_candidates(db, limit=1)
+    newest = rejected_candidates(db, limit=1)
     return int(newest[0]["id"]) if newest else 0
 
 
 def _open_backend(config: GenerationConfig) -> Backend:
-    from curator.core.backends import open_backend
+    from curator.core.generation.backends import open_backend
 
     return open_backend(config.model_path, config.endpoint, config.n_ctx, config.threads, config.seed)
 
@@ -187,7 +187,7 @@ def _open_backend(config: GenerationConfig) -> Backend:
 def generate_task(db: sqlite_utils.Database, config: GenerationConfig, *, feed: Optional[RowFeed] = None,
                   backend_factory: Optional[BackendFactory] = None, on_progress=None, cancel=None) -> dict:
     """Run core's generate, feeding each stored row (accepted or rejected) back to the GUI."""
-    from curator.core.generate import generate
+    from curator.core.generation.generate import generate
 
     backend = _Recording((backend_factory or _open_backend)(config))
     # Only rows stored from now on are fed: more accepted than before, or a newer rejected id.
@@ -199,7 +199,7 @@ def generate_task(db: sqlite_utils.Database, config: GenerationConfig, *, feed: 
             if row is not None:
                 feed.accepted.emit(row)
         elif feed is not None:
-            newest = views.rejected_candidates(db, limit=1)
+            newest = rejected_candidates(db, limit=1)
             if newest and newest[0]["id"] > seen["rejected_id"]:
                 seen["rejected_id"] = newest[0]["id"]
                 feed.rejected.emit(newest[0])
@@ -213,7 +213,7 @@ def generate_task(db: sqlite_utils.Database, config: GenerationConfig, *, feed: 
 # -- the view -------------------------------------------------------------------------------
 
 def _last_run(db: sqlite_utils.Database) -> Optional[dict]:
-    runs = views.generation_runs(db)
+    runs = generation_runs(db)
     if not runs:
         return None
     run = dict(runs[0])
@@ -371,7 +371,7 @@ class GenerateView(QWidget):
             self.rejected_model.set_rows([])
         else:
             self.run_status.setText(describe_run(run))
-            self.rejected_model.set_rows([_readable(r) for r in views.rejected_candidates(self.db, run_id=run["id"])])
+            self.rejected_model.set_rows([_readable(r) for r in rejected_candidates(self.db, run_id=run["id"])])
         self._update_labels()
         self.resume_button.setEnabled(self.worker is None and self.can_resume())
 

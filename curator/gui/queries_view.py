@@ -6,7 +6,7 @@ import sqlite_utils
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLineEdit, QTableView, QVBoxLayout, QWidget
 
-from curator.core.queries import get_query, list_queries
+from curator.core.queries.rows import get_query, list_queries
 from curator.gui.models import COLUMNS, HEADERS, ID_ROLE, QueryFilterProxy, QueryTableModel
 
 FILTER_COLUMNS = (1, 2, 3, 4, 5)  # every column except the text, which has the search box

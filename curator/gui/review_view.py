@@ -2,7 +2,7 @@
 
 Keys are handled in ``keyPressEvent`` of the view; the display widgets take no focus, and
 while an edit box has focus it consumes typed keys, so decisions never fire while typing.
-Every decision goes through ``curator.core.review.decide`` and is committed at once.
+Every decision goes through ``curator.core.review.decisions.decide`` and is committed at once.
 """
 
 from __future__ import annotations
@@ -17,8 +17,11 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFrame, QHBoxLayout, Q
                                QListWidgetItem, QPlainTextEdit, QPushButton, QSpinBox, QSplitter, QTextEdit,
                                QVBoxLayout, QWidget)
 
-from curator.core import corpus, review, search, views
-from curator.core.queries import get_query
+from curator.core.review.navigation import get_cursor, get_guidelines, next_pending, progress_by_cluster, review_order, set_cursor, set_guidelines
+from curator.core.corpus import documents
+from curator.core.review import decisions
+from curator.core.corpus import search
+from curator.core.queries.rows import get_query
 
 KEYS = [
     ("A", "approve"), ("X", "reject"), ("U", "unanswerable"), ("E", "edit question and answer"),
@@ -121,7 +124,7 @@ class GoldDialog(QDialog):
         remove.clicked.connect(lambda: self.chosen.takeItem(self.chosen.currentRow()))
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
-        for chunk in corpus.get_chunks(db, current):
+        for chunk in documents.get_chunks(db, current):
             self._add(chunk["id"], f"{chunk['doc_path']} — {chunk['title'] or ''}", int(grades.get(chunk["id"], 1)))
         self.resize(900, 420)
 
@@ -259,7 +262,7 @@ class ReviewView(QWidget):
         self.history.setFocusPolicy(Qt.NoFocus)
         scol.addWidget(self.history, 1)
         scol.addWidget(plain_label("Guidelines", bold=True))
-        self.guidelines = QPlainTextEdit(views.get_guidelines(self.db))
+        self.guidelines = QPlainTextEdit(get_guidelines(self.db))
         scol.addWidget(self.guidelines, 1)
         save = QPushButton("Save guidelines")
         save.setFocusPolicy(Qt.NoFocus)
@@ -277,24 +280,24 @@ class ReviewView(QWidget):
     # -- navigation ------------------------------------------------------------------------
     def load_initial(self) -> None:
         """Resume at this reviewer's saved row, else the first pending row."""
-        saved = views.get_cursor(self.db, self.reviewer)
+        saved = get_cursor(self.db, self.reviewer)
         if saved and get_query(self.db, saved):
             self.show_query(saved)
         else:
-            self.show_query(views.next_pending(self.db))
+            self.show_query(next_pending(self.db))
 
     def show_query(self, query_id: Optional[str]) -> None:
         self.current = get_query(self.db, query_id) if query_id else None
         if self.current:
-            views.set_cursor(self.db, self.reviewer, query_id)
+            set_cursor(self.db, self.reviewer, query_id)
         self._render()
 
     def advance(self) -> None:
         after = self.current["id"] if self.current else None
-        nxt = views.next_pending(self.db, after, self.skipped, self.focus)
+        nxt = next_pending(self.db, after, self.skipped, self.focus)
         if nxt is None and self.skipped:  # only skipped rows are left: go round again
             self.skipped.clear()
-            nxt = views.next_pending(self.db, after, within=self.focus)
+            nxt = next_pending(self.db, after, within=self.focus)
         self.show_query(nxt)
 
     def set_focus(self, query_ids: Optional[Collection[str]], why: str = "selected on the map") -> None:
@@ -306,15 +309,15 @@ class ReviewView(QWidget):
         self._update_focus_bar()
         if self.focus is not None and (self.current is None or self.current["id"] not in self.focus
                                        or self.current["status"] != "pending"):
-            self.show_query(views.next_pending(self.db, within=self.focus))
+            self.show_query(next_pending(self.db, within=self.focus))
         elif self.current is None:
-            self.show_query(views.next_pending(self.db))
+            self.show_query(next_pending(self.db))
 
     def _update_focus_bar(self) -> None:
         if self.focus is None:
             self.focus_bar.hide()
             return
-        pending = sum(1 for r in views.review_order(self.db, self.focus) if r["status"] == "pending")
+        pending = sum(1 for r in review_order(self.db, self.focus) if r["status"] == "pending")
         self.focus_label.setText(f"Reviewing the {len(self.focus)} queries {self.focus_reason} ({pending} pending).")
         self.focus_bar.show()
 
@@ -343,7 +346,7 @@ class ReviewView(QWidget):
     def _render_chunks(self, q: dict) -> None:
         """Plain text only; highlighting is applied as character formats, never HTML."""
         self.chunks.setPlainText("")
-        gold = corpus.get_chunks(self.db, q["gold_chunk_ids"])
+        gold = documents.get_chunks(self.db, q["gold_chunk_ids"])
         if not gold:
             self.chunks.setPlainText("(no gold chunk — press G to add one, or U if the corpus cannot answer this)")
             return
@@ -357,7 +360,7 @@ class ReviewView(QWidget):
         normal = QTextCharFormat()
         spans = []
         for chunk in gold:
-            near = corpus.neighbours(self.db, chunk["id"])
+            near = documents.neighbours(self.db, chunk["id"])
             grade = q["gold_grades"].get(chunk["id"], 1)
             cursor.insertText(f"{chunk['doc_path']}  ›  {chunk['title'] or ''}   [grade {grade}]\n", head)
             if near["previous"]:
@@ -372,14 +375,14 @@ class ReviewView(QWidget):
         self.chunks.moveCursor(QTextCursor.Start)
 
     def _render_side(self) -> None:
-        prog = review.progress(self.db)
+        prog = decisions.progress(self.db)
         lines = [f"Reviewed {prog['reviewed']} of {prog['queued']} queued"]
-        for row in views.progress_by_cluster(self.db):
+        for row in progress_by_cluster(self.db):
             name = "-" if row["cluster"] is None else row["cluster"]
             lines.append(f"  cluster {name}: {row['reviewed'] or 0} / {row['queued']}")
         self.progress_label.setText("\n".join(lines))
         self.history.clear()
-        for entry in review.history(self.db, self.reviewer, limit=10):
+        for entry in decisions.history(self.db, self.reviewer, limit=10):
             mark = {"done": "", "merged": " (merged)"}.get(entry["state"], " (undone)")
             self.history.addItem(f"{entry['action']}{mark}: {entry['text'][:60]}")
 
@@ -388,7 +391,7 @@ class ReviewView(QWidget):
         if self.current is None:
             return
         qid = self.current["id"]
-        review.decide(self.db, qid, action, self.reviewer, **changes)
+        decisions.decide(self.db, qid, action, self.reviewer, **changes)
         self.skipped.discard(qid)
         self.decided.emit(qid)
         if advance:
@@ -397,13 +400,13 @@ class ReviewView(QWidget):
             self.show_query(qid)
 
     def undo(self) -> None:
-        qid = review.undo(self.db, self.reviewer)
+        qid = decisions.undo(self.db, self.reviewer)
         if qid:
             self.decided.emit(qid)
             self.show_query(qid)
 
     def redo(self) -> None:
-        qid = review.redo(self.db, self.reviewer)
+        qid = decisions.redo(self.db, self.reviewer)
         if qid:
             self.decided.emit(qid)
             self.show_query(qid)
@@ -468,7 +471,7 @@ class ReviewView(QWidget):
         return self.note_dialog
 
     def save_guidelines(self) -> None:
-        views.set_guidelines(self.db, self.guidelines.toPlainText())
+        set_guidelines(self.db, self.guidelines.toPlainText())
 
     # -- keys ------------------------------------------------------------------------------
     def keyPressEvent(self, event) -> None:
@@ -504,4 +507,4 @@ class ReviewView(QWidget):
 
     def refresh(self) -> None:
         """Re-read the current row (another tab may have changed it)."""
-        self.show_query(self.current["id"] if self.current else views.next_pending(self.db))
+        self.show_query(self.current["id"] if self.current else next_pending(self.db))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -135,7 +134,7 @@ class MainWindow(QMainWindow):
 
     def _focus_on_assigned_share(self) -> None:
         """With a blind-overlap plan in the project, a reviewer sees only the queries it gives them."""
-        from curator.core import merge
+        from curator.core.review import merge
         from curator.core.errors import InputError
 
         try:
@@ -161,7 +160,6 @@ class MainWindow(QMainWindow):
         if self.db is not None:
             self.db.close()
             self.db = None
-        clustering = sys.modules.get("curator.core.cluster")  # only if clustering ever ran
-        if clustering is not None:
-            clustering.shutdown_worker()  # its UMAP process would otherwise outlive the window
+        if getattr(self, "clusters_view", None) is not None:
+            self.clusters_view.shutdown()  # its UMAP process would otherwise outlive the window
         super().closeEvent(event)

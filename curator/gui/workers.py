@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from curator.core.errors import CuratorError
 from curator.core.store import open_project
-from curator.core.tasks import CancelToken, Cancelled
+from curator.core.progress import CancelToken, Cancelled
 
 
 def show_busy(progress, status, busy: bool, message: str = "") -> None:
@@ -106,16 +106,23 @@ def cluster_task(db, *, k="auto", embedder: str = "tfidf", seed: int = 0, fast: 
                  on_progress=None, cancel=None) -> dict:
     """Cluster every query in core's worker process (the import is lazy: the window never pays for
     numpy/sklearn/umap). This thread only waits, so the GUI thread keeps the GIL."""
-    from curator.core.cluster import cluster_project
+    from curator.core.clustering.cluster import cluster_project
 
     path = db.execute("PRAGMA database_list").fetchone()[2]
     return cluster_project(path, embedder=embedder, k=k, seed=seed, fast=fast, on_progress=on_progress, cancel=cancel)
 
 
+def stop_cluster_process() -> None:
+    """Stop core's UMAP worker process if clustering ever started one (cheap otherwise)."""
+    from curator.core.clustering.cluster import shutdown_worker
+
+    shutdown_worker()
+
+
 def sample_task(db, *, size: int, allocation: str = "proportional", seed: int = 0,
                 on_progress=None, cancel=None) -> dict:
     """Top up the review queue with a stratified sample (core's build_queue is one transaction)."""
-    from curator.core.sample import build_queue
+    from curator.core.review.sample import build_queue
 
     if on_progress is not None:
         on_progress(0, 1, "sampling")

@@ -8,9 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from curator.cli.main import cli
-from curator.core.queries import add_query
-from curator.core.review import decide
-from curator.core.search import search_chunks
+from curator.core.queries.rows import add_query
+from curator.core.review.decisions import decide
+from curator.core.corpus.search import search_chunks
 from curator.core.store import open_project
 
 

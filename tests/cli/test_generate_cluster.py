@@ -5,12 +5,12 @@ import json
 from click.testing import CliRunner
 
 from curator.cli.main import cli
-from curator.core import generate as gen_module
+from curator.core.generation import generate as gen_module
 from curator.core import store
-from curator.core.backends import FakeBackend
-from curator.core.cluster import cluster_queries
-from curator.core.logs import import_log
-from curator.core.search import search_chunks
+from curator.core.generation.backends import FakeBackend
+from curator.core.clustering.cluster import cluster_queries
+from curator.core.queries.logs import import_log
+from curator.core.corpus.search import search_chunks
 from curator.core.store import open_project
 
 LOG = ("query\n" + "\n".join([

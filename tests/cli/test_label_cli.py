@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner
 
 from curator.cli.main import cli
-from curator.core.queries import add_query
+from curator.core.queries.rows import add_query
 from curator.core.store import open_project
 
 

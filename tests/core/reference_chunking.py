@@ -1,6 +1,6 @@
 """The chunker as it was written first (sessions 1-3): slow, obvious, and the definition of every
 chunk boundary, and so of every chunk id, that projects made so far hold. The fast chunker in
-curator.core.chunking must produce exactly what this one does; tests/core/test_chunk_ids_stable.py
+curator.core.corpus.chunking must produce exactly what this one does; tests/core/test_chunk_ids_stable.py
 checks that on random text and on real corpora.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 
 # What the fast chunker did not change is shared rather than copied.
-from curator.core.chunking import (DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP, HEADING_SEPARATOR, Chunk,
+from curator.core.corpus.chunking import (DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP, HEADING_SEPARATOR, Chunk,
                                    _split_long_unit, chunks_of_pieces)
-from curator.core.loaders import LoadedDoc
+from curator.core.corpus.loaders import LoadedDoc
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _UNIT_BOUNDARY = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from curator.core.agreement import cohen_kappa
+from curator.core.review.agreement import cohen_kappa
 
 
 def test_kappa_hand_computed():
@@ -20,15 +20,15 @@ def test_kappa_matches_sklearn():
 
 
 def test_agreement_from_journal(empty_db):
-    from curator.core import review
-    from curator.core.agreement import agreement
-    from curator.core.queries import add_query
+    from curator.core.review import decisions
+    from curator.core.review.agreement import agreement
+    from curator.core.queries.rows import add_query
 
     qids = [add_query(empty_db, f"question number {i}?", source="log") for i in range(4)]
     for q, act in zip(qids, ["approve", "approve", "reject", "reject"]):
-        review.decide(empty_db, q, act, reviewer="ann")
+        decisions.decide(empty_db, q, act, reviewer="ann")
     for q, act in zip(qids, ["approve", "reject", "reject", "reject"]):
-        review.decide(empty_db, q, act, reviewer="bob")
+        decisions.decide(empty_db, q, act, reviewer="bob")
     pair = agreement(empty_db)["pairs"][0]
     assert (pair["a"], pair["b"], pair["n"]) == ("ann", "bob", 4)
     assert pair["agreement"] == pytest.approx(0.75)

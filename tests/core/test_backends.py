@@ -9,12 +9,12 @@ import time
 
 import pytest
 
-from curator.core import generate as generate_module
-from curator.core import prompts
-from curator.core.backends import Backend, FakeBackend, HttpBackend, LlamaCppBackend, Request
-from curator.core.generate import GenerationConfig, allocate, generate
+from curator.core.generation import generate as generate_module
+from curator.core.generation import prompts
+from curator.core.generation.backends import Backend, FakeBackend, HttpBackend, LlamaCppBackend, Request
+from curator.core.generation.generate import GenerationConfig, allocate, generate
 from curator.core.store import open_project
-from curator.core.tasks import CancelToken
+from curator.core.progress import CancelToken
 from scripted import good_reply
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from curator.core.chunking import _TokenCounter, chunk_document, count_tokens
-from curator.core.loaders import LoadedDoc, Section, load_file
+from curator.core.corpus.chunking import _TokenCounter, chunk_document, count_tokens
+from curator.core.corpus.loaders import LoadedDoc, Section, load_file
 
 import reference_chunking as reference  # tests/core, beside this file
 
@@ -51,7 +51,7 @@ def _real_docs() -> list[LoadedDoc]:
     from pydoc_data.topics import topics
 
     docs = []
-    for path in sorted([*(ROOT / "resources" / "sample_corpus").rglob("*.*"), *(ROOT / "tests" / "data").glob("*.*")]):
+    for path in sorted([*(ROOT / "curator" / "resources" / "sample_corpus").rglob("*.*"), *(ROOT / "tests" / "data").glob("*.*")]):
         try:
             docs.extend(load_file(path, []))
         except Exception:  # the test data holds deliberately broken files

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from curator.core.chunking import MIN_CHUNK_TOKENS, chunk_document, chunk_id, count_tokens
-from curator.core.loaders import LoadedDoc, Section
+from curator.core.corpus.chunking import MIN_CHUNK_TOKENS, chunk_document, chunk_id, count_tokens
+from curator.core.corpus.loaders import LoadedDoc, Section
 
 
 def _doc(sections, key="docs/a.md", title="A") -> LoadedDoc:

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from curator.core import store
-from curator.core.cluster import cluster_project, cluster_queries, shutdown_worker
+from curator.core.clustering.cluster import cluster_project, cluster_queries, shutdown_worker
 from curator.core.errors import InputError
-from curator.core.queries import add_query
+from curator.core.queries.rows import add_query
 from curator.core.store import open_project
 
 # Three clearly different support topics, shared with the other clustering tests.
@@ -84,7 +84,7 @@ def test_too_few_queries(empty_db):
 
 
 def test_cancel_stops_the_worker_mid_run_and_stores_nothing(tmp_path):
-    from curator.core.tasks import CancelToken, Cancelled
+    from curator.core.progress import CancelToken, Cancelled
 
     path = tmp_path / "c.curator"
     db = _grouped_project(path)

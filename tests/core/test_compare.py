@@ -7,13 +7,13 @@ import itertools
 import numpy as np
 import pytest
 
-from curator.core import compare as compare_module
-from curator.core.compare import compare, compare_scores, paired_bootstrap
+from curator.core.evaluation import compare as compare_module
+from curator.core.evaluation.compare import compare, compare_scores, paired_bootstrap
 from curator.core.errors import InputError
-from curator.core.evaluate import evaluate, write_trec_run
-from curator.core.queries import add_query
-from curator.core.review import decide
-from curator.core.search import search_chunks
+from curator.core.evaluation.evaluate import evaluate, write_trec_run
+from curator.core.queries.rows import add_query
+from curator.core.review.decisions import decide
+from curator.core.corpus.search import search_chunks
 
 
 def test_bootstrap_of_two_queries_by_hand():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from curator.core.embed import Embedder, TfidfEmbedder, embed_texts, get_embedder
+from curator.core.embedding.embed import Embedder, TfidfEmbedder, embed_texts, get_embedder
 from curator.core.errors import InputError
 
 
@@ -61,7 +61,7 @@ def test_gguf_embedder_real_model_cached(empty_db, bundled_model):
 
 def test_minilm_semantic_and_cached(empty_db):
     pytest.importorskip("tokenizers")
-    from curator.core.embed import MiniLMEmbedder
+    from curator.core.embedding.embed import MiniLMEmbedder
 
     emb = get_embedder("minilm", empty_db)
     assert isinstance(emb, MiniLMEmbedder)
@@ -80,7 +80,7 @@ def test_minilm_semantic_and_cached(empty_db):
 def test_minilm_missing_package_is_a_clear_error(monkeypatch):
     import importlib.metadata as md
 
-    from curator.core import embed
+    from curator.core.embedding import embed
     from curator.core.errors import ModelFileError
 
     def missing(name):

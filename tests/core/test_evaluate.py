@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from curator.core import metrics
+from curator.core.evaluation import metrics
 from curator.core.errors import InputError
-from curator.core.evaluate import _auroc, evaluate, read_trec_run
-from curator.core.export import export
-from curator.core.queries import add_query
-from curator.core.review import decide
-from curator.core.search import search_chunks
+from curator.core.evaluation.evaluate import _auroc, evaluate, read_trec_run
+from curator.core.export.writers import export
+from curator.core.queries.rows import add_query
+from curator.core.review.decisions import decide
+from curator.core.corpus.search import search_chunks
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from curator.core import export as export_module
-from curator.core.export import export
-from curator.core.queries import add_query
-from curator.core.review import decide
+from curator.core.export import writers as export_module
+from curator.core.export.writers import export
+from curator.core.queries.rows import add_query
+from curator.core.review.decisions import decide
 
 RAGAS_FIELDS = {"user_input", "reference", "reference_contexts", "reference_context_ids"}
 

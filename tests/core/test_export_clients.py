@@ -12,9 +12,9 @@ import json
 
 import pytest
 
-from curator.core.export import export
-from curator.core.queries import add_query
-from curator.core.review import decide
+from curator.core.export.writers import export
+from curator.core.queries.rows import add_query
+from curator.core.review.decisions import decide
 
 # ragas 0.4.3 SingleTurnSample fields Curator fills, with the types that model declares.
 RAGAS_FIELDS = {"user_input": str, "reference": (str, type(None)), "reference_contexts": list,

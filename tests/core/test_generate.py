@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from curator.core import filters, prompts
-from curator.core.backends import FakeBackend, LlamaCppBackend, check_gguf
+from curator.core.generation import filters
+from curator.core.generation import prompts
+from curator.core.generation.backends import FakeBackend, LlamaCppBackend, check_gguf
 from curator.core.errors import InputError, ModelFileError
-from curator.core.generate import GenerationConfig, allocate, generate, parse_mix
-from curator.core.tasks import CancelToken
+from curator.core.generation.generate import GenerationConfig, allocate, generate, parse_mix
+from curator.core.progress import CancelToken
 from scripted import good_reply
 
 
@@ -133,8 +134,8 @@ def eval_json(text):
 
 def test_chunk_longer_than_the_prompt_budget_is_truncated_with_a_warning(empty_db, tmp_path):
     from curator.cli.generate_cmds import _render_summary
-    from curator.core.generate import MAX_PASSAGE_CHARS
-    from curator.core.ingest import ingest
+    from curator.core.generation.generate import MAX_PASSAGE_CHARS
+    from curator.core.corpus.ingest import ingest
 
     long_doc = tmp_path / "long.txt"
     long_doc.write_text(" ".join(f"Widget {i} needs calibration step {i} before the spring audit." for i in range(120)))
@@ -197,7 +198,7 @@ def test_retries_zero_moves_to_a_new_chunk_after_a_rejection(sample_db):
 @pytest.fixture(scope="module")
 def grammar_accepts(bundled_model):
     """Whether the batch decoder's grammar check lets the bundled model's tokens spell a reply."""
-    from curator.core.llama_batch import BatchDecoder
+    from curator.core.generation.backends.llama_batch import BatchDecoder
 
     backend = LlamaCppBackend(bundled_model)
     decoder = BatchDecoder(backend, 1)

@@ -19,9 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from curator.cli.main import cli
-from curator.core import generate as generate_module
-from curator.core import prompts
-from curator.core.backends import HttpBackend, Request
+from curator.core.generation import generate as generate_module
+from curator.core.generation import prompts
+from curator.core.generation.backends import HttpBackend, Request
 from curator.core.errors import CuratorError
 from curator.core.store import open_project
 
@@ -30,10 +30,10 @@ API_KEY = "curator-test-key"
 KEY_ENV = "CURATOR_TEST_KEY"
 
 # The server loads the model through llama-cpp-python like Curator does, so it needs the same
-# guard against llama.cpp's AMX kernels on CPUs that only advertise AMX (backends.py says why).
+# guard against llama.cpp's AMX kernels on CPUs that only advertise AMX (backends/llama_cpp.py says why).
 LAUNCH = """
 import runpy, sys
-from curator.core.backends import _extra_buffer_types, _use_extra_buffer_types
+from curator.core.generation.backends.llama_cpp import _extra_buffer_types, _use_extra_buffer_types
 with _extra_buffer_types(_use_extra_buffer_types()):
     sys.argv = ["llama_cpp.server"] + sys.argv[1:]
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)

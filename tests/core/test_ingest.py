@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from curator.core.corpus import list_chunks, list_documents
-from curator.core.ingest import ingest, iter_input_files, IngestReport
-from curator.core.queries import add_query, get_query
+from curator.core.corpus.documents import list_chunks, list_documents
+from curator.core.corpus.ingest import ingest, iter_input_files, IngestReport
+from curator.core.queries.rows import add_query, get_query
 from curator.core.store import open_project
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -148,7 +148,7 @@ def test_hidden_and_unsupported_files_in_folders_ignored(corpus):
 
 
 def test_progress_and_cancel(empty_db, corpus):
-    from curator.core.tasks import CancelToken, Cancelled
+    from curator.core.progress import CancelToken, Cancelled
 
     calls = []
     ingest(empty_db, [corpus], on_progress=lambda d, t, m: calls.append((d, t)))
@@ -160,7 +160,7 @@ def test_progress_and_cancel(empty_db, corpus):
 
 
 def test_fts_follows_ingest(empty_db, corpus):
-    from curator.core.search import search_chunks
+    from curator.core.corpus.search import search_chunks
 
     ingest(empty_db, [corpus], chunk_size=64, overlap=8)
     assert search_chunks(empty_db, "gamma")
@@ -195,7 +195,7 @@ def _table(db, sql: str) -> list[tuple]:
 
 
 def test_a_file_failing_while_stored_leaves_nothing_and_earlier_files_are_kept(empty_db, corpus, monkeypatch):
-    import curator.core.ingest as ingest_module
+    import curator.core.corpus.ingest as ingest_module
 
     real = ingest_module._store_documents
 
@@ -237,6 +237,6 @@ def test_a_changed_jsonl_passage_keeps_its_id_and_takes_its_new_text(empty_db, t
     again = ingest(empty_db, [corpus.parent])
     assert again.documents == 1  # only the changed passage is written again
     assert {c["id"]: c["text"] for c in list_chunks(empty_db)}["d1"].startswith("The second version")
-    from curator.core.search import search_chunks
+    from curator.core.corpus.search import search_chunks
     assert [h["id"] for h in search_chunks(empty_db, "plums orchard")] == ["d1"]
     assert search_chunks(empty_db, "apples oranges") == []

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from curator.core.errors import InputError
-from curator.core.loaders import decode_bytes, load_file, parse_html, parse_markdown, parse_rst
+from curator.core.corpus.loaders import decode_bytes, load_file, parse_html, parse_markdown, parse_rst
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

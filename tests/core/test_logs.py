@@ -7,7 +7,7 @@ import json
 import pytest
 
 from curator.core.errors import InputError
-from curator.core.logs import import_log, is_negative, redact
+from curator.core.queries.logs import import_log, is_negative, redact
 
 
 def test_csv_with_feedback_rephrase_and_a_bad_line(empty_db, tmp_path):
@@ -75,7 +75,7 @@ def test_reimporting_the_same_file_changes_nothing(empty_db, tmp_path):
 def test_bundled_sample_log(empty_db):
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "resources" / "sample_logs" / "queries.jsonl"
+    path = Path(__file__).resolve().parents[2] / "curator" / "resources" / "sample_logs" / "queries.jsonl"
     result = import_log(empty_db, path)
     assert result["fields"] == {"query": "query", "feedback": "feedback", "timestamp": "timestamp",
                                 "session": "session_id"}

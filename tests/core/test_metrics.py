@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from curator.core import metrics
+from curator.core.evaluation import metrics
 
 import pytrec_eval  # noqa: E402  (dev extra; plain pytrec_eval cannot build offline)
 
@@ -75,7 +75,7 @@ def test_hit_rate_agrees_with_trec_eval_success(seed):
 
 def test_agrees_with_trec_eval_on_a_real_hybrid_run(sample_db):
     """Reciprocal rank fusion gives many exactly tied scores: the tie order must still match."""
-    from curator.core.retrievers import get_retriever
+    from curator.core.retrieval.retrievers import get_retriever
 
     rng = random.Random(3)
     chunks = [r[0] for r in sample_db.execute("SELECT id FROM chunks WHERE active = 1 ORDER BY id")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from curator.core.queries import add_query, get_query, list_queries, make_query_id, normalize_text
+from curator.core.queries.rows import add_query, get_query, list_queries, make_query_id, normalize_text
 
 
 def test_normalize_text():

@@ -7,9 +7,11 @@ import random
 import numpy as np
 import pytest
 
-from curator.core import embed, metrics, retrievers
+from curator.core.embedding import embed
+from curator.core.evaluation import metrics
+from curator.core.retrieval import retrievers
 from curator.core.errors import InputError
-from curator.core.retrievers import BM25Retriever, HybridRetriever, Retriever, get_retriever, rrf
+from curator.core.retrieval.retrievers import BM25Retriever, HybridRetriever, Retriever, get_retriever, rrf
 
 
 def _distinct_chunks(db, n: int = 8) -> list[dict]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from curator.core.queries import add_query
-from curator.core.review import decide
-from curator.core.sample import allocate, build_queue, coverage
+from curator.core.queries.rows import add_query
+from curator.core.review.decisions import decide
+from curator.core.review.sample import allocate, build_queue, coverage
 
 
 def _clustered(db, per_cluster=(30, 10), negative_every=3):

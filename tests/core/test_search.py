@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from curator.core.ingest import ingest
-from curator.core.search import fts_query, search_chunks
+from curator.core.corpus.ingest import ingest
+from curator.core.corpus.search import fts_query, search_chunks
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ from click.testing import CliRunner
 
 from curator.cli.main import cli
 from curator.core.errors import InputError
-from curator.core.export import export
-from curator.core.queries import add_query
-from curator.core.review import decide
-from curator.core.splits import assign_splits, parse_split
+from curator.core.export.writers import export
+from curator.core.queries.rows import add_query
+from curator.core.review.decisions import decide
+from curator.core.export.splits import assign_splits, parse_split
 
 
 def test_parse_split_accepts_fractions_and_refuses_bad_specs():

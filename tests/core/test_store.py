@@ -145,7 +145,7 @@ def test_json_helpers_are_byte_stable():
 
 
 def _real_project_bytes(tmp_path: Path, sample_corpus: Path) -> bytes:
-    from curator.core.ingest import ingest
+    from curator.core.corpus.ingest import ingest
 
     path = tmp_path / "whole.curator"
     db = store.open_project(path, create=True)
@@ -178,8 +178,8 @@ def test_m001_project_is_migrated_to_bulk_fts_with_a_backup(tmp_path, sample_pro
     import shutil
     import sqlite3
 
-    from curator.core.ingest import ingest
-    from curator.core.search import search_chunks
+    from curator.core.corpus.ingest import ingest
+    from curator.core.corpus.search import search_chunks
     from curator.core.store import open_project
 
     path = tmp_path / "old.curator"

@@ -12,10 +12,11 @@ import pytest
 from PySide6.QtCore import QEvent, QPointF, QSettings, Qt
 from PySide6.QtGui import QMouseEvent
 
-from curator.core import corpus, review
-from curator.core.cluster import cluster_queries, shutdown_worker
-from curator.core.queries import add_query
-from curator.core.sample import build_queue
+from curator.core.corpus import documents
+from curator.core.review import decisions
+from curator.core.clustering.cluster import cluster_queries, shutdown_worker
+from curator.core.queries.rows import add_query
+from curator.core.review.sample import build_queue
 from curator.core.store import open_project
 from curator.gui.cluster_map import ClusterMap, points_in_polygon
 from curator.gui.clusters_view import ClustersView
@@ -28,7 +29,7 @@ PER_TOPIC = 20
 
 def _fill(path) -> None:
     db = open_project(path)
-    chunk = corpus.list_chunks(db)[0]["id"]
+    chunk = documents.list_chunks(db)[0]["id"]
     with db.conn:
         for base in TOPICS.values():
             for i in range(PER_TOPIC):
@@ -143,8 +144,8 @@ def test_cluster_list_counts(qtbot, project):
     db = open_project(project)
     build_queue(db, size=9, allocation="equal")
     queued = [r[0] for r in db.execute("SELECT query_id FROM review_queue ORDER BY position").fetchall()]
-    review.decide(db, queued[0], "approve", reviewer="t")
-    review.decide(db, queued[1], "reject", reviewer="t")
+    decisions.decide(db, queued[0], "approve", reviewer="t")
+    decisions.decide(db, queued[1], "reject", reviewer="t")
     truth = {c: {"size": 0, "queued": 0, "reviewed": 0, "approved": 0} for c in range(3)}
     for qid, cluster, status in db.execute(
             "SELECT qc.query_id, qc.cluster, q.status FROM query_clusters qc JOIN queries q ON q.id = qc.query_id"):

@@ -7,10 +7,10 @@ import json
 import pytest
 from PySide6.QtCore import Qt
 
-from curator.core.evaluate import evaluate
-from curator.core.queries import add_query
-from curator.core.review import decide
-from curator.core.search import search_chunks
+from curator.core.evaluation.evaluate import evaluate
+from curator.core.queries.rows import add_query
+from curator.core.review.decisions import decide
+from curator.core.corpus.search import search_chunks
 from curator.core.store import open_project
 from curator.gui.evaluate_view import RECALL_COLOUR, MRR_COLOUR, EvaluateView, cluster_bars, parse_ks
 from curator.gui.generate_view import RAW_ROLE

@@ -7,14 +7,14 @@ import shutil
 import pytest
 from PySide6.QtCore import QSettings
 
-from curator.core.backends import FakeBackend
-from curator.core.cluster import cluster_queries, shutdown_worker
-from curator.core.evaluate import evaluate
-from curator.core.export import export
-from curator.core.generate import GenerationConfig, generate
-from curator.core.queries import list_queries
-from curator.core.review import decide
-from curator.core.sample import build_queue
+from curator.core.generation.backends import FakeBackend
+from curator.core.clustering.cluster import cluster_queries, shutdown_worker
+from curator.core.evaluation.evaluate import evaluate
+from curator.core.export.writers import export
+from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.queries.rows import list_queries
+from curator.core.review.decisions import decide
+from curator.core.review.sample import build_queue
 from curator.core.store import open_project
 from curator.gui.window import MainWindow
 from scripted import every_nth_bad

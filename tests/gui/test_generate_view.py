@@ -9,10 +9,10 @@ import threading
 import pytest
 from PySide6.QtCore import Qt
 
-from curator.core import views
-from curator.core.backends import FakeBackend
-from curator.core.generate import QUERY_TYPES
-from curator.core.queries import list_queries
+from curator.core.generation.runs import generation_runs, rejected_candidates
+from curator.core.generation.backends import FakeBackend
+from curator.core.generation.generate import QUERY_TYPES
+from curator.core.queries.rows import list_queries
 from curator.core.store import open_project
 from curator.gui.generate_view import BUNDLED, ENDPOINT, GGUF, GenerateView
 from scripted import good_reply
@@ -104,7 +104,7 @@ def test_cancel_keeps_rows_and_resume_reaches_the_target(make_view, qtbot):
     qtbot.waitUntil(lambda: not view.busy(), timeout=10000)
     assert summary["status"] == "cancelled" and 2 <= summary["accepted"] < 40
     assert "Cancelled" in view.status.text()
-    assert views.generation_runs(view.db)[0]["status"] == "cancelled"
+    assert generation_runs(view.db)[0]["status"] == "cancelled"
     assert view.resume_button.isEnabled()
     made_before = view.rows_model.rowCount()
     view.backend_factory = lambda config: FakeBackend(good_reply)
@@ -184,10 +184,10 @@ def test_real_bundled_model_makes_rows_from_the_gui(make_view, qtbot, bundled_mo
     assert len(stored) == summary["accepted"] == view.rows_model.rowCount()
     assert {q["id"] for q in stored} == {r["id"] for r in view.rows_model.rows()}
     assert all(q["gold_chunk_ids"] and q["source"] == "synthetic" for q in stored)
-    rejected = views.rejected_candidates(view.db, run_id=summary["run_id"])
+    rejected = rejected_candidates(view.db, run_id=summary["run_id"])
     assert len(rejected) == summary["rejected"] == view.rejected_model.rowCount()
     assert all(r["reason"] for r in rejected)
-    assert views.generation_runs(view.db)[0]["backend"] == "llama-cpp"
+    assert generation_runs(view.db)[0]["backend"] == "llama-cpp"
 
 
 def test_real_bundled_model_run_cancelled_from_the_gui(make_view, qtbot):
@@ -203,7 +203,7 @@ def test_real_bundled_model_run_cancelled_from_the_gui(make_view, qtbot):
     summary = blocker.args[0]
     qtbot.waitUntil(lambda: not view.busy(), timeout=60000)
     assert summary["status"] == "cancelled" and summary["accepted"] < 30
-    assert views.generation_runs(view.db)[0]["status"] == "cancelled" and view.resume_button.isEnabled()
+    assert generation_runs(view.db)[0]["status"] == "cancelled" and view.resume_button.isEnabled()
     stored = {q["id"] for q in list_queries(view.db) if q["run_id"] == summary["run_id"]}
     assert stored == {r["id"] for r in view.rows_model.rows()}
-    assert len(views.rejected_candidates(view.db, run_id=summary["run_id"])) == view.rejected_model.rowCount()
+    assert len(rejected_candidates(view.db, run_id=summary["run_id"])) == view.rejected_model.rowCount()

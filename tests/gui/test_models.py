@@ -9,13 +9,13 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from curator.core import views
-from curator.core.backends import FakeBackend
-from curator.core.evaluate import evaluate
-from curator.core.export import export
-from curator.core.generate import GenerationConfig, generate
-from curator.core.queries import list_queries
-from curator.core.review import decide
+from curator.core.generation.runs import rejected_candidates
+from curator.core.generation.backends import FakeBackend
+from curator.core.evaluation.evaluate import evaluate
+from curator.core.export.writers import export
+from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.queries.rows import list_queries
+from curator.core.review.decisions import decide
 from curator.gui.evaluate_view import MANIFEST_COLUMNS, manifest_rows, metric_columns, slice_rows
 from curator.gui.generate_view import REJECT_COLUMNS, ROW_COLUMNS, RecordTableModel
 from curator.gui.models import QueryFilterProxy, QueryTableModel
@@ -72,7 +72,7 @@ def test_generate_view_models(qtmodeltester, populated):
     qtmodeltester.check(made)
     assert made.rowCount() == len(queries)
     rejected = RecordTableModel(REJECT_COLUMNS)
-    rejected.set_rows(views.rejected_candidates(db))
+    rejected.set_rows(rejected_candidates(db))
     qtmodeltester.check(rejected)
     assert rejected.rowCount() > 0 and rejected.text(0, 2)
 

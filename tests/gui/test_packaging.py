@@ -22,7 +22,7 @@ def test_desktop_entry_is_valid():
 
 
 def test_icon_copy_matches_resources():
-    assert (PKG / "curator.svg").read_bytes() == (ROOT / "resources" / "icons" / "curator.svg").read_bytes()
+    assert (PKG / "curator.svg").read_bytes() == (ROOT / "curator" / "resources" / "icons" / "curator.svg").read_bytes()
 
 
 def test_spec_and_entry_point():

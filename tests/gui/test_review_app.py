@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
-from curator.core import corpus, review, views
-from curator.core.queries import add_query, get_query
+from curator.core.review.navigation import get_cursor, get_guidelines, set_cursor, set_guidelines
+from curator.core.corpus import documents
+from curator.core.queries.rows import add_query, get_query
 from curator.core.store import open_project
 from curator.gui.models import QueryFilterProxy, QueryTableModel
 from curator.gui.window import MainWindow
@@ -14,7 +15,7 @@ from curator.gui.window import MainWindow
 
 def _seed(path, n=4):
     db = open_project(path)
-    chunks = corpus.list_chunks(db)
+    chunks = documents.list_chunks(db)
     ids = []
     with db.conn:
         for i in range(n):
@@ -117,7 +118,7 @@ def test_every_view_renders(qtbot, sample_project_path, settings, tmp_path):
 
 
 def test_views_cursor_and_guidelines(sample_db):
-    views.set_guidelines(sample_db, "be strict")
-    assert views.get_guidelines(sample_db) == "be strict"
-    views.set_cursor(sample_db, "a", "q_x")
-    assert views.get_cursor(sample_db, "a") == "q_x" and views.get_cursor(sample_db, "b") is None
+    set_guidelines(sample_db, "be strict")
+    assert get_guidelines(sample_db) == "be strict"
+    set_cursor(sample_db, "a", "q_x")
+    assert get_cursor(sample_db, "a") == "q_x" and get_cursor(sample_db, "b") is None

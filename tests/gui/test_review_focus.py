@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from curator.core import corpus, views
-from curator.core.queries import add_query, get_query
+from curator.core.review.navigation import next_pending
+from curator.core.corpus import documents
+from curator.core.queries.rows import add_query, get_query
 from curator.core.store import open_project
 from curator.gui.review_view import ReviewView
 
 
 def _project(path, n=6):
     db = open_project(path)
-    chunk = corpus.list_chunks(db)[0]["id"]
+    chunk = documents.list_chunks(db)[0]["id"]
     with db.conn:
         ids = [add_query(db, f"question {i}", "synthetic", query_type="factoid", gold_chunk_ids=[chunk])
                for i in range(n)]
@@ -22,9 +23,9 @@ def _project(path, n=6):
 def test_next_pending_within_a_selection(sample_project_path):
     db, ids = _project(sample_project_path)
     chosen = {ids[4], ids[1]}
-    assert views.next_pending(db, within=chosen) == ids[1]
-    assert views.next_pending(db, ids[1], within=chosen) == ids[4]
-    assert views.next_pending(db, ids[4], within={ids[4]}) is None
+    assert next_pending(db, within=chosen) == ids[1]
+    assert next_pending(db, ids[1], within=chosen) == ids[4]
+    assert next_pending(db, ids[4], within={ids[4]}) is None
     db.close()
 
 
@@ -51,8 +52,8 @@ def test_review_view_works_through_the_selection_then_the_whole_queue(qtbot, sam
 def test_window_opens_a_reviewer_on_their_overlap_share(qtbot, sample_project_path, tmp_path):
     from PySide6.QtCore import QSettings
 
-    from curator.core import merge
-    from curator.core.sample import build_queue
+    from curator.core.review import merge
+    from curator.core.review.sample import build_queue
     from curator.gui.window import MainWindow
 
     db, ids = _project(sample_project_path, n=10)

@@ -6,8 +6,9 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
-from curator.core import adjudicate, review
-from curator.core.queries import add_query, get_query
+from curator.core.review import adjudicate
+from curator.core.review import decisions
+from curator.core.queries.rows import add_query, get_query
 from curator.core.store import open_project
 from curator.gui.adjudication_view import AdjudicationView
 
@@ -22,8 +23,8 @@ def overlap(sample_project_path):
                 for i in range(4)]
     for qid, ann, bob in zip(qids, ["approve", "reject", "approve", "approve"],
                              ["reject", "unanswerable", "unanswerable", "approve"]):
-        review.decide(db, qid, ann, "ann", reference=f"ann says <script>{qid}</script>")
-        review.decide(db, qid, bob, "bob")
+        decisions.decide(db, qid, ann, "ann", reference=f"ann says <script>{qid}</script>")
+        decisions.decide(db, qid, bob, "bob")
     yield db, sample_project_path, qids, chunks
     db.close()
 

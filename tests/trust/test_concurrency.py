@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from curator.core.queries import add_query
+from curator.core.queries.rows import add_query
 from curator.core.store import open_project
 
 from trustkit import curator_cmd, python_child, spawn
@@ -18,7 +18,7 @@ from trustkit import curator_cmd, python_child, spawn
 # Like the review screen: one connection held open, decisions, undos and redos as fast as possible.
 REVIEWER_CHILD = r"""
 import sys, time
-from curator.core import review
+from curator.core.review import decisions
 from curator.core.store import open_project
 db = open_project(sys.argv[1])
 ids = [r[0] for r in db.execute("SELECT id FROM queries WHERE source = 'manual' ORDER BY id")]
@@ -30,10 +30,10 @@ while generating() is None and time.monotonic() < deadline:  # start once the ge
     time.sleep(0.01)
 i = 0
 while generating() or i < int(sys.argv[2]):  # keep deciding for as long as it generates
-    review.decide(db, ids[i % len(ids)], ("approve", "reject", "unanswerable")[i % 3], "ann", note=f"n{i}")
+    decisions.decide(db, ids[i % len(ids)], ("approve", "reject", "unanswerable")[i % 3], "ann", note=f"n{i}")
     if i % 10 == 9:
-        review.undo(db, "ann")
-        review.redo(db, "ann")
+        decisions.undo(db, "ann")
+        decisions.redo(db, "ann")
     i += 1
 print("REVIEWED", i, flush=True)
 """
@@ -107,7 +107,7 @@ for i in range(120):
 
 def test_merge_from_a_copy_its_reviewer_is_still_labelling(sample_project_path, tmp_path):
     """Merging reads the other copy in one read-only snapshot while its reviewer writes to it."""
-    from curator.core.merge import merge
+    from curator.core.review.merge import merge
 
     _seed(sample_project_path, 40)
     conn = sqlite3.connect(sample_project_path)
@@ -117,13 +117,13 @@ def test_merge_from_a_copy_its_reviewer_is_still_labelling(sample_project_path, 
     theirs.write_bytes(sample_project_path.read_bytes())
     code = r"""
 import sys
-from curator.core import review
+from curator.core.review import decisions
 from curator.core.store import open_project
 db = open_project(sys.argv[1])
 ids = [r[0] for r in db.execute("SELECT id FROM queries WHERE source = 'manual' ORDER BY id")]
 print("READY", flush=True)
 for i in range(400):
-    review.decide(db, ids[i % len(ids)], ("approve", "reject")[i % 2], "bob")
+    decisions.decide(db, ids[i % len(ids)], ("approve", "reject")[i % 2], "bob")
 """
     labeller = python_child(code, str(theirs))
     assert labeller.stdout.readline().startswith("READY")

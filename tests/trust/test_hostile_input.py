@@ -21,13 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from curator.cli.main import cli
-from curator.core import prompts
-from curator.core.backends import FakeBackend
+from curator.core.generation import prompts
+from curator.core.generation.backends import FakeBackend
 from curator.core.errors import InputError
-from curator.core.generate import GenerationConfig, generate
-from curator.core.ingest import ingest
-from curator.core.logs import import_log
-from curator.core.queries import make_query_id
+from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.corpus.ingest import ingest
+from curator.core.queries.logs import import_log
+from curator.core.queries.rows import make_query_id
 from curator.core.store import open_project
 
 from trustkit import canned_reply
@@ -314,7 +314,7 @@ def test_generation_survives_hostile_model_output(sample_db):
 
 @pytest.mark.parametrize("body", [b'{"choices": []}', b"[]", b'{"choices": [{"message": {"content": 42}}]}'])
 def test_malformed_server_reply_is_a_clear_error(sample_db, fake_model, body):
-    from curator.core.backends import HttpBackend
+    from curator.core.generation.backends import HttpBackend
     from curator.core.errors import CuratorError
 
     fake_model.raw, fake_model.delay = body, 0

@@ -16,15 +16,16 @@ import time
 
 import pytest
 
-from curator.core import review, store
-from curator.core.queries import add_query
+from curator.core import store
+from curator.core.review import decisions
+from curator.core.queries.rows import add_query
 from curator.core.store import open_project
 
 from trustkit import curator_cmd, kill9, python_child, spawn, wait_until
 
 REVIEW_CORE_CHILD = r"""
 import sys
-from curator.core import review
+from curator.core.review import decisions
 from curator.core.store import open_project
 db = open_project(sys.argv[1])
 ids = [r[0] for r in db.execute("SELECT id FROM queries ORDER BY id")]
@@ -32,7 +33,7 @@ actions = ["approve", "reject", "unanswerable", "pending"]
 i = 0
 while True:
     qid = ids[i % len(ids)]
-    result = review.decide(db, qid, actions[i % 4], "ann", note=f"burst {i}")
+    result = decisions.decide(db, qid, actions[i % 4], "ann", note=f"burst {i}")
     print(f"ACK {result['decision_id']} {qid} {result['status']}", flush=True)
     i += 1
 """
@@ -107,10 +108,10 @@ def _check_journal(path, acks) -> None:
             assert store.loads(after)["status"] == status
         latest = db.execute("SELECT id, query_id, before FROM decisions WHERE state = 'done' ORDER BY id DESC LIMIT 1"
                             ).fetchone()
-        assert review.undo(db, "ann") == latest[1]
+        assert decisions.undo(db, "ann") == latest[1]
         restored = db.execute("SELECT status FROM queries WHERE id = ?", [latest[1]]).fetchone()[0]
         assert restored == store.loads(latest[2])["status"]
-        assert review.redo(db, "ann") == latest[1]
+        assert decisions.redo(db, "ann") == latest[1]
     finally:
         db.close()
 
@@ -191,7 +192,7 @@ def test_kill_during_jsonl_export_leaves_a_complete_file(sample_project_path, tm
 BEIR_KILL_CHILD = r"""
 import os, signal, sys
 from pathlib import Path
-from curator.core import export as export_mod
+from curator.core.export import writers as export_mod
 from curator.core.store import open_project
 out, mode = Path(sys.argv[2]), sys.argv[3]
 if mode == "exchange":
@@ -284,7 +285,7 @@ def test_kill_during_generate_then_resume_reaches_target_without_duplicates(samp
 
 MERGE_CHILD = r"""
 import sys
-from curator.core.merge import merge
+from curator.core.review.merge import merge
 from curator.core.store import open_project
 merge(open_project(sys.argv[1]), sys.argv[2])
 print("MERGED", flush=True)
@@ -312,7 +313,7 @@ def test_kill_during_merge_then_rerun_equals_a_clean_merge(sample_project_path, 
         path.write_bytes(sample_project_path.read_bytes())
     db = open_project(theirs)
     for i, qid in enumerate(ids):
-        review.decide(db, qid, ("approve", "reject", "unanswerable")[i % 3], "bob")
+        decisions.decide(db, qid, ("approve", "reject", "unanswerable")[i % 3], "bob")
     db.close()
 
     proc = python_child(MERGE_CHILD, str(mine), str(theirs))
@@ -321,7 +322,7 @@ def test_kill_during_merge_then_rerun_equals_a_clean_merge(sample_project_path, 
     assert proc.returncode == -9
     assert _count(mine, "SELECT COUNT(*) FROM decisions WHERE state = 'merged'") < len(ids), "kill landed too late"
 
-    from curator.core.merge import merge
+    from curator.core.review.merge import merge
 
     for path in (mine, clean):
         db = open_project(path)
@@ -347,7 +348,7 @@ def _count(path, sql: str) -> int:
 # The child kills itself right there; the update must not survive without its journal row.
 DECIDE_KILL_CHILD = r"""
 import os, signal, sys
-from curator.core import review
+from curator.core.review import decisions
 from curator.core.store import open_project
 db = open_project(sys.argv[1])
 real_execute = db.execute
@@ -356,7 +357,7 @@ def execute(sql, params=None):
         os.kill(os.getpid(), signal.SIGKILL)
     return real_execute(sql, params)
 db.execute = execute
-review.decide(db, sys.argv[2], "approve", "ann", reference="half-made decision")
+decisions.decide(db, sys.argv[2], "approve", "ann", reference="half-made decision")
 """
 
 

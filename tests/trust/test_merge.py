@@ -11,11 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from curator.cli.main import cli
-from curator.core import adjudicate, review
-from curator.core.agreement import agreement
+from curator.core.review import adjudicate
+from curator.core.review import decisions
+from curator.core.review.agreement import agreement
 from curator.core.errors import InputError, NotAProject
-from curator.core.merge import merge
-from curator.core.queries import add_query, get_query
+from curator.core.review.merge import merge
+from curator.core.queries.rows import add_query, get_query
 from curator.core.store import open_project
 
 # Twelve queries; ann decides 0-8 in her copy, bob 3-11 in his: 3-8 overlap.
@@ -58,14 +59,14 @@ def copies(tmp_path, sample_project_path):
     for path, reviewer, plan in ((a, "ann", ANN), (b, "bob", BOB)):
         db = open_project(path)
         for i, action in plan.items():
-            review.decide(db, qids[i], action, reviewer)
+            decisions.decide(db, qids[i], action, reviewer)
         db.close()
     # bob also edited the answer of query 9 after approving it, and decided a query ann's copy lacks
     db = open_project(b)
-    review.decide(db, qids[9], "edit", "bob", reference="bob's answer")
+    decisions.decide(db, qids[9], "edit", "bob", reference="bob's answer")
     with db.conn:
         extra = add_query(db, "a question only bob has?", "manual")
-    review.decide(db, extra, "reject", "bob")
+    decisions.decide(db, extra, "reject", "bob")
     db.close()
     _checkpoint(b)
     return a, b, qids, chunks
@@ -95,7 +96,7 @@ def test_merge_keeps_both_lists_conflicts_and_is_idempotent(copies):
     assert [c["query_id"] for c in again["conflicts"]] == expected
     assert db.execute("SELECT COUNT(*) FROM decisions").fetchone()[0] == count
     # ann's undo is still hers: the imported rows are never on her stack
-    assert review.undo(db, "ann") == qids[8]
+    assert decisions.undo(db, "ann") == qids[8]
     assert get_query(db, qids[8])["status"] == "pending"
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     db.close()
@@ -155,7 +156,7 @@ def test_adjudication_resolves_is_journaled_and_undoable(copies):
     assert first not in remaining and second not in remaining
     assert {c["query_id"] for c in adjudicate.conflicts(db, include_resolved=True)} >= {first, second}
     assert agreement(db)["reviewers"] == ["ann", "bob"]  # the judge is not a reviewer
-    assert review.undo(db, "carol") == second  # an adjudication undoes like any decision
+    assert decisions.undo(db, "carol") == second  # an adjudication undoes like any decision
     assert second in [c["query_id"] for c in adjudicate.conflicts(db)]
     with pytest.raises(InputError, match="dave"):
         adjudicate.resolve(db, first, "carol", pick="dave")
@@ -169,7 +170,7 @@ def test_adjudicating_unanswerable_to_approved_makes_it_answerable(copies):
     db = open_project(a)
     merge(db, b)
     adjudicate.resolve(db, qids[7], "carol", pick="ann")  # ann approved, bob said unanswerable
-    review.decide(db, qids[6], "unanswerable", "ann")
+    decisions.decide(db, qids[6], "unanswerable", "ann")
     adjudicate.resolve(db, qids[6], "carol", status="approved", gold=[chunks[6]])
     assert get_query(db, qids[6])["answerable"] == 1
     db.close()
@@ -224,8 +225,8 @@ def test_same_reviewer_name_in_both_copies_is_warned(copies, tmp_path):
     c = tmp_path / "carl.curator"
     shutil.copy(b, c)
     db = open_project(c)
-    review.decide(db, qids[0], "reject", "ann")  # someone else labelling as 'ann'
-    review.decide(db, qids[2], "approve", "ann")  # the same verdict as the real ann: no warning on its own
+    decisions.decide(db, qids[0], "reject", "ann")  # someone else labelling as 'ann'
+    decisions.decide(db, qids[2], "approve", "ann")  # the same verdict as the real ann: no warning on its own
     db.close()
     _checkpoint(c)
     db = open_project(a)
@@ -238,7 +239,7 @@ def test_same_reviewer_name_in_both_copies_is_warned(copies, tmp_path):
 
 
 def test_blind_overlap_plan_copies_and_merge(tmp_path, sample_project_path):
-    from curator.core.merge import assign_overlap, assigned, overlap_ids
+    from curator.core.review.merge import assign_overlap, assigned, overlap_ids
 
     sk = pytest.importorskip("sklearn.metrics")
     db = open_project(sample_project_path)
@@ -267,7 +268,7 @@ def test_blind_overlap_plan_copies_and_merge(tmp_path, sample_project_path):
             if name == "ann" and qid == sorted(both)[0]:
                 continue  # ann has not reached this overlap query yet
             action = ("approve", "reject")[(i + (name == "bob")) % 2]
-            review.decide(db, qid, action, name)
+            decisions.decide(db, qid, action, name)
             labels[qid] = STATUS[action]
         db.close()
     _checkpoint(b)

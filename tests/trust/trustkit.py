@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable, Optional
 
-from curator.core.filters import STOPWORDS
+from curator.core.generation.filters import STOPWORDS
 
 REPO = Path(__file__).resolve().parents[2]
 _PASSAGE = re.compile(r"Passage(?: 1)?:\n(.*?)(?:\nPassage 2:|\Z)", re.S)

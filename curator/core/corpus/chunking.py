@@ -14,7 +14,7 @@ from itertools import accumulate
 
 import numpy as np
 
-from curator.core.loaders import LoadedDoc
+from curator.core.corpus.loaders import LoadedDoc
 
 DEFAULT_CHUNK_SIZE = 256
 DEFAULT_OVERLAP = 32

@@ -4,7 +4,7 @@ Queries are matched by their stable id (source + normalised text), so two copies
 project agree on ids. For every matched query the other copy's live journal rows are copied
 into this journal with state ``merged``: both reviewers' decisions are kept, agreement and
 conflicts read them, and nobody's undo stack picks them up. A query nobody here has decided
-yet takes the other reviewer's decision through ``review.decide`` (journaled and undoable like
+yet takes the other reviewer's decision through ``decisions.decide`` (journaled and undoable like
 any decision); a query both copies decided differently is listed as a conflict and left as
 it is until someone adjudicates it.
 
@@ -27,7 +27,9 @@ from pathlib import Path
 
 import sqlite_utils
 
-from curator.core import adjudicate, review, store
+from curator.core import store
+from curator.core.review import adjudicate
+from curator.core.review import decisions
 from curator.core.errors import CuratorError, InputError, NotAProject
 
 OVERLAP_KEY = "blind_overlap"
@@ -95,7 +97,7 @@ def _read_other(other: sqlite_utils.Database) -> tuple[dict[str, dict], dict[str
 
 
 def _read_snapshot(other: sqlite_utils.Database) -> tuple[dict[str, dict], dict[str, list[dict]]]:
-    fields = ", ".join(review.REVIEW_FIELDS)
+    fields = ", ".join(decisions.REVIEW_FIELDS)
     rows = {r["id"]: r for r in store.rows(other, f"SELECT id, {fields} FROM queries")}
     for row in rows.values():
         row["gold_chunk_ids"] = store.loads(row["gold_chunk_ids"], [])
@@ -153,7 +155,7 @@ def _untouched_here(db: sqlite_utils.Database, query_id: str) -> bool:
 def _adopt(db: sqlite_utils.Database, theirs: dict) -> None:
     """Take the other copy's decision on a query nobody here decided, as that reviewer."""
     action = _ACTION_OF_STATUS[theirs["status"]]
-    review.decide(db, theirs["id"], action, theirs["reviewer"] or "merged", text=theirs["text"],
+    decisions.decide(db, theirs["id"], action, theirs["reviewer"] or "merged", text=theirs["text"],
                   reference=theirs["reference"], gold=theirs["gold_chunk_ids"],
                   grades=theirs["gold_grades"] or None, note=theirs["note"])
 
@@ -209,7 +211,7 @@ def merge(db: sqlite_utils.Database, other_path: str | Path) -> dict:
 
 def _queue_order(db: sqlite_utils.Database) -> list[str]:
     """The review queue, or every pending query when no queue was built."""
-    queued = [r["query_id"] for r in review.queue(db)]
+    queued = [r["query_id"] for r in decisions.queue(db)]
     pending = "SELECT id FROM queries WHERE status = 'pending' ORDER BY created_at, id"
     return queued or [r[0] for r in db.execute(pending)]
 

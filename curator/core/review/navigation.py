@@ -1,7 +1,6 @@
-"""Read helpers for the desktop app (no Qt here): small queries the GUI needs but core lacks.
+"""The reviewer's way through the queue: order, next pending row, resume cursor, guidelines.
 
-The GUI never runs SQL itself; everything it reads or writes outside the other core modules
-goes through these functions, so the headless tests can cover them too.
+Reads only; decisions themselves go through ``decisions``.
 """
 
 from __future__ import annotations
@@ -11,6 +10,7 @@ from typing import Collection, Optional
 import sqlite_utils
 
 from curator.core import store
+
 
 GUIDELINES_KEY = "guidelines"
 DEFAULT_GUIDELINES = (
@@ -85,66 +85,3 @@ def progress_by_cluster(db: sqlite_utils.Database) -> list[dict]:
         """SELECT r.cluster AS cluster, COUNT(*) AS queued, SUM(q.status != 'pending') AS reviewed
            FROM review_queue r JOIN queries q ON q.id = r.query_id GROUP BY r.cluster ORDER BY r.cluster""",
     )
-
-
-def rejected_candidates(db: sqlite_utils.Database, run_id: Optional[int] = None, limit: int = 500) -> list[dict]:
-    where, params = ("WHERE run_id = ?", [run_id]) if run_id is not None else ("", [])
-    return store.rows(
-        db,
-        f"""SELECT id, run_id, query_type, text, reason, created_at FROM rejected_candidates {where}
-            ORDER BY id DESC LIMIT ?""",
-        [*params, limit],
-    )
-
-
-def generation_runs(db: sqlite_utils.Database) -> list[dict]:
-    return store.rows(db, "SELECT id, created_at, backend, model_path, target, status, counts FROM generation_runs ORDER BY id DESC")
-
-
-def active_cluster_run(db: sqlite_utils.Database) -> Optional[dict]:
-    found = store.rows(db, "SELECT id, created_at, embedder, k, silhouette FROM cluster_runs WHERE active = 1 ORDER BY id DESC LIMIT 1")
-    return found[0] if found else None
-
-
-def cluster_points(db: sqlite_utils.Database, run_id: Optional[int] = None) -> list[dict]:
-    """Map coordinates of every query in a cluster run (the active one by default)."""
-    run = run_id if run_id is not None else (active_cluster_run(db) or {}).get("id")
-    if run is None:
-        return []
-    return store.rows(
-        db,
-        """SELECT qc.query_id, qc.cluster, qc.x, qc.y, q.text, q.source, q.status
-           FROM query_clusters qc JOIN queries q ON q.id = qc.query_id WHERE qc.run_id = ?""",
-        [run],
-    )
-
-
-def cluster_table(db: sqlite_utils.Database, run_id: Optional[int] = None) -> list[dict]:
-    """Cluster list with label, size and queued/reviewed/approved counts."""
-    run = run_id if run_id is not None else (active_cluster_run(db) or {}).get("id")
-    if run is None:
-        return []
-    return store.rows(
-        db,
-        """SELECT c.cluster, c.label, c.size,
-                  SUM(r.query_id IS NOT NULL) AS queued,
-                  SUM(r.query_id IS NOT NULL AND q.status != 'pending') AS reviewed,
-                  SUM(q.status = 'approved') AS approved
-           FROM clusters c
-           LEFT JOIN query_clusters qc ON qc.run_id = c.run_id AND qc.cluster = c.cluster
-           LEFT JOIN queries q ON q.id = qc.query_id
-           LEFT JOIN review_queue r ON r.query_id = qc.query_id
-           WHERE c.run_id = ? GROUP BY c.cluster ORDER BY c.cluster""",
-        [run],
-    )
-
-
-def eval_runs(db: sqlite_utils.Database, limit: int = 20) -> list[dict]:
-    found = store.rows(db, "SELECT id, created_at, retriever, metrics FROM eval_runs ORDER BY id DESC LIMIT ?", [limit])
-    for row in found:
-        row["metrics"] = store.loads(row["metrics"], {})
-    return found
-
-
-def exports(db: sqlite_utils.Database, limit: int = 20) -> list[dict]:
-    return store.rows(db, "SELECT id, created_at, format, path FROM exports ORDER BY id DESC LIMIT ?", [limit])

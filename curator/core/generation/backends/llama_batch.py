@@ -7,12 +7,27 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Protocol, Sequence
 
-from curator.core.backends import LlamaCppBackend, Request, _Source
+from curator.core.generation.backends.base import Messages, Request, RequestSource
 from curator.core.errors import CuratorError
 
 N_BATCH = 512  # tokens per llama_decode: one per generating sequence, prompt chunks fill the rest
+
+
+class BatchHost(Protocol):
+    """What the decoder needs of its host (``LlamaCppBackend`` is one): the loaded model, the
+    per-sequence context size and threads, the model's own chat prompt and compiled grammars."""
+
+    n_ctx: int
+    n_threads: int
+
+    @property
+    def llm(self): ...
+
+    def chat_prompt(self, messages: Messages) -> tuple[list[int], list[bytes]]: ...
+
+    def grammar(self, text: Optional[str]): ...
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -58,7 +73,7 @@ class BatchDecoder:
     token either way.
     """
 
-    def __init__(self, backend: LlamaCppBackend, parallel: int):
+    def __init__(self, backend: BatchHost, parallel: int):
         import numpy as np
         from llama_cpp import _internals
         from llama_cpp import llama_cpp as C
@@ -89,7 +104,7 @@ class BatchDecoder:
         self._one = C.llama_token_data_array(data=self._one_data, size=1, selected=-1, sorted=False)
 
     def run(self, requests: Iterable[Optional[Request]]) -> Iterator[tuple[Request, str]]:
-        source = _Source(requests)
+        source = RequestSource(requests)
         try:
             while True:
                 self._admit(source)
@@ -109,7 +124,7 @@ class BatchDecoder:
         finally:
             self._clear()
 
-    def _admit(self, source: _Source) -> None:
+    def _admit(self, source: RequestSource) -> None:
         for slot in self.slots:
             if slot.request is not None:
                 continue
@@ -189,7 +204,7 @@ class BatchDecoder:
         if text is None:
             return None
         sampler = self._sampler_type()
-        sampler.add_grammar(self.backend.llm._model, self.backend._grammar(text))
+        sampler.add_grammar(self.backend.llm._model, self.backend.grammar(text))
         return sampler
 
     def _add(self, slot: _Slot, tokens: list[int], want_logits: bool) -> int:

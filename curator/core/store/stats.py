@@ -31,12 +31,3 @@ def project_stats(db: sqlite_utils.Database) -> dict:
         "decisions": count("SELECT COUNT(*) FROM decisions WHERE state = 'done'"),
         "eval_runs": count("SELECT COUNT(*) FROM eval_runs"),
     }
-
-
-def render_stats(stats: dict) -> str:
-    lines = []
-    for key, value in stats.items():
-        if isinstance(value, dict):
-            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "-"
-        lines.append(f"{key.replace('_', ' '):<22} {value}")
-    return "\n".join(lines)

@@ -19,9 +19,10 @@ from typing import Optional
 import numpy as np
 import sqlite_utils
 
-from curator.core import metrics, store
+from curator.core import store
+from curator.core.evaluation import metrics
 from curator.core.errors import InputError
-from curator.core.evaluate import gold_qrels, gold_rows, read_trec_run
+from curator.core.evaluation.evaluate import gold_qrels, gold_rows, read_trec_run
 
 DEFAULT_METRIC = "mrr"  # every eval run has it; ndcg@10 exists only when 10 was among the k
 RESAMPLES = 10_000

@@ -14,7 +14,7 @@ from typing import Optional
 
 import sqlite_utils
 
-from curator.core.adjudicate import standing_decisions
+from curator.core.review.adjudicate import standing_decisions
 
 UNCLUSTERED = "unclustered"
 

@@ -5,7 +5,7 @@ approved it, on the gold chunks. Decisions are read from the journal: a reviewer
 ``done`` rows and the ``merged`` rows that ``merge`` imported from another copy, so conflicts
 are found the same way whether both reviewers worked in one project or in two copies.
 
-An adjudication is an ordinary ``adjudicate`` decision made through ``review.decide``, so it is
+An adjudication is an ordinary ``adjudicate`` decision made through ``decisions.decide``, so it is
 journaled and undoable like any other. A conflict counts as resolved while a ``done``
 adjudication is newer than every reviewer decision on the query; undoing it reopens the conflict.
 """
@@ -16,7 +16,8 @@ from typing import Iterable, Optional
 
 import sqlite_utils
 
-from curator.core import review, store
+from curator.core import store
+from curator.core.review import decisions
 from curator.core.errors import InputError
 
 # Journal states that count as a reviewer's standing decision ('undone'/'discarded' do not).
@@ -128,7 +129,7 @@ def resolve(db: sqlite_utils.Database, query_id: str, judge: str, *, pick: Optio
         gold, grades = [], {}  # an unanswerable query has no gold, whoever said otherwise
     if grades is not None and gold is not None:
         grades = {cid: int(grades.get(cid, 1)) for cid in gold}
-    return review.decide(db, query_id, "adjudicate", judge, status=status,
+    return decisions.decide(db, query_id, "adjudicate", judge, status=status,
                          text=text if text is not None else base.get("text"),
                          reference=reference if reference is not None else base.get("reference"),
                          gold=gold, grades=grades, note=note)

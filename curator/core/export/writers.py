@@ -12,44 +12,21 @@ import os
 import shutil
 import sys
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Iterable, Optional
 
 import sqlite_utils
 
 from curator import __version__
 from curator.core import store
-from curator.core.corpus import get_chunks
+from curator.core.corpus.documents import get_chunks
 from curator.core.errors import InputError
-from curator.core.queries import list_queries
-from curator.core.splits import assign_splits
+from curator.core.queries.rows import list_queries
+from curator.core.export.splits import assign_splits
+from curator.core.files import write_lines
 
 FORMATS = ("jsonl", "beir", "trec")
 DEFAULT_STATUSES = ("approved", "unanswerable")
-
-
-@contextmanager
-def atomic_file(path: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it over ``path`` only on success."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def _write_lines(path: Path, lines: Iterable[str]) -> None:
-    with atomic_file(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            for line in lines:
-                fh.write(line + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
 
 
 def _sha256(path: Path) -> str:
@@ -107,10 +84,10 @@ def _export_beir(db, out: Path, rows: list[dict], splits: dict[str, str]) -> lis
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     corpus = store.rows(db, """SELECT c.id, c.title, c.text, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id
                                WHERE c.active = 1 ORDER BY c.id""")
-    _write_lines(staging / "corpus.jsonl", (json.dumps({"_id": c["id"], "title": c["title"] or "", "text": c["text"],
+    write_lines(staging / "corpus.jsonl", (json.dumps({"_id": c["id"], "title": c["title"] or "", "text": c["text"],
                                                         "metadata": {"doc_path": c["path"]}}, ensure_ascii=False)
                                             for c in corpus))
-    _write_lines(staging / "queries.jsonl", (json.dumps({"_id": q["id"], "text": q["text"], "metadata": {
+    write_lines(staging / "queries.jsonl", (json.dumps({"_id": q["id"], "text": q["text"], "metadata": {
         "answerable": q["status"] != "unanswerable" and bool(q["answerable"]), "query_type": q["query_type"],
         "source": q["source"], "cluster": q["cluster"], **({"split": splits[q["id"]]} if splits else {})}},
         ensure_ascii=False) for q in rows))
@@ -118,7 +95,7 @@ def _export_beir(db, out: Path, rows: list[dict], splits: dict[str, str]) -> lis
     by_split = _group_by_split(rows, splits) if splits else {"test": rows}
     qrels_files = []
     for name, split_rows in by_split.items():
-        _write_lines(staging / "qrels" / f"{name}.tsv",
+        write_lines(staging / "qrels" / f"{name}.tsv",
                      ["query-id\tcorpus-id\tscore"] + [f"{a}\t{b}\t{c}" for a, b, c in _qrels(split_rows)])
         qrels_files.append(out / "qrels" / f"{name}.tsv")
     _swap_folder_in(staging, out)
@@ -171,9 +148,9 @@ def _write_flat(db, path: Path, format: str, rows: list[dict], splits: dict[str,
     if format == "jsonl":
         chunks_by_id = _gold_chunks(db, rows)
         encode = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode  # one encoder, not one per row
-        _write_lines(path, (encode(jsonl_record(q, chunks_by_id, splits.get(q["id"]))) for q in rows))
+        write_lines(path, (encode(jsonl_record(q, chunks_by_id, splits.get(q["id"]))) for q in rows))
     else:
-        _write_lines(path, (f"{a} 0 {b} {c}" for a, b, c in _qrels(rows)))
+        write_lines(path, (f"{a} 0 {b} {c}" for a, b, c in _qrels(rows)))
 
 
 def _manifest(db, rows: list[dict], fmt: str, files: list[Path], filters: dict) -> dict:
@@ -229,8 +206,12 @@ def export(db: sqlite_utils.Database, out, format: str = "jsonl", statuses: Iter
         manifest["split"] = {"fractions": split, "seed": seed, "stratified_by": "cluster",
                              "counts": {name: len(group) for name, group in _group_by_split(rows, splits).items()}}
     manifest_path = out / "manifest.json" if format == "beir" else out.with_name(out.name + ".manifest.json")
-    _write_lines(manifest_path, [json.dumps(manifest, indent=2, ensure_ascii=False, default=str)])
+    write_lines(manifest_path, [json.dumps(manifest, indent=2, ensure_ascii=False, default=str)])
     with db.conn:
         db.execute("INSERT INTO exports (created_at, format, path, manifest) VALUES (?,?,?,?)",
                    [manifest["created_at"], format, str(out), store.dumps(manifest)])
     return manifest
+
+
+def exports(db: sqlite_utils.Database, limit: int = 20) -> list[dict]:
+    return store.rows(db, "SELECT id, created_at, format, path FROM exports ORDER BY id DESC LIMIT ?", [limit])

@@ -31,10 +31,10 @@ from typing import Callable, Optional
 import numpy as np
 
 from curator.core import store
-from curator.core.embed import Embedder, embed_texts, get_embedder
+from curator.core.embedding.embed import Embedder, embed_texts, get_embedder
 from curator.core.errors import InputError
-from curator.core.labels import ctfidf_labels
-from curator.core.tasks import CancelToken, report
+from curator.core.clustering.labels import ctfidf_labels
+from curator.core.progress import CancelToken, report
 
 UMAP_MIN = 30
 _POOL: Optional[cf.ProcessPoolExecutor] = None

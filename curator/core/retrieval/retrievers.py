@@ -3,7 +3,7 @@
 A retriever is fitted on a project (``fit(db)`` indexes the chunks; learned state ends in
 ``_``) and has one primitive, ``search_texts(texts, depth)``: for each text the ``depth``
 best chunks as ``{chunk id: score}``. The base class turns that into ``search(queries,
-depth) -> metrics.Run`` for ``{query id: text}``.
+depth) -> ranking.Run`` for ``{query id: text}``.
 
 - ``bm25``: Okapi BM25 with exactly SQLite FTS5's formula and tokens (k1=1.2, b=0.75,
   idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6, document length over title + text),
@@ -14,14 +14,14 @@ depth) -> metrics.Run`` for ``{query id: text}``.
   MATCH scores every row that contains a common word one row at a time.
 - ``fts5``: the same scores through one FTS5 MATCH per query (the reference; slow).
 - ``tfidf``: scikit-learn TfidfVectorizer (sublinear tf, l2 rows) cosine, sparse products.
-- ``dense``: an embedder from curator.core.embed (default: the family of the project's active
+- ``dense``: an embedder from curator.core.embedding.embed (default: the family of the project's active
   cluster run, else tfidf/LSA), exact cosine over all chunk vectors; vectors go through the
   project's embedding cache, so a second evaluation does not re-embed the chunks.
 - ``hybrid``: reciprocal rank fusion of bm25 and dense, score(d) = sum 1 / (60 + rank(d)) over
   the two rankings (k=60 as in Cormack et al. 2009), each taken to ``max(depth, 100)``.
 
 Cut-offs keep trec_eval's order (score descending, then chunk id descending), so a tie at the
-``depth`` boundary is resolved the same way metrics.ranked resolves it.
+``depth`` boundary is resolved the same way ranking.ranked resolves it.
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ from typing import Mapping, Optional, Union
 import numpy as np
 import sqlite_utils
 
-from curator.core import metrics, store
-from curator.core.embed import Embedder, embed_texts, get_embedder
+from curator.core import store
+from curator.core.retrieval import ranking
+from curator.core.embedding.embed import Embedder, embed_texts, get_embedder
 from curator.core.errors import InputError
-from curator.core.search import _WORD, search_chunks  # _WORD: the word split of fts_query, so both build one phrase set
+from curator.core.corpus.search import _WORD, search_chunks  # _WORD: the word split of fts_query, so both build one phrase set
 
 EmbedderSpec = Optional[Union[str, Embedder]]
 
@@ -57,7 +58,7 @@ class Retriever:
     def search_texts(self, texts: list[str], depth: int) -> list[dict[str, float]]:
         raise NotImplementedError
 
-    def search(self, queries: Mapping[str, str], depth: int) -> metrics.Run:
+    def search(self, queries: Mapping[str, str], depth: int) -> ranking.Run:
         """``{query id: text}`` -> ``{query id: {chunk id: score}}`` with at most ``depth`` chunks each."""
         ids = list(queries)
         return dict(zip(ids, self.search_texts([queries[i] for i in ids], depth)))
@@ -350,7 +351,7 @@ def rrf(runs: list[dict[str, float]], k: int = RRF_K) -> dict[str, float]:
     """Reciprocal rank fusion of one query's rankings: sum over runs of 1 / (k + rank), rank from 1."""
     fused: dict[str, float] = {}
     for scores in runs:
-        for rank, doc in enumerate(metrics.ranked(scores), 1):
+        for rank, doc in enumerate(ranking.ranked(scores), 1):
             fused[doc] = fused.get(doc, 0.0) + 1.0 / (k + rank)
     return fused
 
@@ -378,7 +379,7 @@ class HybridRetriever(Retriever):
         out = []
         for runs in zip(*lists):
             fused = rrf(list(runs), self.k)
-            out.append({doc: fused[doc] for doc in metrics.ranked(fused)[:depth]})
+            out.append({doc: fused[doc] for doc in ranking.ranked(fused)[:depth]})
         return out
 
 

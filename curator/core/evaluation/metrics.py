@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import math
 
-Run = dict[str, dict[str, float]]  # query id -> {doc id: score}
+from curator.core.retrieval.ranking import Run, ranked  # noqa: F401 (part of this module's API)
+
 Qrels = dict[str, dict[str, int]]  # query id -> {doc id: grade}
-
-
-def ranked(scores: dict[str, float]) -> list[str]:
-    """Documents in trec_eval order: score descending, then document id descending."""
-    return [doc for doc, _ in sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)]
 
 
 def recall_at(ranking: list[str], relevant: dict[str, int], k: int) -> float:

@@ -27,8 +27,8 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
-from curator.core.loaders import parse_json_object, read_text, record_lines
-from curator.core.queries import add_query, make_query_id
+from curator.core.corpus.loaders import parse_json_object, read_text, record_lines
+from curator.core.queries.rows import add_query, make_query_id
 
 QUERY_FIELDS = ("query", "question", "text", "user_input", "q", "prompt", "search", "search_query")
 FEEDBACK_FIELDS = ("feedback", "thumbs", "rating", "score", "vote", "label", "reaction")

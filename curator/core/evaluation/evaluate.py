@@ -4,8 +4,8 @@ Routing per slice follows the seed article, at the cut-off k_route (5, the usual
 chunks passed to a generator): Recall@k_route >= 0.8 and MRR >= 0.6 is "healthy"; recall
 high and MRR low is "add a reranker"; recall below 0.8 is "fix recall first".
 
-The built-in retrievers live in curator.core.retrievers; two stored eval runs (or run files)
-are compared query by query in curator.core.compare. Metrics follow trec_eval (see metrics).
+The built-in retrievers live in curator.core.retrieval.retrievers; two stored eval runs (or run files)
+are compared query by query in curator.core.evaluation.compare. Metrics follow trec_eval (see metrics).
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from typing import Iterable, Optional
 import numpy as np
 import sqlite_utils
 
-from curator.core import metrics, store
+from curator.core import store
+from curator.core.evaluation import metrics
 from curator.core.errors import InputError
-from curator.core.export import _write_lines
-from curator.core.queries import list_queries
-from curator.core.retrievers import RETRIEVERS, get_retriever
+from curator.core.files import write_lines
+from curator.core.queries.rows import list_queries
+from curator.core.retrieval.retrievers import RETRIEVERS, get_retriever
 
 RECALL_HEALTHY = 0.8
 MRR_HEALTHY = 0.6
@@ -51,7 +52,7 @@ def write_trec_run(path: Path, run: metrics.Run, tag: str) -> None:
     differently from the run that was evaluated."""
     lines = (f"{qid} Q0 {doc} {rank} {float(run[qid][doc])!r} {tag}"
              for qid in sorted(run) for rank, doc in enumerate(metrics.ranked(run[qid]), 1))
-    _write_lines(Path(path), lines)
+    write_lines(Path(path), lines)
 
 
 def retriever_run(db: sqlite_utils.Database, retriever: str, queries: list[dict], depth: int,
@@ -123,7 +124,7 @@ def _scored_run(db, retriever: str, run_file: Optional[str], rows: list[dict], k
 def evaluate(db: sqlite_utils.Database, retriever: str = "bm25", run_file: Optional[str] = None,
              ks: Iterable[int] = (1, 3, 5, 10, 20), save_run: Optional[str] = None,
              statuses: Iterable[str] = ("approved", "unanswerable"), embedder: Optional[str] = None) -> dict:
-    """Evaluate a built-in retriever (see curator.core.retrievers) or a TREC run file.
+    """Evaluate a built-in retriever (see curator.core.retrieval.retrievers) or a TREC run file.
 
     ``embedder`` (tfidf | minilm | gguf:PATH) applies to the dense and hybrid retrievers.
     Stores an eval run (metrics and per-query scores, for ``compare``) and returns its metrics."""
@@ -151,3 +152,10 @@ def evaluate(db: sqlite_utils.Database, retriever: str = "bm25", run_file: Optio
                             "VALUES (?,?,?,?,?,?)", [store.now(), name, store.dumps({"ks": list(ks), **params}),
                                                      store.dumps(result), store.dumps(scored), run_file])
     return {"eval_run": cursor.lastrowid, **result}
+
+
+def eval_runs(db: sqlite_utils.Database, limit: int = 20) -> list[dict]:
+    found = store.rows(db, "SELECT id, created_at, retriever, metrics FROM eval_runs ORDER BY id DESC LIMIT ?", [limit])
+    for row in found:
+        row["metrics"] = store.loads(row["metrics"], {})
+    return found

@@ -14,7 +14,7 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
-from curator.core.queries import normalize_text
+from curator.core.queries.rows import normalize_text
 
 STATUSES = ("pending", "approved", "rejected", "unanswerable")
 ACTIONS = ("approve", "reject", "unanswerable", "pending", "edit", "gold", "note", "adjudicate")

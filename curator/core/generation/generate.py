@@ -17,12 +17,14 @@ from typing import Iterator, Optional
 
 import sqlite_utils
 
-from curator.core import filters, prompts, store
-from curator.core.backends import Backend, Request, open_backend
+from curator.core import store
+from curator.core.generation import filters
+from curator.core.generation import prompts
+from curator.core.generation.backends import Backend, Request, open_backend
 from curator.core.errors import InputError
-from curator.core.queries import add_query
-from curator.core.search import search_chunks
-from curator.core.tasks import CancelToken, Cancelled, ProgressCallback, report
+from curator.core.queries.rows import add_query
+from curator.core.corpus.search import search_chunks
+from curator.core.progress import CancelToken, Cancelled, ProgressCallback, report
 
 QUERY_TYPES = ("factoid", "keyword", "vague", "multi_hop", "unanswerable")
 DEFAULT_MIX = {"factoid": 0.4, "keyword": 0.2, "vague": 0.15, "multi_hop": 0.1, "unanswerable": 0.15}

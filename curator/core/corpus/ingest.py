@@ -13,10 +13,10 @@ from typing import Iterable, Iterator, Optional
 import sqlite_utils
 
 from curator.core import store
-from curator.core.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP, Chunk, chunk_document
+from curator.core.corpus.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP, Chunk, chunk_document
 from curator.core.errors import InputError
-from curator.core.loaders import SUPPORTED_SUFFIXES, LoadedDoc, load_file
-from curator.core.tasks import CancelToken, ProgressCallback, report
+from curator.core.corpus.loaders import SUPPORTED_SUFFIXES, LoadedDoc, load_file
+from curator.core.progress import CancelToken, ProgressCallback, report
 
 # Files are committed in groups, once per COMMIT_EVERY_S seconds: FTS5 flushes and merges an index
 # segment on every commit, and one commit per file made SQLite most of the ingest time. A crash

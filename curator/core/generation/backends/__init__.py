@@ -1,0 +1,30 @@
+"""Text-generation backends: ``base`` (the abstraction and the fake), ``llama_cpp`` (a local
+GGUF file), ``http`` (an OpenAI-compatible server), and ``open_backend`` to pick one.
+
+Imports run one way: base <- llama_cpp <- llama_batch, base <- http, and this package
+imports them all; none of them imports this package.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from curator.core.generation.backends.base import Backend, FakeBackend, Messages, Request, RequestSource
+from curator.core.generation.backends.http import HttpBackend
+from curator.core.generation.backends.llama_cpp import DEFAULT_PARALLEL, LlamaCppBackend, check_gguf, physical_cores
+
+__all__ = ["Backend", "DEFAULT_PARALLEL", "FakeBackend", "HttpBackend", "LlamaCppBackend", "Messages", "Request",
+           "RequestSource", "check_gguf", "open_backend", "physical_cores"]
+
+
+def open_backend(model_path: Optional[str] = None, endpoint: Optional[str] = None, n_ctx: int = 2048,
+                 n_threads: Optional[int] = None, seed: int = 0, parallel: Optional[int] = None) -> Backend:
+    """The bundled model unless a GGUF path or an endpoint is given."""
+    if endpoint:
+        return HttpBackend(endpoint, parallel=parallel or 4)
+    if model_path is None:
+        from curator.core.resources import bundled_model_path
+
+        model_path = bundled_model_path()
+    return LlamaCppBackend(model_path, n_ctx=n_ctx, n_threads=n_threads, seed=seed,
+                           parallel=parallel or DEFAULT_PARALLEL)

@@ -1,0 +1,112 @@
+"""The backend abstraction: one primitive, ``complete(messages, ...) -> str``.
+
+The base class turns ``complete`` into ``iter_complete(requests)``: results in completion
+order, pulling each request only when it can start, so the caller can decide what to ask
+next from the results so far (generation stops asking for a type once it has enough).
+``FakeBackend`` gives scripted replies for fast unit tests and records every prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
+
+Messages = list[dict]
+
+
+@dataclass(eq=False)  # identity: two equal prompts are still two requests
+class Request:
+    """One completion wanted; ``tag`` is the caller's own (generation keeps its task there)."""
+
+    messages: Messages
+    max_tokens: int = 128
+    temperature: float = 0.7
+    seed: int = 0
+    grammar: Optional[str] = None
+    tag: object = field(default=None, compare=False)
+    # Set by the caller once it no longer needs the answer: a batching backend may then stop
+    # decoding it and yield it at once with "" (the caller drops it either way).
+    abandoned: bool = field(default=False, compare=False)
+
+    def params(self) -> dict:
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "seed": self.seed,
+                "grammar": self.grammar}
+
+
+class RequestSource:
+    """Pulls requests lazily. A caller yields None for 'nothing to start now, ask me again
+    after the next result'; None with nothing in flight ends the stream."""
+
+    def __init__(self, requests: Iterable[Optional[Request]]):
+        self._it = iter(requests)
+        self.exhausted = False
+
+    def pull(self) -> Optional[Request]:
+        if self.exhausted:
+            return None
+        try:
+            return next(self._it)
+        except StopIteration:
+            self.exhausted = True
+            return None
+
+
+class Backend:
+    """Base class: subclasses implement ``complete``; ``iter_complete`` runs one at a time."""
+
+    id: str = "backend"
+    parallel: int = 1
+
+    def complete(self, messages: Messages, *, max_tokens: int = 128, temperature: float = 0.7,
+                 seed: int = 0, grammar: Optional[str] = None) -> str:
+        raise NotImplementedError
+
+    def iter_complete(self, requests: Iterable[Optional[Request]]) -> Iterator[tuple[Request, str]]:
+        """(request, text) pairs in completion order; each request is pulled when it can start."""
+        source = RequestSource(requests)
+        while (request := source.pull()) is not None:
+            yield request, self.complete(request.messages, **request.params())
+
+    def complete_many(self, requests: Sequence[Request]) -> list[str]:
+        """Texts in the order of ``requests`` (a convenience over ``iter_complete``)."""
+        texts = {id(request): text for request, text in self.iter_complete(list(requests))}
+        return [texts[id(request)] for request in requests]
+
+    def describe(self) -> dict:
+        return {"backend": self.id, "parallel": self.parallel}
+
+
+class FakeBackend(Backend):
+    """Replies from a list (cycled) or a function of the messages; keeps every prompt.
+
+    With ``parallel > 1`` it holds up to that many requests and answers the newest first,
+    so tests see replies out of request order, as from a batching backend.
+    """
+
+    id = "fake"
+
+    def __init__(self, responses: Union[Sequence[str], Callable[[Messages], str]], parallel: int = 1):
+        self.responses = responses
+        self.prompts: list[Messages] = []
+        self.parallel = max(1, parallel)
+        self.peak_in_flight = 0
+
+    def complete(self, messages: Messages, **params) -> str:
+        self.prompts.append(messages)
+        if callable(self.responses):
+            return self.responses(messages)
+        return self.responses[(len(self.prompts) - 1) % len(self.responses)]
+
+    def iter_complete(self, requests: Iterable[Optional[Request]]) -> Iterator[tuple[Request, str]]:
+        if self.parallel <= 1:
+            yield from super().iter_complete(requests)
+            return
+        source, held = RequestSource(requests), []
+        while True:
+            while len(held) < self.parallel and (request := source.pull()) is not None:
+                held.append(request)
+            self.peak_in_flight = max(self.peak_in_flight, len(held))
+            if not held:
+                return
+            request = held.pop()
+            yield request, "" if request.abandoned else self.complete(request.messages, **request.params())

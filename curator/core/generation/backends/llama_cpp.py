@@ -1,0 +1,198 @@
+"""A local GGUF model run in-process by llama-cpp-python, loaded lazily on first use, with the
+chat template stored in the file. With ``parallel > 1`` it decodes several requests at once
+(one llama.cpp sequence id each, see ``llama_batch.BatchDecoder``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from pathlib import Path
+from typing import Iterable, Iterator, Optional, Union
+
+from curator.core.errors import ModelFileError
+from curator.core.generation.backends.base import Backend, Messages, Request
+
+GGUF_MAGIC = b"GGUF"
+MIN_GGUF_BYTES = 1024
+_LOAD_LOCK = threading.Lock()  # model loads that patch llama-cpp-python defaults, one at a time
+DEFAULT_PARALLEL = 8  # sequences decoded together by default (figures: bench/generate.py)
+
+
+def physical_cores() -> int:
+    """Physical cores (llama.cpp gains nothing from hyper-threads); else the logical count."""
+    cores, package = set(), None
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("physical id"):
+                    package = line.split(":", 1)[1].strip()
+                elif line.startswith("core id"):
+                    cores.add((package, line.split(":", 1)[1].strip()))
+    except OSError:
+        pass
+    return len(cores) or os.cpu_count() or 1
+
+
+def check_gguf(path: Union[str, Path]) -> Path:
+    """Refuse a missing, truncated or non-GGUF model file before any work starts."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise ModelFileError(f"{path}: model file not found; pass --model PATH to a .gguf file.")
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic != GGUF_MAGIC:
+        raise ModelFileError(f"{path}: not a GGUF model file (it does not start with 'GGUF').")
+    if size < MIN_GGUF_BYTES:
+        raise ModelFileError(f"{path}: GGUF file is truncated ({size} bytes).")
+    return path
+
+
+def _use_extra_buffer_types() -> bool:
+    """Whether llama.cpp may repack weights into its extra CPU buffer types (AMX among them).
+
+    On a CPU that advertises AMX, llama.cpp routes Q4/Q8 matmuls to its AMX kernels, and in a
+    VM that lists the AMX flags without enabling the tile state those kernels segfault
+    (seen here: ggml_backend_amx_mul_mat, SIGSEGV on the first decode). So they are off on
+    such CPUs unless CURATOR_LLAMA_EXTRA_BUFTS=1 says the host really runs AMX. The Makefile's
+    build has no AMX kernels (GGML_NATIVE=OFF), and there the other extra types (AVX2 repacking
+    of Q4 weights) stay on; this guard is for a user's own -march=native build.
+    """
+    forced = os.environ.get("CURATOR_LLAMA_EXTRA_BUFTS")
+    if forced is not None:
+        return forced == "1"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu_has_amx = "amx_tile" in fh.read()
+    except OSError:
+        return True
+    return not (cpu_has_amx and _build_has_amx())
+
+
+def _build_has_amx() -> bool:
+    import llama_cpp
+
+    return b"AMX_INT8 = 1" in llama_cpp.llama_print_system_info()
+
+
+@contextlib.contextmanager
+def _extra_buffer_types(enabled: bool):
+    """``Llama()`` has no argument for ``use_extra_bufts``: patch its defaults while it loads."""
+    import llama_cpp.llama as high_level
+
+    if enabled:
+        yield
+        return
+    with _LOAD_LOCK:
+        original = high_level.llama_cpp.llama_model_default_params
+
+        def defaults():
+            params = original()
+            params.use_extra_bufts = False
+            return params
+
+        high_level.llama_cpp.llama_model_default_params = defaults
+        try:
+            yield
+        finally:
+            high_level.llama_cpp.llama_model_default_params = original
+
+
+
+
+class LlamaCppBackend(Backend):
+    """A GGUF model run in-process by llama-cpp-python."""
+
+    id = "llama-cpp"
+
+    def __init__(self, model_path: Union[str, Path], n_ctx: int = 2048, n_threads: Optional[int] = None,
+                 seed: int = 0, parallel: int = 1):
+        self.model_path = check_gguf(model_path)
+        # llama-cpp-python's defaults (n_ctx=512, half the cores) are too small and too slow.
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or physical_cores()
+        self.seed = seed
+        self.parallel = max(1, parallel)
+        self._llm = None
+        self._decoder = None
+        self._grammars: dict[str, object] = {}
+
+    @property
+    def llm(self):
+        if self._llm is None:
+            from llama_cpp import Llama  # heavy: imported on first use only
+
+            try:
+                with _extra_buffer_types(_use_extra_buffer_types()):
+                    self._llm = Llama(model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                                      n_threads_batch=self.n_threads, seed=self.seed, verbose=False)
+            except (ValueError, RuntimeError) as exc:
+                raise ModelFileError(f"{self.model_path}: llama.cpp could not load this model ({exc}).") from None
+        return self._llm
+
+    def grammar(self, text: Optional[str]):
+        """The compiled llama.cpp grammar for a GBNF text (compiled once per text), or None."""
+        if text is None:
+            return None
+        if text not in self._grammars:
+            from llama_cpp import LlamaGrammar
+
+            self._grammars[text] = LlamaGrammar.from_string(text, verbose=False)
+        return self._grammars[text]
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False))
+
+    def complete(self, messages: Messages, *, max_tokens: int = 128, temperature: float = 0.7,
+                 seed: int = 0, grammar: Optional[str] = None) -> str:
+        out = self.llm.create_chat_completion(messages, max_tokens=max_tokens, temperature=temperature,
+                                              seed=seed, grammar=self.grammar(grammar))
+        return out["choices"][0]["message"]["content"] or ""
+
+    def iter_complete(self, requests: Iterable[Optional[Request]]) -> Iterator[tuple[Request, str]]:
+        if self.parallel <= 1:
+            yield from super().iter_complete(requests)
+            return
+        if self._decoder is None:
+            from curator.core.generation.backends.llama_batch import BatchDecoder
+
+            self._decoder = BatchDecoder(self, self.parallel)
+        yield from self._decoder.run(requests)
+
+    def chat_prompt(self, messages: Messages) -> tuple[list[int], list[bytes]]:
+        """Prompt tokens and stop strings exactly as ``create_chat_completion`` builds them.
+
+        llama-cpp-python has no 'format only' call, and chat handlers differ per model, so we
+        run the model's own handler against a stand-in whose ``create_completion`` records its
+        arguments instead of generating: the batched path then sees the very same prompt.
+        """
+        from llama_cpp import llama_chat_format
+
+        llm, seen = self.llm, {}
+
+        class StandIn:
+            def __getattr__(self, name):
+                return getattr(llm, name)
+
+            def create_completion(self, prompt, stop=None, **_):
+                seen.update(prompt=prompt, stop=stop)
+                raise _Captured
+
+        handler = (llm.chat_handler or llm._chat_handlers.get(llm.chat_format)
+                   or llama_chat_format.get_chat_completion_handler(llm.chat_format))
+        try:
+            handler(llama=StandIn(), messages=messages)
+        except _Captured:
+            pass
+        stops = [seen["stop"]] if isinstance(seen["stop"], str) else list(seen["stop"] or [])
+        return list(seen["prompt"]), [s.encode("utf-8") for s in stops]
+
+    def describe(self) -> dict:
+        return {"backend": self.id, "model_path": str(self.model_path), "n_ctx": self.n_ctx,
+                "n_threads": self.n_threads, "parallel": self.parallel}
+
+
+class _Captured(Exception):
+    """Raised by the stand-in of ``LlamaCppBackend.chat_prompt`` once it has the prompt."""

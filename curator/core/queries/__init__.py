@@ -1,0 +1,1 @@
+"""Query rows (``rows``: add, list, normalise, ids) and production log import (``logs``)."""
