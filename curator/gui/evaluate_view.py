@@ -14,7 +14,7 @@ import sqlite_utils
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLineEdit,
-                               QMessageBox, QProgressBar, QPushButton, QSizePolicy, QSplitter, QVBoxLayout, QWidget)
+                               QProgressBar, QPushButton, QSizePolicy, QSplitter, QVBoxLayout, QWidget)
 
 from curator.core.evaluation.evaluate import eval_runs
 from curator.core.export.writers import exports as past_exports
@@ -22,7 +22,8 @@ from curator.core.evaluation.evaluate import RECALL_HEALTHY, RETRIEVERS
 from curator.core.export.writers import DEFAULT_STATUSES, FORMATS
 from curator.core.review.decisions import STATUSES
 from curator.gui import workers
-from curator.gui.generate_view import RecordTableModel, plain, record_table, show_error
+from curator.gui.generate_view import RecordTableModel, plain, record_table
+from curator.gui.task_view import TaskView
 
 DEFAULT_KS = "1,3,5,10,20"
 EMBEDDERS = ("", "tfidf", "minilm")
@@ -192,18 +193,16 @@ class ClusterBarChart(QWidget):
 
 # -- the view --------------------------------------------------------------------------------
 
-class EvaluateView(QWidget):
+class EvaluateView(TaskView, QWidget):
     task_finished = Signal(str, object)  # ("export" | "evaluate", result)
     task_failed = Signal(str, str)
 
     def __init__(self, db: sqlite_utils.Database, project_path: str | Path, parent=None) -> None:
         super().__init__(parent)
         self.db, self.project_path = db, Path(project_path)
-        self.worker: Optional[workers.TaskWorker] = None
-        self.last_error: Optional[tuple[str, str]] = None
+        self.init_tasks()
         self.result: Optional[dict] = None
         self.manifest: Optional[dict] = None
-        self._dialog: Optional[QMessageBox] = None
         self._build()
         self.reload()
 
@@ -390,13 +389,13 @@ class EvaluateView(QWidget):
 
         statuses = tuple(name for name, check in self.status_checks.items() if check.isChecked())
         if not statuses:
-            return self._refuse("No status chosen.", "Tick at least one status to export (usually approved).")
+            return self.refuse("No status chosen.", "Tick at least one status to export (usually approved).")
         if not self.out_dir.text().strip():
-            return self._refuse("No export folder chosen.", "Choose a folder for the export.")
+            return self.refuse("No export folder chosen.", "Choose a folder for the export.")
         try:
             split = parse_split(self.split.text().strip())
         except InputError as exc:
-            return self._refuse(str(exc), "Fix the split, or leave it empty for a single file.")
+            return self.refuse(str(exc), "Fix the split, or leave it empty for a single file.")
         return self._start("export", export_task, str(self.export_target()), fmt=self.format.currentText(),
                            statuses=statuses, split=split)
 
@@ -404,7 +403,7 @@ class EvaluateView(QWidget):
         try:
             ks = parse_ks(self.ks.text())
         except ValueError as exc:
-            return self._refuse(str(exc), "Fix the k values and press Evaluate again.")
+            return self.refuse(str(exc), "Fix the k values and press Evaluate again.")
         run_file = self.run_file.text().strip() or None
         extra = {}
         if self.embedder.isEnabled() and self.embedder.currentText().strip():
@@ -412,37 +411,18 @@ class EvaluateView(QWidget):
         return self._start("evaluate", evaluate_task, retriever=self.retriever.currentText(), run_file=run_file,
                            ks=ks, **extra)
 
-    def _refuse(self, what: str, todo: str) -> None:
-        self._failed(what, todo)
-        return None
-
-    def busy(self) -> bool:
-        return self.worker is not None
-
     def _start(self, kind: str, fn, *args, **kwargs) -> Optional[workers.TaskWorker]:
-        if self.worker is not None:
-            return None
-        self._set_busy(True, "Exporting…" if kind == "export" else "Evaluating…")
-        self.worker = workers.launch(
-            self.project_path, fn, *args, progress=self._progress, finished=lambda result: self._finished(kind, result),
-            failed=self._failed, cancelled=lambda: self.status.setText("Cancelled; nothing was changed."),
-            done=self._done, **kwargs)
-        return self.worker
+        return self.run_task(fn, *args, message="Exporting…" if kind == "export" else "Evaluating…",
+                             finished=lambda result: self._finished(kind, result),
+                             cancelled=lambda: self.status.setText("Cancelled; nothing was changed."), **kwargs)
 
-    def cancel(self) -> None:
-        if self.worker is not None:
-            self.worker.cancel()
-
-    def _set_busy(self, busy: bool, message: str = "") -> None:
+    def set_busy(self, busy: bool, message: str = "") -> None:
         self.export_button.setEnabled(not busy)
         self.evaluate_button.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
-        workers.show_busy(self.progress, self.status, busy, message)
+        super().set_busy(busy, message)
 
-    def _progress(self, done: int, total: int, message: str) -> None:
-        workers.show_progress(self.progress, done, total)
-
-    def _finished(self, kind: str, result: dict) -> None:
+    def _finished(self, kind: str, result: dict) -> tuple:
         if kind == "export":
             self.manifest = result
             self.manifest_model.set_rows(manifest_rows(result))
@@ -451,14 +431,4 @@ class EvaluateView(QWidget):
         else:
             self.show_result(result)
             self.status.setText(f"Evaluated {result['answerable_queries']} answerable queries with {result['retriever']}.")
-        self.task_finished.emit(kind, result)
-
-    def _failed(self, what: str, todo: str) -> None:
-        self.last_error = (what, todo)
-        self.status.setText(f"Failed: {what}")
-        self._dialog = show_error(self, what, todo)
-        self.task_failed.emit(what, todo)
-
-    def _done(self) -> None:
-        self.worker = None
-        self._set_busy(False)
+        return kind, result
