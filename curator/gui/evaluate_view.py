@@ -19,13 +19,15 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, Q
 from curator.core.evaluation.evaluate import eval_runs
 from curator.core.export.writers import exports as past_exports
 from curator.core.evaluation.evaluate import RECALL_HEALTHY, RETRIEVERS
-from curator.core.export.writers import DEFAULT_STATUSES, FORMATS
+from curator.core.errors import InputError
+from curator.core.evaluation import metrics
+from curator.core.evaluation.metrics import DEFAULT_KS
+from curator.core.export.writers import DEFAULT_STATUSES, FORMATS, manifest_path
 from curator.core.review.decisions import STATUSES
 from curator.gui import workers
 from curator.gui.generate_view import RecordTableModel, plain, record_table
 from curator.gui.task_view import TaskView
 
-DEFAULT_KS = "1,3,5,10,20"
 EMBEDDERS = ("", "tfidf", "minilm")
 OUT_NAMES = {"jsonl": "gold.jsonl", "trec": "gold.qrels", "beir": "beir"}
 MANIFEST_COLUMNS = (("group", "Count of"), ("value", "Value"), ("rows", "Rows"))
@@ -38,14 +40,11 @@ def _when(stamp: str) -> str:
 
 
 def parse_ks(text: str) -> tuple[int, ...]:
-    """'1, 5,10' -> (1, 5, 10); raises ValueError with a message for the user."""
+    """Core's k-list rule; raises ValueError naming the field's text, for the user."""
     try:
-        ks = tuple(sorted({int(part) for part in text.replace(" ", "").split(",") if part}))
-    except ValueError:
-        raise ValueError(f"k list {text!r}: use whole numbers separated by commas, e.g. {DEFAULT_KS}") from None
-    if not ks or ks[0] < 1:
-        raise ValueError(f"k list {text!r}: give at least one k of 1 or more, e.g. {DEFAULT_KS}")
-    return ks
+        return metrics.parse_ks(text)
+    except InputError as exc:
+        raise ValueError(f"k values {text!r}: {exc}, comma-separated (e.g. {DEFAULT_KS})") from None
 
 
 def manifest_rows(manifest: dict) -> list[dict]:
@@ -61,10 +60,8 @@ def manifest_rows(manifest: dict) -> list[dict]:
 
 def read_manifest(out: str, fmt: str) -> Optional[dict]:
     """The manifest written beside an export (None if it was moved or deleted)."""
-    out_path = Path(out)
-    path = out_path / "manifest.json" if fmt == "beir" else out_path.with_name(out_path.name + ".manifest.json")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(manifest_path(out, fmt).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
