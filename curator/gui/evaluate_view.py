@@ -25,7 +25,7 @@ from curator.core.evaluation.metrics import DEFAULT_KS
 from curator.core.export.writers import DEFAULT_STATUSES, FORMATS, manifest_path
 from curator.core.review.decisions import STATUSES
 from curator.gui import workers
-from curator.gui.generate_view import RecordTableModel, plain, record_table
+from curator.gui.generate_view import RecordTableModel, path_row, plain, record_table
 from curator.gui.task_view import TaskView
 
 EMBEDDERS = ("", "tfidf", "minilm")
@@ -93,29 +93,17 @@ def export_task(db: sqlite_utils.Database, out: str, *, fmt: str, statuses: tupl
                 split: Optional[dict], on_progress=None, cancel=None) -> dict:
     from curator.core.export.writers import export
 
-    if on_progress is not None:
-        on_progress(0, 1, "exporting")
-    if cancel is not None:
-        cancel.check()
-    manifest = export(db, out, format=fmt, statuses=statuses, split=split)
-    manifest["out"] = str(out)
-    if on_progress is not None:
-        on_progress(1, 1, "done")
-    return manifest
+    manifest = workers.one_step("exporting", lambda: export(db, out, format=fmt, statuses=statuses, split=split),
+                                on_progress, cancel)
+    return {**manifest, "out": str(out)}
 
 
 def evaluate_task(db: sqlite_utils.Database, *, retriever: str, run_file: Optional[str], ks: tuple[int, ...],
                   on_progress=None, cancel=None, **options) -> dict:
     from curator.core.evaluation.evaluate import evaluate
 
-    if on_progress is not None:
-        on_progress(0, 1, "evaluating")
-    if cancel is not None:
-        cancel.check()
-    result = evaluate(db, retriever=retriever, run_file=run_file, ks=ks, **options)
-    if on_progress is not None:
-        on_progress(1, 1, "done")
-    return result
+    return workers.one_step("evaluating", lambda: evaluate(db, retriever=retriever, run_file=run_file, ks=ks, **options),
+                            on_progress, cancel)
 
 
 # -- the chart -----------------------------------------------------------------------------
@@ -276,11 +264,7 @@ class EvaluateView(TaskView, QWidget):
         statuses.addStretch(1)
         self.split = QLineEdit(placeholderText="optional, e.g. dev=0.3,test=0.7")
         self.out_dir = QLineEdit(str(self.project_path.parent / f"{self.project_path.stem}-export"))
-        choose = QPushButton("Choose…")
-        choose.clicked.connect(self.choose_folder)
-        folder = QHBoxLayout()
-        folder.addWidget(self.out_dir, 1)
-        folder.addWidget(choose)
+        folder = path_row(self.out_dir, QPushButton("Choose…"), self.choose_folder)
         self.export_button = QPushButton("Export")
         self.export_button.clicked.connect(self.run_export)
         form = QFormLayout(box)
@@ -302,11 +286,7 @@ class EvaluateView(TaskView, QWidget):
         self.embedder.setToolTip("Embedder for the dense and hybrid retrievers (blank: the project's)")
         self.ks = QLineEdit(DEFAULT_KS)
         self.run_file = QLineEdit(placeholderText="optional TREC run file (qid Q0 docid rank score tag)")
-        choose = QPushButton("Choose…")
-        choose.clicked.connect(self.choose_run_file)
-        run_row = QHBoxLayout()
-        run_row.addWidget(self.run_file, 1)
-        run_row.addWidget(choose)
+        run_row = path_row(self.run_file, QPushButton("Choose…"), self.choose_run_file)
         self.evaluate_button = QPushButton("Evaluate")
         self.evaluate_button.clicked.connect(self.run_evaluate)
         self._retriever_changed(self.retriever.currentText())

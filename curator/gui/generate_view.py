@@ -125,6 +125,15 @@ def record_table(model: RecordTableModel, stretch: Sequence[int] = (1,)) -> QTab
     return table
 
 
+def path_row(edit: QLineEdit, choose: QPushButton, on_choose: Callable[[], None]) -> QHBoxLayout:
+    """A path field with its "Choose…" button beside it, the button opening ``on_choose``."""
+    choose.clicked.connect(on_choose)
+    row = QHBoxLayout()
+    row.addWidget(edit, 1)
+    row.addWidget(choose)
+    return row
+
+
 def plain(text: str = "", hint: bool = False) -> QLabel:
     label = QLabel(text)
     label.setTextFormat(Qt.PlainText)
@@ -237,13 +246,10 @@ class GenerateView(TaskView, QWidget):
         self.model_choice.currentIndexChanged.connect(self._model_changed)
         self.model_path = QLineEdit(placeholderText="path/to/model.gguf")
         self.browse_button = QPushButton("Choose…")
-        self.browse_button.clicked.connect(self.choose_model)
         self.endpoint = QLineEdit(placeholderText="http://localhost:8080/v1")
         self.n_ctx = QSpinBox(minimum=512, maximum=32768, singleStep=512, value=2048)
         self.n_ctx.setToolTip("Context window in tokens (local models)")
-        file_row = QHBoxLayout()
-        file_row.addWidget(self.model_path, 1)
-        file_row.addWidget(self.browse_button)
+        file_row = path_row(self.model_path, self.browse_button, self.choose_model)
         form = QFormLayout(box)
         form.addRow("Backend", self.model_choice)
         form.addRow("GGUF file", file_row)
