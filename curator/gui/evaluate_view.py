@@ -102,8 +102,10 @@ def evaluate_task(db: sqlite_utils.Database, *, retriever: str, run_file: Option
                   on_progress=None, cancel=None, **options) -> dict:
     from curator.core.evaluation.evaluate import evaluate
 
-    return workers.one_step("evaluating", lambda: evaluate(db, retriever=retriever, run_file=run_file, ks=ks, **options),
-                            on_progress, cancel)
+    def work() -> dict:
+        return evaluate(db, retriever=retriever, run_file=run_file, ks=ks, **options)
+
+    return workers.one_step("evaluating", work, on_progress, cancel)
 
 
 # -- the chart -----------------------------------------------------------------------------

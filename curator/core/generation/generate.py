@@ -272,9 +272,9 @@ def _store(db, run_id: int, task: Task, candidate: dict, reason: Optional[str]) 
             return None
         answerable = task.query_type != "unanswerable"
         return add_query(db, candidate["text"], "synthetic", query_type=task.query_type, answerable=answerable,
-                  reference=candidate["reference"] if answerable else UNANSWERABLE_REFERENCE,
-                  source_chunk_ids=source_ids, gold_chunk_ids=source_ids if answerable else [], run_id=run_id,
-                  raw_output=candidate["raw"])
+                         reference=candidate["reference"] if answerable else UNANSWERABLE_REFERENCE,
+                         source_chunk_ids=source_ids, gold_chunk_ids=source_ids if answerable else [], run_id=run_id,
+                         raw_output=candidate["raw"])
 
 
 @dataclass
