@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from curator.cli.common import emit, json_option, project, table
+from curator.core.errors import InputError
+from curator.core.evaluation.metrics import DEFAULT_KS, parse_ks
 
 
 @click.command()
@@ -74,13 +76,11 @@ def _verdict(r: dict) -> str:
 
 
 def _parse_ks(k_text: str) -> tuple[int, ...]:
+    """Core's k-list rule; a bad list is a usage error (exit 2), as click's own checks are."""
     try:
-        ks = tuple(int(k) for k in k_text.split(",") if k.strip())
-    except ValueError:
-        raise click.BadParameter("use whole numbers such as 1,5,10", param_hint="--k") from None
-    if not ks or min(ks) < 1:
-        raise click.BadParameter("use whole numbers of at least 1", param_hint="--k")
-    return ks
+        return parse_ks(k_text)
+    except InputError as exc:
+        raise click.BadParameter(str(exc), param_hint="--k") from None
 
 
 @click.command(name="eval")
@@ -97,7 +97,7 @@ def _parse_ks(k_text: str) -> tuple[int, ...]:
               help="Score a TREC run file instead. Example: --run my_retriever.trec")
 @click.option("--save-run", type=click.Path(dir_okay=False),
               help="Write the scored run as a TREC run file. Example: --save-run bm25.trec")
-@click.option("--k", "k_text", default="1,3,5,10,20", show_default=True, help="Cut-offs for Recall@k, hit rate and nDCG.")
+@click.option("--k", "k_text", default=DEFAULT_KS, show_default=True, help="Cut-offs for Recall@k, hit rate and nDCG.")
 @click.option("--compare", "compare_refs", nargs=2, metavar="RUN_A RUN_B",
               help="Compare two eval runs (ids printed by eval) or TREC run files, query by query, instead of "
                    "evaluating. Example: --compare 3 4")

@@ -14,14 +14,14 @@ from typing import Optional
 import sqlite_utils
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QPixmap
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QMessageBox,
-                               QProgressBar, QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QProgressBar,
+                               QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from curator.core.clustering.reads import active_cluster_run, cluster_points
 from curator.core.review import sample
 from curator.gui import workers
 from curator.gui.cluster_map import ClusterMap, cluster_color
+from curator.gui.task_view import TaskView
 
 LIST_HEADERS = ("Cluster", "Label", "Size", "Queued", "Reviewed", "Approved")
 
@@ -40,19 +40,17 @@ def _swatch(cluster: int):
     return pix
 
 
-class ClustersView(QWidget):
+class ClustersView(TaskView, QWidget):
     selection_changed = Signal(object)  # set[str] of query ids, or None to clear the filter
     project_changed = Signal()          # clustering or sampling wrote to the project
     task_finished = Signal(str, object)  # ("cluster" | "sample", result dict)
     task_failed = Signal(str, str)
+    cancel_message = "Cancelling…"
 
     def __init__(self, db: sqlite_utils.Database, project_path: str | Path, parent=None) -> None:
         super().__init__(parent)
         self.db, self.project_path = db, Path(project_path)
-        self.worker: Optional[workers.TaskWorker] = None
-        self._outcome = None  # (signal, args) announced once the worker is done
-        self.last_error: Optional[tuple[str, str]] = None
-        self._dialog: Optional[QMessageBox] = None
+        self.init_tasks()
         self._build()
         self.reload()
 
@@ -197,39 +195,26 @@ class ClustersView(QWidget):
         return self._start("sample", workers.sample_task, size=self.size_spin.value(),
                            allocation=self.allocation.currentText())
 
-    def busy(self) -> bool:
-        return self.worker is not None
-
     def _start(self, kind: str, fn, **kwargs) -> Optional[workers.TaskWorker]:
-        if self.worker is not None:
-            return None
-        self._set_busy(True, "Clustering…" if kind == "cluster" else "Sampling…")
-        self.worker = workers.launch(
-            self.project_path, fn, progress=self._progress, finished=lambda result: self._finished(kind, result),
-            failed=self._failed, cancelled=lambda: self.status.setText("Cancelled; the project is unchanged."),
-            done=self._done, **kwargs)
-        return self.worker
+        return self.run_task(fn, message="Clustering…" if kind == "cluster" else "Sampling…",
+                             finished=lambda result: self._finished(kind, result),
+                             cancelled=lambda: self.status.setText("Cancelled; the project is unchanged."), **kwargs)
 
     def shutdown(self) -> None:
         """Stop core's clustering process (app exit); a fit it kills has stored nothing."""
         workers.stop_cluster_process()
 
-    def cancel(self) -> None:
-        if self.worker is not None:
-            self.worker.cancel()
-            self.status.setText("Cancelling…")
-
-    def _set_busy(self, busy: bool, message: str = "") -> None:
+    def set_busy(self, busy: bool, message: str = "") -> None:
         for widget in (self.cluster_button, self.sample_button, self.k_spin, self.size_spin, self.allocation):
             widget.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
-        workers.show_busy(self.progress, self.status, busy, message)
+        super().set_busy(busy, message)
 
-    def _progress(self, done: int, total: int, message: str) -> None:
-        workers.show_progress(self.progress, done, total)
+    def show_task_progress(self, done: int, total: int, message: str) -> None:
+        super().show_task_progress(done, total, message)
         self.progress.setFormat(f"{message} %p%" if message else "%p%")
 
-    def _finished(self, kind: str, result) -> None:
+    def _finished(self, kind: str, result) -> tuple:
         self.reload()
         if kind == "cluster":
             self.status.setText(f"{self.status.text()} · clustered in {result.get('seconds', 0):.1f} s")
@@ -237,23 +222,4 @@ class ClustersView(QWidget):
             self.status.setText(f"Added {result['queued']} rows to the review queue "
                                 f"(queue size {result['queue_size']}).")
         self.project_changed.emit()
-        self._outcome = (self.task_finished, (kind, result))
-
-    def _failed(self, what: str, todo: str) -> None:
-        self.last_error = (what, todo)
-        self.status.setText(f"Failed: {what}")
-        box = QMessageBox(QMessageBox.Warning, "Step failed", what, QMessageBox.Ok, self)
-        box.setTextFormat(Qt.PlainText)
-        box.setInformativeText(todo)
-        box.open()  # not exec(): never block the event loop (or a test) on a dialog
-        self._dialog = box
-        self._outcome = (self.task_failed, (what, todo))
-
-    def _done(self) -> None:
-        """The worker's last signal: only now is the view idle, so only now is the outcome announced
-        (a listener that starts the next step right away must find the view ready for it)."""
-        self.worker = None
-        self._set_busy(False)
-        outcome, self._outcome = self._outcome, None
-        if outcome is not None:
-            outcome[0].emit(*outcome[1])
+        return kind, result

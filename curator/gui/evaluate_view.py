@@ -14,17 +14,20 @@ import sqlite_utils
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLineEdit,
-                               QMessageBox, QProgressBar, QPushButton, QSizePolicy, QSplitter, QVBoxLayout, QWidget)
+                               QProgressBar, QPushButton, QSizePolicy, QSplitter, QVBoxLayout, QWidget)
 
 from curator.core.evaluation.evaluate import eval_runs
 from curator.core.export.writers import exports as past_exports
 from curator.core.evaluation.evaluate import RECALL_HEALTHY, RETRIEVERS
-from curator.core.export.writers import DEFAULT_STATUSES, FORMATS
+from curator.core.errors import InputError
+from curator.core.evaluation import metrics
+from curator.core.evaluation.metrics import DEFAULT_KS
+from curator.core.export.writers import DEFAULT_STATUSES, FORMATS, manifest_path
 from curator.core.review.decisions import STATUSES
 from curator.gui import workers
-from curator.gui.generate_view import RecordTableModel, plain, record_table, show_error
+from curator.gui.generate_view import RecordTableModel, path_row, plain, record_table
+from curator.gui.task_view import TaskView
 
-DEFAULT_KS = "1,3,5,10,20"
 EMBEDDERS = ("", "tfidf", "minilm")
 OUT_NAMES = {"jsonl": "gold.jsonl", "trec": "gold.qrels", "beir": "beir"}
 MANIFEST_COLUMNS = (("group", "Count of"), ("value", "Value"), ("rows", "Rows"))
@@ -37,14 +40,11 @@ def _when(stamp: str) -> str:
 
 
 def parse_ks(text: str) -> tuple[int, ...]:
-    """'1, 5,10' -> (1, 5, 10); raises ValueError with a message for the user."""
+    """Core's k-list rule; raises ValueError naming the field's text, for the user."""
     try:
-        ks = tuple(sorted({int(part) for part in text.replace(" ", "").split(",") if part}))
-    except ValueError:
-        raise ValueError(f"k list {text!r}: use whole numbers separated by commas, e.g. {DEFAULT_KS}") from None
-    if not ks or ks[0] < 1:
-        raise ValueError(f"k list {text!r}: give at least one k of 1 or more, e.g. {DEFAULT_KS}")
-    return ks
+        return metrics.parse_ks(text)
+    except InputError as exc:
+        raise ValueError(f"k values {text!r}: {exc}, comma-separated (e.g. {DEFAULT_KS})") from None
 
 
 def manifest_rows(manifest: dict) -> list[dict]:
@@ -60,10 +60,8 @@ def manifest_rows(manifest: dict) -> list[dict]:
 
 def read_manifest(out: str, fmt: str) -> Optional[dict]:
     """The manifest written beside an export (None if it was moved or deleted)."""
-    out_path = Path(out)
-    path = out_path / "manifest.json" if fmt == "beir" else out_path.with_name(out_path.name + ".manifest.json")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(manifest_path(out, fmt).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
@@ -95,29 +93,19 @@ def export_task(db: sqlite_utils.Database, out: str, *, fmt: str, statuses: tupl
                 split: Optional[dict], on_progress=None, cancel=None) -> dict:
     from curator.core.export.writers import export
 
-    if on_progress is not None:
-        on_progress(0, 1, "exporting")
-    if cancel is not None:
-        cancel.check()
-    manifest = export(db, out, format=fmt, statuses=statuses, split=split)
-    manifest["out"] = str(out)
-    if on_progress is not None:
-        on_progress(1, 1, "done")
-    return manifest
+    manifest = workers.one_step("exporting", lambda: export(db, out, format=fmt, statuses=statuses, split=split),
+                                on_progress, cancel)
+    return {**manifest, "out": str(out)}
 
 
 def evaluate_task(db: sqlite_utils.Database, *, retriever: str, run_file: Optional[str], ks: tuple[int, ...],
                   on_progress=None, cancel=None, **options) -> dict:
     from curator.core.evaluation.evaluate import evaluate
 
-    if on_progress is not None:
-        on_progress(0, 1, "evaluating")
-    if cancel is not None:
-        cancel.check()
-    result = evaluate(db, retriever=retriever, run_file=run_file, ks=ks, **options)
-    if on_progress is not None:
-        on_progress(1, 1, "done")
-    return result
+    def work() -> dict:
+        return evaluate(db, retriever=retriever, run_file=run_file, ks=ks, **options)
+
+    return workers.one_step("evaluating", work, on_progress, cancel)
 
 
 # -- the chart -----------------------------------------------------------------------------
@@ -192,18 +180,16 @@ class ClusterBarChart(QWidget):
 
 # -- the view --------------------------------------------------------------------------------
 
-class EvaluateView(QWidget):
+class EvaluateView(TaskView, QWidget):
     task_finished = Signal(str, object)  # ("export" | "evaluate", result)
     task_failed = Signal(str, str)
 
     def __init__(self, db: sqlite_utils.Database, project_path: str | Path, parent=None) -> None:
         super().__init__(parent)
         self.db, self.project_path = db, Path(project_path)
-        self.worker: Optional[workers.TaskWorker] = None
-        self.last_error: Optional[tuple[str, str]] = None
+        self.init_tasks()
         self.result: Optional[dict] = None
         self.manifest: Optional[dict] = None
-        self._dialog: Optional[QMessageBox] = None
         self._build()
         self.reload()
 
@@ -280,11 +266,7 @@ class EvaluateView(QWidget):
         statuses.addStretch(1)
         self.split = QLineEdit(placeholderText="optional, e.g. dev=0.3,test=0.7")
         self.out_dir = QLineEdit(str(self.project_path.parent / f"{self.project_path.stem}-export"))
-        choose = QPushButton("Choose…")
-        choose.clicked.connect(self.choose_folder)
-        folder = QHBoxLayout()
-        folder.addWidget(self.out_dir, 1)
-        folder.addWidget(choose)
+        folder = path_row(self.out_dir, QPushButton("Choose…"), self.choose_folder)
         self.export_button = QPushButton("Export")
         self.export_button.clicked.connect(self.run_export)
         form = QFormLayout(box)
@@ -306,11 +288,7 @@ class EvaluateView(QWidget):
         self.embedder.setToolTip("Embedder for the dense and hybrid retrievers (blank: the project's)")
         self.ks = QLineEdit(DEFAULT_KS)
         self.run_file = QLineEdit(placeholderText="optional TREC run file (qid Q0 docid rank score tag)")
-        choose = QPushButton("Choose…")
-        choose.clicked.connect(self.choose_run_file)
-        run_row = QHBoxLayout()
-        run_row.addWidget(self.run_file, 1)
-        run_row.addWidget(choose)
+        run_row = path_row(self.run_file, QPushButton("Choose…"), self.choose_run_file)
         self.evaluate_button = QPushButton("Evaluate")
         self.evaluate_button.clicked.connect(self.run_evaluate)
         self._retriever_changed(self.retriever.currentText())
@@ -390,13 +368,13 @@ class EvaluateView(QWidget):
 
         statuses = tuple(name for name, check in self.status_checks.items() if check.isChecked())
         if not statuses:
-            return self._refuse("No status chosen.", "Tick at least one status to export (usually approved).")
+            return self.refuse("No status chosen.", "Tick at least one status to export (usually approved).")
         if not self.out_dir.text().strip():
-            return self._refuse("No export folder chosen.", "Choose a folder for the export.")
+            return self.refuse("No export folder chosen.", "Choose a folder for the export.")
         try:
             split = parse_split(self.split.text().strip())
         except InputError as exc:
-            return self._refuse(str(exc), "Fix the split, or leave it empty for a single file.")
+            return self.refuse(str(exc), "Fix the split, or leave it empty for a single file.")
         return self._start("export", export_task, str(self.export_target()), fmt=self.format.currentText(),
                            statuses=statuses, split=split)
 
@@ -404,7 +382,7 @@ class EvaluateView(QWidget):
         try:
             ks = parse_ks(self.ks.text())
         except ValueError as exc:
-            return self._refuse(str(exc), "Fix the k values and press Evaluate again.")
+            return self.refuse(str(exc), "Fix the k values and press Evaluate again.")
         run_file = self.run_file.text().strip() or None
         extra = {}
         if self.embedder.isEnabled() and self.embedder.currentText().strip():
@@ -412,37 +390,18 @@ class EvaluateView(QWidget):
         return self._start("evaluate", evaluate_task, retriever=self.retriever.currentText(), run_file=run_file,
                            ks=ks, **extra)
 
-    def _refuse(self, what: str, todo: str) -> None:
-        self._failed(what, todo)
-        return None
-
-    def busy(self) -> bool:
-        return self.worker is not None
-
     def _start(self, kind: str, fn, *args, **kwargs) -> Optional[workers.TaskWorker]:
-        if self.worker is not None:
-            return None
-        self._set_busy(True, "Exporting…" if kind == "export" else "Evaluating…")
-        self.worker = workers.launch(
-            self.project_path, fn, *args, progress=self._progress, finished=lambda result: self._finished(kind, result),
-            failed=self._failed, cancelled=lambda: self.status.setText("Cancelled; nothing was changed."),
-            done=self._done, **kwargs)
-        return self.worker
+        return self.run_task(fn, *args, message="Exporting…" if kind == "export" else "Evaluating…",
+                             finished=lambda result: self._finished(kind, result),
+                             cancelled=lambda: self.status.setText("Cancelled; nothing was changed."), **kwargs)
 
-    def cancel(self) -> None:
-        if self.worker is not None:
-            self.worker.cancel()
-
-    def _set_busy(self, busy: bool, message: str = "") -> None:
+    def set_busy(self, busy: bool, message: str = "") -> None:
         self.export_button.setEnabled(not busy)
         self.evaluate_button.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
-        workers.show_busy(self.progress, self.status, busy, message)
+        super().set_busy(busy, message)
 
-    def _progress(self, done: int, total: int, message: str) -> None:
-        workers.show_progress(self.progress, done, total)
-
-    def _finished(self, kind: str, result: dict) -> None:
+    def _finished(self, kind: str, result: dict) -> tuple:
         if kind == "export":
             self.manifest = result
             self.manifest_model.set_rows(manifest_rows(result))
@@ -451,14 +410,4 @@ class EvaluateView(QWidget):
         else:
             self.show_result(result)
             self.status.setText(f"Evaluated {result['answerable_queries']} answerable queries with {result['retriever']}.")
-        self.task_finished.emit(kind, result)
-
-    def _failed(self, what: str, todo: str) -> None:
-        self.last_error = (what, todo)
-        self.status.setText(f"Failed: {what}")
-        self._dialog = show_error(self, what, todo)
-        self.task_failed.emit(what, todo)
-
-    def _done(self) -> None:
-        self.worker = None
-        self._set_busy(False)
+        return kind, result

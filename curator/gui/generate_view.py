@@ -1,9 +1,9 @@
 """The Generate tab: model picker, type mix, count, start / cancel / resume, live rows.
 
-Generation runs in a ``TaskWorker`` (a pool thread with its own SQLite connection). The task
-adapter below wraps core's ``generate``: after each candidate is stored it reads that row
-back through core and sends it on a ``RowFeed`` signal, so accepted rows and rejected
-candidates (with their reasons) appear in the lists while the run goes on.
+Generation runs in a ``TaskWorker`` (a pool thread with its own SQLite connection). Core's
+``generate`` reports each accepted row and each rejected candidate (with its reason) through
+its ``GenerationEvents``; the ``RowFeed`` below turns them into Qt signals, so the lists fill
+while the run goes on. The backend is core's own, so a GUI run batches like a CLI run.
 """
 
 from __future__ import annotations
@@ -16,13 +16,15 @@ from typing import Any, Callable, Optional, Sequence
 import sqlite_utils
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QMessageBox, QProgressBar, QPushButton, QSpinBox, QSplitter, QTableView,
+                               QLineEdit, QProgressBar, QPushButton, QSpinBox, QSplitter, QTableView,
                                QVBoxLayout, QWidget)
 
 from curator.core.generation.runs import generation_runs, rejected_candidates
 from curator.core.generation.backends import Backend
-from curator.core.generation.generate import DEFAULT_MIX, QUERY_TYPES, GenerationConfig
+from curator.core.generation.generate import (DEFAULT_MIX, NO_EVENTS, QUERY_TYPES, GenerationConfig,
+                                              GenerationEvents)
 from curator.gui import workers
+from curator.gui.task_view import TaskView
 
 RAW_ROLE = Qt.UserRole + 2  # the unformatted value of a cell (floats stay floats)
 BUNDLED, GGUF, ENDPOINT = 0, 1, 2
@@ -123,13 +125,13 @@ def record_table(model: RecordTableModel, stretch: Sequence[int] = (1,)) -> QTab
     return table
 
 
-def show_error(parent: QWidget, what: str, todo: str, title: str = "Step failed") -> QMessageBox:
-    """A non-blocking warning dialog: what happened (plain text), then what to do."""
-    box = QMessageBox(QMessageBox.Warning, title, what, QMessageBox.Ok, parent)
-    box.setTextFormat(Qt.PlainText)
-    box.setInformativeText(todo)
-    box.open()  # not exec(): never block the event loop (or a test) on a dialog
-    return box
+def path_row(edit: QLineEdit, choose: QPushButton, on_choose: Callable[[], None]) -> QHBoxLayout:
+    """A path field with its "Choose…" button beside it, the button opening ``on_choose``."""
+    choose.clicked.connect(on_choose)
+    row = QHBoxLayout()
+    row.addWidget(edit, 1)
+    row.addWidget(choose)
+    return row
 
 
 def plain(text: str = "", hint: bool = False) -> QLabel:
@@ -147,67 +149,26 @@ class RowFeed(QObject):
     """Created on the GUI thread; emitted from the worker, so delivery is queued to the GUI."""
 
     accepted = Signal(object)  # a query dict from core
-    rejected = Signal(object)  # a rejected-candidate dict from core
+    rejected = Signal(object)  # a rejected candidate: query_type, text, reason
 
-
-class _Recording(Backend):
-    """Delegates to a backend and keeps its last reply, so the adapter knows which row was made."""
-
-    def __init__(self, inner: Backend) -> None:
-        self.inner, self.id, self.last = inner, inner.id, ""
-
-    def complete(self, messages, **params) -> str:
-        self.last = self.inner.complete(messages, **params)
-        return self.last
-
-    def describe(self) -> dict:
-        return self.inner.describe()
-
-
-def _accepted_row(db: sqlite_utils.Database, raw: str) -> Optional[dict]:
-    """The query just stored from ``raw``: its id is derived from the parsed text (stable ids)."""
-    from curator.core.generation.prompts import parse_output
-    from curator.core.queries.rows import get_query, make_query_id
-
-    parsed = parse_output(raw)
-    return get_query(db, make_query_id("synthetic", parsed[0])) if parsed else None
-
-
-def _newest_rejected_id(db: sqlite_utils.Database) -> int:
-    newest = rejected_candidates(db, limit=1)
-    return int(newest[0]["id"]) if newest else 0
-
-
-def _open_backend(config: GenerationConfig) -> Backend:
-    from curator.core.generation.backends import open_backend
-
-    return open_backend(config.model_path, config.endpoint, config.n_ctx, config.threads, config.seed)
+    def events(self) -> GenerationEvents:
+        """Core's generation events, each one emitting a signal of this feed."""
+        def rejected(query_type: str, text: Optional[str], reason: str) -> None:
+            self.rejected.emit({"query_type": query_type, "text": text, "reason": reason})
+        return GenerationEvents(accepted=self.accepted.emit, rejected=rejected)
 
 
 def generate_task(db: sqlite_utils.Database, config: GenerationConfig, *, feed: Optional[RowFeed] = None,
                   backend_factory: Optional[BackendFactory] = None, on_progress=None, cancel=None) -> dict:
-    """Run core's generate, feeding each stored row (accepted or rejected) back to the GUI."""
+    """Run core's generate, feeding each stored row (accepted or rejected) back to the GUI.
+
+    Without a factory core opens the backend itself from ``config``, exactly as the CLI does,
+    so a GUI run batches like a CLI run (same ``parallel``)."""
     from curator.core.generation.generate import generate
 
-    backend = _Recording((backend_factory or _open_backend)(config))
-    # Only rows stored from now on are fed: more accepted than before, or a newer rejected id.
-    seen = {"accepted": 0, "rejected_id": _newest_rejected_id(db)}
-
-    def progress(done: int, total: int, message: str) -> None:
-        if feed is not None and done > seen["accepted"]:
-            row = _accepted_row(db, backend.last)
-            if row is not None:
-                feed.accepted.emit(row)
-        elif feed is not None:
-            newest = rejected_candidates(db, limit=1)
-            if newest and newest[0]["id"] > seen["rejected_id"]:
-                seen["rejected_id"] = newest[0]["id"]
-                feed.rejected.emit(newest[0])
-        seen["accepted"] = done
-        if on_progress is not None:
-            on_progress(done, total, message)
-
-    return generate(db, config, backend=backend, on_progress=progress, cancel=cancel)
+    backend = backend_factory(config) if backend_factory is not None else None
+    return generate(db, config, backend=backend, on_progress=on_progress, cancel=cancel,
+                    events=feed.events() if feed is not None else NO_EVENTS)
 
 
 # -- the view -------------------------------------------------------------------------------
@@ -233,20 +194,20 @@ def describe_run(run: dict) -> str:
             f"{counts.get('rejected', 0)} {'candidate' if counts.get('rejected', 0) == 1 else 'candidates'} rejected.")
 
 
-class GenerateView(QWidget):
+class GenerateView(TaskView, QWidget):
     project_changed = Signal()            # rows were added to the project
     task_finished = Signal(object)        # core's run summary
     task_failed = Signal(str, str)
+    failure_title = "Generation failed"
+    cancel_message = "Cancelling after the row in flight…"
 
     def __init__(self, db: sqlite_utils.Database, project_path: str | Path,
                  backend_factory: Optional[BackendFactory] = None, parent=None) -> None:
         super().__init__(parent)
         self.db, self.project_path = db, Path(project_path)
         self.backend_factory = backend_factory  # tests inject a scripted backend
-        self.worker: Optional[workers.TaskWorker] = None
+        self.init_tasks()
         self.feed: Optional[RowFeed] = None
-        self.last_error: Optional[tuple[str, str]] = None
-        self._dialog: Optional[QMessageBox] = None
         self._started = 0.0
         self._build()
         self.reload()
@@ -285,13 +246,10 @@ class GenerateView(QWidget):
         self.model_choice.currentIndexChanged.connect(self._model_changed)
         self.model_path = QLineEdit(placeholderText="path/to/model.gguf")
         self.browse_button = QPushButton("Choose…")
-        self.browse_button.clicked.connect(self.choose_model)
         self.endpoint = QLineEdit(placeholderText="http://localhost:8080/v1")
         self.n_ctx = QSpinBox(minimum=512, maximum=32768, singleStep=512, value=2048)
         self.n_ctx.setToolTip("Context window in tokens (local models)")
-        file_row = QHBoxLayout()
-        file_row.addWidget(self.model_path, 1)
-        file_row.addWidget(self.browse_button)
+        file_row = path_row(self.model_path, self.browse_button, self.choose_model)
         form = QFormLayout(box)
         form.addRow("Backend", self.model_choice)
         form.addRow("GGUF file", file_row)
@@ -391,16 +349,16 @@ class GenerateView(QWidget):
         """The run's settings from the form, or None after telling the user what is missing."""
         mix = self.mix()
         if not mix and not resume:
-            self._failed("Every query type has weight 0.", "Give at least one type a weight above 0 %.")
+            self.refuse("Every query type has weight 0.", "Give at least one type a weight above 0 %.")
             return None
         choice = self.model_choice.currentIndex()
         model_path = self.model_path.text().strip() or None
         endpoint = self.endpoint.text().strip() or None
         if choice == GGUF and not model_path:
-            self._failed("No GGUF file chosen.", "Choose a .gguf model file, or pick the bundled model.")
+            self.refuse("No GGUF file chosen.", "Choose a .gguf model file, or pick the bundled model.")
             return None
         if choice == ENDPOINT and not endpoint:
-            self._failed("No endpoint URL given.", "Type the server's URL, e.g. http://localhost:8080/v1.")
+            self.refuse("No endpoint URL given.", "Type the server's URL, e.g. http://localhost:8080/v1.")
             return None
         return GenerationConfig(count=self.count.value(), mix=mix, seed=self.seed.value(),
                                 model_path=model_path if choice == GGUF else None,
@@ -414,13 +372,10 @@ class GenerateView(QWidget):
 
     def resume(self) -> Optional[workers.TaskWorker]:
         if not self.can_resume():
-            self._failed("There is no unfinished generation run to resume.", "Start a new run instead.")
+            self.refuse("There is no unfinished generation run to resume.", "Start a new run instead.")
             return None
         config = self.config(resume=True)
         return self._start(config) if config else None
-
-    def busy(self) -> bool:
-        return self.worker is not None
 
     def _start(self, config: GenerationConfig) -> Optional[workers.TaskWorker]:
         if self.worker is not None:
@@ -430,23 +385,15 @@ class GenerateView(QWidget):
         self.feed.rejected.connect(self._row_rejected)
         if not config.resume:
             self.rejected_model.set_rows([])
-        self._set_busy(True, "Resuming the last run…" if config.resume else "Loading the model…")
-        self.worker = workers.launch(
-            self.project_path, generate_task, config, feed=self.feed, backend_factory=self.backend_factory,
-            progress=self._progress, finished=self._finished, failed=self._failed, cancelled=self._cancelled,
-            done=self._done)
-        return self.worker
-
-    def cancel(self) -> None:
-        if self.worker is not None:
-            self.worker.cancel()
-            self.status.setText("Cancelling after the row in flight…")
+        return self.run_task(generate_task, config, feed=self.feed, backend_factory=self.backend_factory,
+                             message="Resuming the last run…" if config.resume else "Loading the model…",
+                             finished=self._finished, cancelled=self._cancelled)
 
     def shutdown(self) -> None:
         """Ask a running generation to stop (the window is closing); rows made so far are kept."""
         self.cancel()
 
-    def _set_busy(self, busy: bool, message: str = "") -> None:
+    def set_busy(self, busy: bool, message: str = "") -> None:
         for widget in (self.start_button, self.count, self.seed, self.model_choice, *self.mix_spins.values()):
             widget.setEnabled(not busy)
         self.resume_button.setEnabled(not busy and self.can_resume())
@@ -456,10 +403,16 @@ class GenerateView(QWidget):
             self.progress.setRange(0, 0)  # busy indicator until the first row
             self.rate.setText("")
             self.status.setText(message)
+            return
+        if self.progress.maximum() == 0:  # ended before the first row
+            self.progress.setRange(0, 1)
+            self.progress.setValue(0)
+            self.progress.setFormat(IDLE_FORMAT)
+        self.reload()
 
-    def _progress(self, done: int, total: int, message: str) -> None:
+    def show_task_progress(self, done: int, total: int, message: str) -> None:
         self.progress.setFormat("%v / %m rows")
-        workers.show_progress(self.progress, done, total)
+        super().show_task_progress(done, total, message)
         minutes = max(time.monotonic() - self._started, 1e-6) / 60
         self.rate.setText(f"{done / minutes:.1f} rows/min")
         self.status.setText(message)
@@ -473,34 +426,18 @@ class GenerateView(QWidget):
         self.rejected_model.append_rows([_readable(row)])
         self._update_labels()
 
-    def _finished(self, summary: dict) -> None:
+    def _finished(self, summary: dict) -> tuple:
         if summary.get("status") == "cancelled":  # core returns a summary when cancelled
             self._cancelled(summary)
-            self.task_finished.emit(summary)
-            return
+            return (summary,)
         self.status.setText(f"Run {summary['run_id']} {summary['status']}: {summary['accepted_this_session']} rows "
                             f"accepted this session, {summary['rejected']} rejected in all, "
                             f"{summary['seconds']:.1f} s ({summary['rows_per_min']:.1f} rows/min).")
         self.rate.setText(f"{summary['rows_per_min']:.1f} rows/min")  # core's figure for the whole run
         self.project_changed.emit()
-        self.task_finished.emit(summary)
+        return (summary,)
 
     def _cancelled(self, summary: Optional[dict] = None) -> None:
         made = f" {summary['accepted_this_session']} rows made this session are kept;" if summary else ""
         self.status.setText(f"Cancelled;{made or ' rows made so far are kept;'} Resume continues the run.")
         self.project_changed.emit()
-
-    def _failed(self, what: str, todo: str) -> None:
-        self.last_error = (what, todo)
-        self.status.setText(f"Failed: {what}")
-        self._dialog = show_error(self, what, todo, "Generation failed")
-        self.task_failed.emit(what, todo)
-
-    def _done(self) -> None:
-        self.worker = None
-        self._set_busy(False)
-        if self.progress.maximum() == 0:  # ended before the first row
-            self.progress.setRange(0, 1)
-            self.progress.setValue(0)
-            self.progress.setFormat(IDLE_FORMAT)
-        self.reload()

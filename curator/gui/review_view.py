@@ -22,6 +22,7 @@ from curator.core.corpus import documents
 from curator.core.review import decisions
 from curator.core.corpus import search
 from curator.core.queries.rows import get_query
+from curator.core.generation.filters import STOPWORDS
 
 KEYS = [
     ("A", "approve"), ("X", "reject"), ("U", "unanswerable"), ("E", "edit question and answer"),
@@ -29,7 +30,6 @@ KEYS = [
     ("Space / S", "skip"), ("G", "change or add gold chunks"), ("N", "note"),
     ("Ctrl+Z", "undo"), ("Ctrl+Shift+Z", "redo"), ("?", "this help"),
 ]
-_STOP = set("the a an and or of to in on for is are be with by it this that from as at can your you".split())
 _WORD = re.compile(r"\w{3,}", re.UNICODE)
 
 
@@ -47,7 +47,7 @@ def plain_label(text: str = "", *, bold: bool = False) -> QLabel:
 
 
 def answer_words(reference: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(reference or "") if w.lower() not in _STOP}
+    return {w.lower() for w in _WORD.findall(reference or "") if w.lower() not in STOPWORDS}
 
 
 def highlight(edit: QTextEdit, start: int, end: int, words: set[str]) -> int:

@@ -100,6 +100,19 @@ def launch(project_path, fn: Callable[..., Any], *args: Any, progress: Callable,
     return start(worker)
 
 
+def one_step(label: str, work: Callable[[], Any], on_progress=None, cancel=None) -> Any:
+    """A core call that reports no progress of its own, as a task: 0 of 1, a cancel check,
+    the call (one transaction in core), then 1 of 1."""
+    if on_progress is not None:
+        on_progress(0, 1, label)
+    if cancel is not None:
+        cancel.check()
+    result = work()
+    if on_progress is not None:
+        on_progress(1, 1, "done")
+    return result
+
+
 # -- task adapters for the Clusters tab (appended; core functions stay Qt-free) ------------
 
 def cluster_task(db, *, k="auto", embedder: str = "tfidf", seed: int = 0, fast: bool = False,
@@ -124,12 +137,6 @@ def sample_task(db, *, size: int, allocation: str = "proportional", seed: int = 
     """Top up the review queue with a stratified sample (core's build_queue is one transaction)."""
     from curator.core.review.sample import build_queue
 
-    if on_progress is not None:
-        on_progress(0, 1, "sampling")
-    if cancel is not None:
-        cancel.check()
-    result = build_queue(db, size=size, allocation=allocation, seed=seed)
-    if on_progress is not None:
-        on_progress(1, 1, "done")
-    return result
+    return one_step("sampling", lambda: build_queue(db, size=size, allocation=allocation, seed=seed),
+                    on_progress, cancel)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -10,7 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from curator.core.generation.runs import generation_runs, rejected_candidates
-from curator.core.generation.backends import FakeBackend
+from curator.core.generation.backends import DEFAULT_PARALLEL, FakeBackend
 from curator.core.generation.generate import QUERY_TYPES
 from curator.core.queries.rows import list_queries
 from curator.core.store import open_project
@@ -163,15 +164,35 @@ def _llama_cpp_evaluates_a_prompt() -> bool:
         return False
 
 
-def test_real_bundled_model_makes_rows_from_the_gui(make_view, qtbot, bundled_model):
+def _count_sequences_per_decode(monkeypatch) -> tuple[list[int], set[int]]:
+    """Sequences in each llama_decode of the batch decoder, and the decoders' slot counts."""
+    from curator.core.generation.backends.llama_batch import BatchDecoder
+
+    per_decode: list[int] = []
+    slots: set[int] = set()
+    real_step = BatchDecoder._step
+
+    def counting_step(decoder, live):
+        per_decode.append(len(live))
+        slots.add(len(decoder.slots))
+        return real_step(decoder, live)
+
+    monkeypatch.setattr(BatchDecoder, "_step", counting_step)
+    return per_decode, slots
+
+
+def test_real_bundled_model_makes_rows_from_the_gui(make_view, qtbot, bundled_model, monkeypatch):
     """llama-cpp-python on the bundled SmolLM2-135M from the GUI, kept small: 2 factoid rows.
 
     The 135M model fails the quality filters often (1 factoid accepted of 8 candidates in a
     trial here), so the test asserts that every candidate became a project row (a query or a
-    rejected candidate with its reason) and that the lists match the project exactly."""
+    rejected candidate with its reason) and that the lists match the project exactly. The
+    run batches like a CLI run: several sequences share one decode, as many slots as the run
+    record's ``parallel``."""
     # checked in a child first: a crashing llama.cpp build would otherwise kill the whole test run
     assert _llama_cpp_evaluates_a_prompt(), ("this llama-cpp-python build crashes evaluating a multi-token "
                                              "prompt; see tests/core/test_llama_build.py for the rebuild")
+    per_decode, slots = _count_sequences_per_decode(monkeypatch)
     view = make_view(backend_factory=None)
     assert view.model_choice.currentIndex() == BUNDLED
     for qtype, spin in view.mix_spins.items():
@@ -188,6 +209,11 @@ def test_real_bundled_model_makes_rows_from_the_gui(make_view, qtbot, bundled_mo
     assert len(rejected) == summary["rejected"] == view.rejected_model.rowCount()
     assert all(r["reason"] for r in rejected)
     assert generation_runs(view.db)[0]["backend"] == "llama-cpp"
+    params = json.loads(view.db.execute("SELECT params FROM generation_runs WHERE id = ?",
+                                        [summary["run_id"]]).fetchone()[0])
+    assert params["parallel"] == DEFAULT_PARALLEL > 1
+    assert slots == {params["parallel"]}  # the decoder that ran had the slots the record says
+    assert max(per_decode) >= 2, per_decode  # several sequences decoded at once, not one by one
 
 
 def test_real_bundled_model_run_cancelled_from_the_gui(make_view, qtbot):

@@ -9,9 +9,22 @@ from __future__ import annotations
 
 import math
 
+from curator.core.errors import InputError
 from curator.core.retrieval.ranking import Run, ranked  # noqa: F401 (part of this module's API)
 
 Qrels = dict[str, dict[str, int]]  # query id -> {doc id: grade}
+DEFAULT_KS = "1,3,5,10,20"
+
+
+def parse_ks(text: str) -> tuple[int, ...]:
+    """'5, 1,1' -> (1, 5): the cut-offs of Recall@k, sorted, each once (the CLI's --k, the GUI's field)."""
+    try:
+        ks = {int(part) for part in text.split(",") if part.strip()}
+    except ValueError:
+        raise InputError("use whole numbers such as 1,5,10") from None
+    if not ks or min(ks) < 1:
+        raise InputError("use whole numbers of at least 1")
+    return tuple(sorted(ks))
 
 
 def recall_at(ranking: list[str], relevant: dict[str, int], k: int) -> float:

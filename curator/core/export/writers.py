@@ -178,6 +178,12 @@ def _manifest(db, rows: list[dict], fmt: str, files: list[Path], filters: dict) 
     }
 
 
+def manifest_path(out, format: str) -> Path:
+    """Where the manifest of an export to ``out`` lives: inside a BEIR folder, beside a file."""
+    out = Path(out)
+    return out / "manifest.json" if format == "beir" else out.with_name(out.name + ".manifest.json")
+
+
 def export(db: sqlite_utils.Database, out, format: str = "jsonl", statuses: Iterable[str] = DEFAULT_STATUSES,
            query_type: Optional[str] = None, source: Optional[str] = None, cluster: Optional[int] = None,
            split: Optional[dict[str, float]] = None, seed: int = 0) -> dict:
@@ -205,8 +211,7 @@ def export(db: sqlite_utils.Database, out, format: str = "jsonl", statuses: Iter
     if split:
         manifest["split"] = {"fractions": split, "seed": seed, "stratified_by": "cluster",
                              "counts": {name: len(group) for name, group in _group_by_split(rows, splits).items()}}
-    manifest_path = out / "manifest.json" if format == "beir" else out.with_name(out.name + ".manifest.json")
-    write_lines(manifest_path, [json.dumps(manifest, indent=2, ensure_ascii=False, default=str)])
+    write_lines(manifest_path(out, format), [json.dumps(manifest, indent=2, ensure_ascii=False, default=str)])
     with db.conn:
         db.execute("INSERT INTO exports (created_at, format, path, manifest) VALUES (?,?,?,?)",
                    [manifest["created_at"], format, str(out), store.dumps(manifest)])

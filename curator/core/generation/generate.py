@@ -13,7 +13,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import sqlite_utils
 
@@ -22,7 +22,7 @@ from curator.core.generation import filters
 from curator.core.generation import prompts
 from curator.core.generation.backends import Backend, Request, open_backend
 from curator.core.errors import InputError
-from curator.core.queries.rows import add_query
+from curator.core.queries.rows import add_query, get_query
 from curator.core.corpus.search import search_chunks
 from curator.core.progress import CancelToken, Cancelled, ProgressCallback, report
 
@@ -55,6 +55,23 @@ class GenerationConfig:
     max_tokens: int = 96
     parallel: Optional[int] = None  # requests generated together (default: the backend's own)
     retries: int = RETRIES_PER_CHUNK  # new seeds for a rejected (type, chunk) before moving on
+
+
+def _ignore(*_args) -> None:
+    """The default of every generation event: nothing listens."""
+
+
+@dataclass
+class GenerationEvents:
+    """What a front end hears while ``generate`` runs, called in the generating thread at the
+    moment each thing happens (the row is already committed); a GUI turns them into signals."""
+
+    accepted: Callable[[dict], None] = _ignore  # the stored query row, as get_query reads it
+    rejected: Callable[[str, Optional[str], str], None] = _ignore  # query type, candidate text, reason
+    progress: Callable[[int, int, str], None] = _ignore  # accepted so far, rows wanted, message
+
+
+NO_EVENTS = GenerationEvents()
 
 
 @dataclass
@@ -242,7 +259,8 @@ def _judge(db, task: Task, raw: str, duplicates) -> tuple[dict, Optional[str]]:
     return candidate, reason
 
 
-def _store(db, run_id: int, task: Task, candidate: dict, reason: Optional[str]) -> None:
+def _store(db, run_id: int, task: Task, candidate: dict, reason: Optional[str]) -> Optional[str]:
+    """Commit the candidate; the id of the query it became (None when rejected)."""
     source_ids = [c["id"] for c in task.chunks]
     with db.conn:
         if reason:
@@ -251,12 +269,12 @@ def _store(db, run_id: int, task: Task, candidate: dict, reason: Optional[str]) 
                        raw_output, created_at) VALUES (?,?,?,?,?,?,?,?)""",
                 [run_id, task.query_type, store.dumps(source_ids), candidate["text"], candidate["reference"], reason,
                  candidate["raw"], store.now()])
-            return
+            return None
         answerable = task.query_type != "unanswerable"
-        add_query(db, candidate["text"], "synthetic", query_type=task.query_type, answerable=answerable,
-                  reference=candidate["reference"] if answerable else UNANSWERABLE_REFERENCE,
-                  source_chunk_ids=source_ids, gold_chunk_ids=source_ids if answerable else [], run_id=run_id,
-                  raw_output=candidate["raw"])
+        return add_query(db, candidate["text"], "synthetic", query_type=task.query_type, answerable=answerable,
+                         reference=candidate["reference"] if answerable else UNANSWERABLE_REFERENCE,
+                         source_chunk_ids=source_ids, gold_chunk_ids=source_ids if answerable else [], run_id=run_id,
+                         raw_output=candidate["raw"])
 
 
 @dataclass
@@ -373,28 +391,34 @@ class _Scheduler:
                     request.abandoned = True
 
 
-def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progress, duplicates) -> Optional[str]:
+def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progress, duplicates,
+            events: GenerationEvents = NO_EVENTS) -> Optional[str]:
     """Judge one reply and commit it at once (accepted row or rejected candidate); the reason
     it was rejected, or None."""
     candidate, reason = _judge(db, task, raw, duplicates)
-    _store(db, run_id, task, candidate, reason)
+    query_id = _store(db, run_id, task, candidate, reason)
     if reason:
         progress.rejected += 1
         key = reason.split(" (")[0]
         progress.reasons[key] = progress.reasons.get(key, 0) + 1
+        events.rejected(task.query_type, candidate["text"], reason)
     else:
         progress.accepted += 1
         plan[task.query_type] -= 1
         duplicates.add(candidate["text"])
+        if events.accepted is not _ignore:  # a read only when someone listens
+            events.accepted(get_query(db, query_id))
     return reason
 
 
 def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optional[Backend] = None,
-             on_progress: Optional[ProgressCallback] = None, cancel: Optional[CancelToken] = None) -> dict:
+             on_progress: Optional[ProgressCallback] = None, cancel: Optional[CancelToken] = None,
+             events: GenerationEvents = NO_EVENTS) -> dict:
     """Generate ``config.count`` accepted rows (or continue the last run with ``resume``).
 
     Replies come back in completion order (several at once from a batching backend); each
     is judged and committed as it arrives, so a crash loses only the rows still in flight.
+    ``events`` hears each accepted row, each rejected candidate and each progress step.
     """
     backend = backend or open_backend(config.model_path, config.endpoint, config.n_ctx, config.threads, config.seed,
                                       parallel=config.parallel)
@@ -414,10 +438,12 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
             if plan[task.query_type] <= 0:
                 progress.surplus += 1
                 continue
-            if _record(db, run_id, task, raw, plan, progress, duplicates):
+            if _record(db, run_id, task, raw, plan, progress, duplicates, events):
                 scheduler.rejected(task)
             scheduler.abandon_full_types()
-            report(on_progress, progress.accepted, target, f"accepted {progress.accepted}, rejected {progress.rejected}")
+            message = f"accepted {progress.accepted}, rejected {progress.rejected}"
+            report(on_progress, progress.accepted, target, message)
+            events.progress(progress.accepted, target, message)
             if sum(plan.values()) == 0:
                 break
             if cancel is not None:

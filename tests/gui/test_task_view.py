@@ -1,0 +1,101 @@
+"""The one worker-view pattern: busy, one task at a time, outcome after done, one failure display."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+
+from curator.core.errors import InputError
+from curator.gui.task_view import TaskView
+
+
+class Probe(TaskView, QWidget):
+    """The smallest view on the pattern; it records the view's state at each announcement."""
+
+    task_finished = Signal(object)
+    task_failed = Signal(str, str)
+    cancel_message = "Stopping…"
+
+    def __init__(self, project_path) -> None:
+        super().__init__()
+        self.project_path = project_path
+        self.init_tasks()
+        self.progress, self.status, self.go = QProgressBar(), QLabel(), QPushButton("Go")
+        layout = QVBoxLayout(self)
+        for widget in (self.go, self.progress, self.status):
+            layout.addWidget(widget)
+        self.heard: list[tuple] = []
+        self.task_finished.connect(lambda result: self.heard.append(("finished", result, self.busy())))
+        self.task_failed.connect(lambda what, todo: self.heard.append(("failed", what, self.busy())))
+
+    def set_busy(self, busy: bool, message: str = "") -> None:
+        self.go.setEnabled(not busy)
+        super().set_busy(busy, message)
+
+    def start(self, fn, **kwargs):
+        return self.run_task(fn, message="Working…", finished=lambda result: (result * 2,),
+                             cancelled=lambda: self.status.setText("Cancelled."), **kwargs)
+
+
+def count_rows(db, *, gate: threading.Event, on_progress=None, cancel=None) -> int:
+    on_progress(1, 2, "half")
+    gate.wait(10)
+    cancel.check()
+    return db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+
+
+def broken(db, *, on_progress=None, cancel=None):
+    raise InputError("the file x.md:3 is not UTF-8")
+
+
+@pytest.fixture
+def probe(qtbot, sample_project_path):
+    view = Probe(sample_project_path)
+    qtbot.addWidget(view)
+    view.show()
+    return view
+
+
+def test_a_task_runs_once_and_is_announced_only_when_the_view_is_idle(probe, qtbot):
+    gate = threading.Event()
+    assert probe.start(count_rows, gate=gate) is not None
+    assert probe.busy() and not probe.go.isEnabled() and probe.progress.isVisible()
+    assert probe.status.text() == "Working…"
+    assert probe.start(count_rows, gate=gate) is None  # one task at a time
+    qtbot.waitUntil(lambda: probe.progress.value() == 1, timeout=10000)
+    gate.set()
+    qtbot.waitUntil(lambda: bool(probe.heard), timeout=10000)
+    kind, doubled, busy_then = probe.heard[0]
+    assert kind == "finished" and doubled > 0 and doubled % 2 == 0
+    assert busy_then is False  # announced after done: a listener may start the next step at once
+    assert probe.go.isEnabled() and not probe.progress.isVisible()
+
+
+def test_a_failure_is_shown_one_way_and_announced_after_done(probe, qtbot):
+    probe.start(broken)
+    qtbot.waitUntil(lambda: bool(probe.heard), timeout=10000)
+    assert probe.heard == [("failed", "the file x.md:3 is not UTF-8", False)]
+    assert probe.status.text() == "Failed: the file x.md:3 is not UTF-8"
+    assert probe.last_error[0] == "the file x.md:3 is not UTF-8" and "run the step again" in probe.last_error[1]
+    assert probe._dialog.isVisible() and probe._dialog.textFormat() == Qt.PlainText
+    assert probe._dialog.windowTitle() == "Step failed"
+    probe._dialog.close()
+
+
+def test_a_refusal_before_any_worker_is_announced_at_once(probe):
+    assert probe.refuse("No folder chosen.", "Choose one.") is None
+    assert probe.heard == [("failed", "No folder chosen.", False)] and not probe.busy()
+    probe._dialog.close()
+
+
+def test_cancel_says_so_and_ends_idle_without_an_outcome(probe, qtbot):
+    gate = threading.Event()
+    probe.start(count_rows, gate=gate)
+    probe.cancel()
+    assert probe.status.text() == "Stopping…"
+    gate.set()
+    qtbot.waitUntil(lambda: not probe.busy(), timeout=10000)
+    assert probe.status.text() == "Cancelled." and probe.heard == [] and probe.go.isEnabled()
