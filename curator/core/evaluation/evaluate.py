@@ -21,6 +21,7 @@ from curator.core.evaluation import metrics
 from curator.core.errors import InputError
 from curator.core.files import write_lines
 from curator.core.queries.rows import list_queries
+from curator.core.store.gold import broken_gold_ids
 from curator.core.retrieval.retrievers import RETRIEVERS, get_retriever
 
 RECALL_HEALTHY = 0.8
@@ -63,8 +64,8 @@ def retriever_run(db: sqlite_utils.Database, retriever: str, queries: list[dict]
 
 
 def gold_rows(db: sqlite_utils.Database, statuses: Iterable[str] = ("approved", "unanswerable")) -> list[dict]:
-    wanted = set(statuses)
-    return [q for q in list_queries(db) if q["status"] in wanted]
+    wanted, broken = set(statuses), broken_gold_ids(db)  # a row breaking the gold invariant is never scored
+    return [q for q in list_queries(db) if q["status"] in wanted and q["id"] not in broken]
 
 
 def is_answerable(q: dict) -> bool:

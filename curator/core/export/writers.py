@@ -22,6 +22,7 @@ from curator.core import store
 from curator.core.corpus.documents import get_chunks
 from curator.core.errors import InputError
 from curator.core.queries.rows import list_queries
+from curator.core.store.gold import broken_gold_ids
 from curator.core.export.splits import assign_splits
 from curator.core.files import write_lines
 
@@ -36,8 +37,9 @@ def _sha256(path: Path) -> str:
 def select_rows(db: sqlite_utils.Database, statuses: Iterable[str] = DEFAULT_STATUSES, query_type=None,
                 source=None, cluster=None) -> list[dict]:
     """The gold rows to export, in a deterministic order (by query id)."""
-    wanted = set(statuses)
-    rows = [q for q in list_queries(db, query_type=query_type, source=source) if q["status"] in wanted]
+    wanted, broken = set(statuses), broken_gold_ids(db)  # a row breaking the gold invariant is never exported
+    rows = [q for q in list_queries(db, query_type=query_type, source=source)
+            if q["status"] in wanted and q["id"] not in broken]
     if cluster is not None:
         rows = [q for q in rows if q["cluster"] == cluster]
     return sorted(rows, key=lambda q: q["id"])
