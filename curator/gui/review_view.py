@@ -21,7 +21,9 @@ from curator.core.review.navigation import get_cursor, get_guidelines, next_pend
 from curator.core.corpus import documents
 from curator.core.review import decisions
 from curator.core.corpus import search
+from curator.core.errors import InputError
 from curator.core.queries.rows import get_query
+from curator.core.store.gold import GoldMissing
 
 KEYS = [
     ("A", "approve"), ("X", "reject"), ("U", "unanswerable"), ("E", "edit question and answer"),
@@ -242,6 +244,11 @@ class ReviewView(QWidget):
         self.keys_hint = plain_label("A approve · X reject · U unanswerable · E edit · Space skip · "
                                      "G gold · N note · Ctrl+Z undo · ? help")
         self.keys_hint.setObjectName("hint")
+        self.message = plain_label()
+        self.message.setObjectName("reviewMessage")
+        self.message.setStyleSheet("color: #b3261e; font-weight: bold;")
+        self.message.setWordWrap(True)
+        self.message.hide()
         main = QWidget()
         col = QVBoxLayout(main)
         col.addWidget(self.focus_bar)
@@ -252,6 +259,7 @@ class ReviewView(QWidget):
         col.addWidget(self.reference)
         col.addWidget(plain_label("Gold chunk(s) with surrounding text", bold=True))
         col.addWidget(self.chunks, 1)
+        col.addWidget(self.message)
         col.addWidget(self.keys_hint)
         side = QWidget()
         scol = QVBoxLayout(side)
@@ -391,13 +399,33 @@ class ReviewView(QWidget):
         if self.current is None:
             return
         qid = self.current["id"]
-        decisions.decide(self.db, qid, action, self.reviewer, **changes)
+        try:
+            decisions.decide(self.db, qid, action, self.reviewer, **changes)
+        except GoldMissing as exc:  # core refused: say what to do, stay on the row
+            self.say(self._gold_missing_text(exc))
+            return
+        except InputError as exc:
+            self.say(str(exc))
+            return
+        self.say("")
         self.skipped.discard(qid)
         self.decided.emit(qid)
         if advance:
             self.advance()
         else:
             self.show_query(qid)
+
+    def say(self, text: str) -> None:
+        """One line under the row for what the last key did or why it was refused."""
+        self.message.setText(text)
+        self.message.setVisible(bool(text))
+
+    @staticmethod
+    def _gold_missing_text(exc: GoldMissing) -> str:
+        what = (f"its gold chunk(s) {', '.join(exc.unusable)} are retired" if exc.unusable
+                else "it has no gold chunk")
+        return (f"Not approved: {what}. Press 1-5 to take a suggestion as gold, G to search for one, "
+                "or U to label it unanswerable.")
 
     def undo(self) -> None:
         qid = decisions.undo(self.db, self.reviewer)

@@ -122,3 +122,34 @@ def test_views_cursor_and_guidelines(sample_db):
     assert get_guidelines(sample_db) == "be strict"
     set_cursor(sample_db, "a", "q_x")
     assert get_cursor(sample_db, "a") == "q_x" and get_cursor(sample_db, "b") is None
+
+
+def test_a_on_a_query_without_gold_does_not_approve(qtbot, sample_project_path, settings):
+    db = open_project(sample_project_path)
+    with db.conn:
+        qid = add_query(db, "how do I reset my password", "log")
+        add_query(db, "a later log query", "log")  # a row A would have advanced to
+    db.close()
+    win = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win)
+    view = win.review_view
+    view.show_query(qid)
+    qtbot.keyClick(view, Qt.Key_A)
+    assert get_query(win.db, qid)["status"] == "pending"
+    assert view.current["id"] == qid  # did not advance
+    assert view.message.isVisibleTo(view) and "no gold chunk" in view.message.text()
+
+
+def test_migrated_project_shows_a_broken_approved_row_pending(qtbot, sample_project_path, settings):
+    db = open_project(sample_project_path)
+    with db.conn:
+        qid = add_query(db, "approved long ago without gold", "log")
+        db.execute("UPDATE queries SET status = 'approved' WHERE id = ?", [qid])
+        db.execute("DELETE FROM _sqlite_migrations WHERE name = 'm003_gold_invariant'")  # an older project
+    db.close()
+    win = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win)
+    view = win.review_view
+    assert get_query(win.db, qid)["status"] == "pending"
+    view.show_query(qid)
+    assert view.status_label.text().startswith("PENDING") and "set back to pending" in view.status_label.text()
