@@ -260,3 +260,19 @@ def m003_gold_invariant(db: sqlite_utils.Database) -> None:
             "INSERT INTO decisions (query_id, reviewer, at, action, before, after, state) VALUES (?,?,?,?,?,?,'done')",
             [query_id, "curator-migration", at, "pending", dumps(before), dumps(after)],
         )
+
+
+@migrations()
+def m004_suggestions(db: sqlite_utils.Database) -> None:
+    """Suggested gold chunks for queued queries without gold, ranked, so review shows them at once."""
+    db.execute(
+        """CREATE TABLE suggestions (
+            query_id TEXT NOT NULL REFERENCES queries(id),
+            rank INTEGER NOT NULL,
+            chunk_id TEXT NOT NULL,
+            score REAL,
+            retriever TEXT,
+            created_at TEXT,
+            PRIMARY KEY (query_id, rank)
+        )"""
+    )
