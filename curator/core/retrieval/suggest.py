@@ -95,6 +95,14 @@ def suggested_ids(db: sqlite_utils.Database, query_ids: Optional[Iterable[str]] 
     return out
 
 
+def suggest_and_list(db: sqlite_utils.Database, query_ids: Optional[list[str]] = None, k: int = DEFAULT_K,
+                     on_progress: Optional[ProgressCallback] = None) -> dict:
+    """``curator suggest``: compute, then return what was stored for those queries."""
+    todo = query_ids if query_ids is not None else [q for q, _ in needing_suggestions(db)]
+    result = suggest(db, todo, k, on_progress=on_progress)
+    return {**result, "suggested": suggested_ids(db, todo)}
+
+
 def suggestions(db: sqlite_utils.Database, query_id: str) -> list[dict]:
     """One query's stored suggestions with what the review view shows: path, heading, text."""
     return store.rows(
