@@ -121,7 +121,9 @@ def stop_cluster_process() -> None:
 
 def sample_task(db, *, size: int, allocation: str = "proportional", seed: int = 0,
                 on_progress=None, cancel=None) -> dict:
-    """Top up the review queue with a stratified sample (core's build_queue is one transaction)."""
+    """Top up the review queue with a stratified sample (core's build_queue is one transaction),
+    then rank suggested gold chunks for the queued rows without gold, so review shows them at once."""
+    from curator.core.retrieval.suggest import suggest
     from curator.core.review.sample import build_queue
 
     if on_progress is not None:
@@ -129,6 +131,7 @@ def sample_task(db, *, size: int, allocation: str = "proportional", seed: int = 
     if cancel is not None:
         cancel.check()
     result = build_queue(db, size=size, allocation=allocation, seed=seed)
+    result["suggested"] = suggest(db, on_progress=on_progress, cancel=cancel)["queries"]
     if on_progress is not None:
         on_progress(1, 1, "done")
     return result
