@@ -20,7 +20,7 @@ import sqlite_utils
 from curator import __version__
 from curator.core import store
 from curator.core.corpus.documents import get_chunks
-from curator.core.errors import InputError
+from curator.core.errors import BadOption, InputError
 from curator.core.queries.rows import list_queries
 from curator.core.store.gold import broken_gold_ids
 from curator.core.export.splits import assign_splits
@@ -28,6 +28,7 @@ from curator.core.files import write_lines
 
 FORMATS = ("jsonl", "beir", "trec")
 DEFAULT_STATUSES = ("approved", "unanswerable")
+STATUSES = ("pending", "approved", "rejected", "unanswerable")  # review.decisions.STATUSES (export sits beside review)
 
 
 def _sha256(path: Path) -> str:
@@ -180,6 +181,16 @@ def _manifest(db, rows: list[dict], fmt: str, files: list[Path], filters: dict) 
     }
 
 
+def _known_statuses(statuses: Iterable[str]) -> tuple[str, ...]:
+    """The statuses asked for, refused when one is unknown (else a typo exports 0 rows and says nothing)."""
+    statuses = tuple(statuses)
+    unknown = [s for s in statuses if s not in STATUSES]
+    if unknown or not statuses:
+        raise BadOption("--status", f"unknown status {', '.join(map(repr, unknown)) or '(none)'}; "
+                                    f"use one or more of {', '.join(STATUSES)}")
+    return statuses
+
+
 def export(db: sqlite_utils.Database, out, format: str = "jsonl", statuses: Iterable[str] = DEFAULT_STATUSES,
            query_type: Optional[str] = None, source: Optional[str] = None, cluster: Optional[int] = None,
            split: Optional[dict[str, float]] = None, seed: int = 0) -> dict:
@@ -190,7 +201,7 @@ def export(db: sqlite_utils.Database, out, format: str = "jsonl", statuses: Iter
     if format not in FORMATS:
         raise InputError(f"unknown export format {format!r}; use one of {', '.join(FORMATS)}")
     out = Path(out)
-    statuses = tuple(statuses)
+    statuses = _known_statuses(statuses)
     rows = select_rows(db, statuses, query_type, source, cluster)
     splits = assign_splits(rows, split, seed) if split else {}
     if format == "beir":
