@@ -18,10 +18,12 @@ import argparse
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(1, str(Path(__file__).resolve().parent))
+
+from eval import Timer  # noqa: E402  bench/eval.py's wall + CPU seconds of a block
 
 from curator.core.corpus.ingest import ingest  # noqa: E402
 from curator.core.retrieval import ranking  # noqa: E402
@@ -32,24 +34,14 @@ from curator.core.store import open_project  # noqa: E402
 DEPTH = 100
 
 
-class Timer:
-    def __enter__(self) -> "Timer":
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
-
-    def __str__(self) -> str:
-        return f"{self.wall:6.1f} s (CPU {self.cpu:6.1f} s)"
-
-
 def gold_chunks(db, questions: list[dict]) -> dict[str, set[str]]:
-    """question id -> the chunk ids of its gold document (documents.path is relative to the folder)."""
+    """question id -> the chunk ids of its gold document."""
     by_path: dict[str, set[str]] = {}
     for path, cid in db.execute("SELECT d.path, c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.active = 1"):
         by_path.setdefault(path, set()).add(cid)
-    return {q["id"]: by_path.get(q["gold_path"], set()) for q in questions}
+    # ingest stores paths under the ingested folder's own name ("corpus/faq/..."); gold_path omits it
+    return {q["id"]: by_path.get(q["gold_path"], set()) | by_path.get(f"corpus/{q['gold_path']}", set())
+            for q in questions}
 
 
 def score(runs: list[dict[str, float]], questions: list[dict], gold: dict[str, set[str]]) -> tuple[float, float]:

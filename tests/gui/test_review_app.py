@@ -173,12 +173,16 @@ def _log_query_with_suggestions(path):
     return qid, ranked
 
 
-def test_keys_1_to_5_set_gold_from_suggestions_then_a_approves(qtbot, sample_project_path, settings):
-    qid, ranked = _log_query_with_suggestions(sample_project_path)
-    win = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+def _review_log_query(qtbot, path, settings):
+    qid, ranked = _log_query_with_suggestions(path)
+    win = MainWindow(path, settings=settings, reviewer="alice")
     qtbot.addWidget(win)
-    view = win.review_view
-    view.show_query(qid)
+    win.review_view.show_query(qid)
+    return qid, ranked, win, win.review_view
+
+
+def test_keys_1_to_5_set_gold_from_suggestions_then_a_approves(qtbot, sample_project_path, settings):
+    qid, ranked, win, view = _review_log_query(qtbot, sample_project_path, settings)
     assert view.suggestions_panel.isVisibleTo(view) and len(view.suggestion_rows) == 5
     assert view.suggestions_panel.highlighted > 0  # question words marked in the snippets
     assert "negative feedback 1× (thumbs_down)" in view.why_label.text()
@@ -197,11 +201,7 @@ def test_keys_1_to_5_set_gold_from_suggestions_then_a_approves(qtbot, sample_pro
 
 
 def test_decision_buttons_and_gold_dialog_by_keyboard(qtbot, sample_project_path, settings):
-    qid, ranked = _log_query_with_suggestions(sample_project_path)
-    win = MainWindow(sample_project_path, settings=settings, reviewer="alice")
-    qtbot.addWidget(win)
-    view = win.review_view
-    view.show_query(qid)
+    qid, ranked, win, view = _review_log_query(qtbot, sample_project_path, settings)
     view.buttons["approve"].click()  # no gold yet: refused like the A key
     assert get_query(win.db, qid)["status"] == "pending" and "no gold chunk" in view.message.text()
     qtbot.keyClick(view, Qt.Key_G)
