@@ -35,6 +35,7 @@ from curator.core.queries.logs import import_log  # noqa: E402
 from curator.core.queries.rows import list_queries  # noqa: E402
 from curator.core.resources import resources_dir, sample_corpus_dir  # noqa: E402
 from curator.core.review.decisions import decide  # noqa: E402
+from curator.core.retrieval.suggest import suggest, suggested_ids  # noqa: E402
 from curator.core.review.sample import build_queue  # noqa: E402
 from curator.core.store import open_project  # noqa: E402
 
@@ -84,6 +85,7 @@ def build_project(path: Path, kind: str) -> None:
         import_log(db, resources_dir() / "sample_logs" / "queries.jsonl")
         cluster_queries(db, seed=0)
         build_queue(db, size=30)
+        suggest(db)  # what the GUI's queue worker and `curator sample` do: suggestions for rows without gold
         queued = [q for q in list_queries(db) if q["queued"] and q["source"] == "synthetic"]
         for q in queued[:12]:
             decide(db, q["id"], "unanswerable" if q["query_type"] == "unanswerable" else "approve", "demo")
@@ -104,6 +106,35 @@ def live_generation(app: QApplication, view, count: int = 4, timeout_s: float = 
         time.sleep(0.02)
     if view.last_error:
         raise SystemExit(f"generation failed: {view.last_error[0]}")
+
+
+def review_log_query(app: QApplication, win, out: Path) -> None:
+    """The review view on a queued log query with its suggestions (the first taken as gold with key 1),
+    then the G dialog searching from it."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    view = win.review_view
+    logs = [q for q in list_queries(win.db, source="log") if q["queued"] and q["status"] == "pending"]
+    with_suggestions = suggested_ids(win.db, [q["id"] for q in logs])
+    chosen = max(logs, key=lambda q: (q["id"] in with_suggestions, q["negative_count"], q["frequency"]))
+    win.tabs.setCurrentWidget(view)
+    view.show_query(chosen["id"])
+    QTest.keyClick(view, Qt.Key_1)  # the first suggestion taken as gold; the row stays pending
+    for _ in range(5):
+        app.processEvents()
+    win.grab().save(str(out / "review_log_query.png"))
+    print(out / "review_log_query.png")
+    dialog = view.open_gold_dialog()
+    dialog.results.setCurrentRow(1)
+    dialog.add_selected()
+    dialog.set_grade(2)
+    dialog.results.setFocus()
+    for _ in range(5):
+        app.processEvents()
+    dialog.grab().save(str(out / "gold_dialog.png"))
+    print(out / "gold_dialog.png")
+    dialog.reject()
 
 
 def tab_file(name: str) -> str:
@@ -142,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         path = out / tab_file(win.tabs.tabText(i))
         win.grab().save(str(path))
         print(path)
+    review_log_query(app, win, out)
     win.close()
     shutdown_worker()
     return 0

@@ -12,16 +12,20 @@ from typing import Any, Callable, Iterator
 
 import click
 
-from curator.core.errors import CuratorError
+from curator.core.errors import BadOption, CuratorError
 from curator.core.store import open_project
 
 
 class CuratorGroup(click.Group):
-    """Turns a CuratorError anywhere in a command into 'Error: ...' on stderr and exit 1."""
+    """Turns a CuratorError anywhere in a command into 'Error: ...' on stderr and exit 1 (a
+    BadOption into the same line and exit 2, a usage error)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except BadOption as exc:  # a value no run could accept: a usage error, as click reports its own
+            click.echo(f"Error: Invalid value for '{exc.option}': {exc}", err=True)
+            ctx.exit(2)
         except CuratorError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(1)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from curator import __version__
 from curator.cli.common import CuratorGroup, emit, json_option, progress_printer, project, render_stats, table
 from curator.core.corpus.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP
+from curator.core.errors import InputError
 
 
 @click.group(cls=CuratorGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -73,9 +76,14 @@ def ingest(project_path: str, paths: tuple[str, ...], chunk_size: int, overlap: 
         raise click.BadParameter("must be smaller than --chunk-size", param_hint="--overlap")
     from curator.core.corpus.ingest import ingest as run_ingest
 
+    missing = [p for p in paths if not Path(p).exists()]
+    if len(missing) == len(paths):  # nothing to read: fail before creating a project file
+        raise InputError(f"no such file or folder: {', '.join(missing)}")
     with project(project_path, create=True) as db:
         result = run_ingest(db, paths, chunk_size, overlap, on_progress=progress_printer("ingest"))
     emit(result.as_dict(), as_json, _render_ingest)
+    if missing:  # the other paths were ingested (the batch goes on); the exit code still says it failed
+        raise InputError(f"no such file or folder: {', '.join(missing)} (the other paths were ingested)")
 
 
 @cli.command()
@@ -143,8 +151,12 @@ def gui(project_path: str | None) -> None:
     Example:
         curator gui handbook.curator
     """
-    from curator.cli.launch import open_gui_if_possible
+    from curator.cli.launch import has_display, open_gui_if_possible
 
+    if not has_display():  # nothing was opened: a failure, not a success with a hint
+        missing = project_path and not Path(project_path).exists()
+        raise InputError(f"no such project file: {project_path}; create it with 'curator ingest {project_path} DOCS/'"
+                         if missing else "no display found: run 'curator gui PROJECT' on a desktop")
     open_gui_if_possible(project_path)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from curator.cli.common import emit, json_option, project, table
+from curator.cli.common import emit, json_option, progress_printer, project, table
 
 
 @click.command()
@@ -24,12 +24,38 @@ def sample(project_path, size, allocation, negative_boost, unanswerable_share, m
     Example:
         curator sample handbook.curator --size 200 --allocation equal --negative-boost 3
     """
+    from curator.core.retrieval.suggest import suggest
     from curator.core.review.sample import build_queue
 
     with project(project_path) as db:
         result = build_queue(db, size, allocation, negative_boost, unanswerable_share, min_per_cluster, seed)
+        # the new rows without gold get their suggestions now, so review shows them at once
+        result["suggested"] = suggest(db, on_progress=progress_printer("suggest"))["queries"]
     emit(result, as_json, lambda r: f"queued {r['queued']} ({', '.join(f'{k}: {v}' for k, v in r['by_stratum'].items())})"
-         + ("" if r["clustered"] else "; no cluster run yet, so one stratum 'all' (run 'curator cluster' first)"))
+         + ("" if r["clustered"] else "; no cluster run yet, so one stratum 'all' (run 'curator cluster' first)")
+         + f"; suggested gold for {r['suggested']} without gold")
+
+
+@click.command(name="suggest")
+@click.argument("project_path", metavar="PROJECT")
+@click.argument("query_ids", nargs=-1, metavar="[QUERY_ID]...")
+@click.option("--k", default=5, show_default=True, type=click.IntRange(1, 100), help="Suggestions per query.")
+@json_option
+def suggest_command(project_path, query_ids, k, as_json):
+    """Compute suggested gold chunks (hybrid BM25 + MiniLM) for the given queries, or for every
+    queued query without gold, and print them.
+
+    \b
+    Example:
+        curator suggest handbook.curator --k 5
+        curator suggest handbook.curator q_1a2b3c --json
+    """
+    from curator.core.retrieval.suggest import suggest_and_list
+
+    with project(project_path) as db:
+        result = suggest_and_list(db, list(query_ids) or None, k, on_progress=progress_printer("suggest"))
+    emit(result, as_json, lambda r: "\n".join(f"{q}: {', '.join(ids)}" for q, ids in r["suggested"].items())
+         or "no queued query without gold: nothing to suggest")
 
 
 @click.command()
@@ -82,3 +108,4 @@ def register(cli: click.Group) -> None:
     cli.add_command(import_log)
     cli.add_command(sample)
     cli.add_command(coverage)
+    cli.add_command(suggest_command)

@@ -19,3 +19,12 @@ class ModelFileError(CuratorError):
 
 class InputError(CuratorError):
     """Bad user input (a file, a line, a flag value)."""
+
+
+class BadOption(InputError):
+    """A value no run could accept (``--mix bogus``, split fractions that do not sum to 1): the CLI
+    reports it as a usage error (exit 2, click's convention) naming ``option``."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option

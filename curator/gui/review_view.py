@@ -7,32 +7,33 @@ Every decision goes through ``curator.core.review.decisions.decide`` and is comm
 
 from __future__ import annotations
 
-import re
 from typing import Callable, Collection, Optional
 
 import sqlite_utils
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QListWidget,
-                               QListWidgetItem, QPlainTextEdit, QPushButton, QSpinBox, QSplitter, QTextEdit,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel, QListWidget, QPlainTextEdit,
+                               QPushButton, QSplitter, QTextEdit, QVBoxLayout, QWidget)
 
 from curator.core.review.navigation import get_cursor, get_guidelines, next_pending, progress_by_cluster, review_order, set_cursor, set_guidelines
 from curator.core.corpus import documents
 from curator.core.review import decisions
-from curator.core.corpus import search
+from curator.core.errors import InputError
 from curator.core.queries.rows import get_query
-from curator.core.generation.filters import STOPWORDS
+from curator.core.retrieval.suggest import suggestions
+from curator.core.review.sample import queue_entry
+from curator.core.store.gold import GoldMissing
+from curator.gui.gold_dialog import GoldDialog
+from curator.gui.highlight import content_words, highlight
+from curator.gui.suggestions_panel import SuggestionsPanel
 
 KEYS = [
     ("A", "approve"), ("X", "reject"), ("U", "unanswerable"), ("E", "edit question and answer"),
     ("Ctrl+Enter", "save the edit"), ("Esc", "cancel the edit / close this help"),
-    ("Space / S", "skip"), ("G", "change or add gold chunks"), ("N", "note"),
+    ("Space / S", "skip"), ("1-5", "toggle a suggestion as gold"), ("Shift+1-5", "cycle its grade 1-3"),
+    ("G", "search for gold chunks"), ("N", "note"),
     ("Ctrl+Z", "undo"), ("Ctrl+Shift+Z", "redo"), ("?", "this help"),
 ]
-_WORD = re.compile(r"\w{3,}", re.UNICODE)
-
-
 def plain_label(text: str = "", *, bold: bool = False) -> QLabel:
     """A QLabel that never interprets user text as rich text."""
     label = QLabel(text)
@@ -46,25 +47,39 @@ def plain_label(text: str = "", *, bold: bool = False) -> QLabel:
     return label
 
 
+# Shift+1..5 arrive as these keys on a US layout; offscreen tests send Key_1..5 with Shift.
+_SHIFTED_DIGITS = {Qt.Key_Exclam: 1, Qt.Key_At: 2, Qt.Key_NumberSign: 3, Qt.Key_Dollar: 4, Qt.Key_Percent: 5}
+BUTTONS = [("Approve (A)", "approve"), ("Reject (X)", "reject"), ("Unanswerable (U)", "unanswerable"),
+           ("Skip (Space)", "skip"), ("Gold… (G)", "gold")]
+
+
+def suggestion_key(key: int, shift: bool) -> Optional[tuple[int, bool]]:
+    """(suggestion number 1-5, whether to cycle its grade) for a key press, or None."""
+    if Qt.Key_1 <= key <= Qt.Key_5:
+        return key - Qt.Key_0, shift
+    return (_SHIFTED_DIGITS[key], True) if key in _SHIFTED_DIGITS else None
+
+
+def why_queued(q: dict, entry: Optional[dict]) -> str:
+    """One line on why the row is in the queue: how often it was asked, the negative feedback
+    signals, its cluster and the draw that picked it."""
+    parts = []
+    if q["source"] == "log":
+        parts.append(f"asked {q['frequency']}×")
+        signals = sorted(set((q.get("metadata") or {}).get("signals") or []))
+        if q["negative_count"]:
+            parts.append(f"negative feedback {q['negative_count']}×" + (f" ({', '.join(signals)})" if signals else ""))
+    if q.get("cluster_label"):
+        parts.append(f"cluster “{q['cluster_label']}”")
+    if entry is not None:
+        reason = entry["reason"]
+        parts.append(f"drawn from stratum {entry['stratum']} ({reason.get('allocation', '?')}, quota {reason.get('quota', '?')})"
+                     + ("; boosted for negative feedback" if reason.get("negative") else ""))
+    return ("Why in the queue: " + " · ".join(parts)) if parts else ""
+
+
 def answer_words(reference: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(reference or "") if w.lower() not in STOPWORDS}
-
-
-def highlight(edit: QTextEdit, start: int, end: int, words: set[str]) -> int:
-    """Give every answer word in [start, end) of the plain-text document a highlight format."""
-    fmt = QTextCharFormat()
-    fmt.setBackground(QColor("#fde68a"))
-    fmt.setFontWeight(QFont.Bold)
-    text = edit.toPlainText()[start:end]
-    count = 0
-    for match in _WORD.finditer(text):
-        if match.group().lower() in words:
-            cursor = QTextCursor(edit.document())
-            cursor.setPosition(start + match.start())
-            cursor.setPosition(start + match.end(), QTextCursor.KeepAnchor)
-            cursor.mergeCharFormat(fmt)
-            count += 1
-    return count
+    return content_words(reference)
 
 
 class HelpOverlay(QFrame):
@@ -90,71 +105,6 @@ class HelpOverlay(QFrame):
     def keyPressEvent(self, event) -> None:
         self.hide()
         self.parentWidget().setFocus()
-
-
-class GoldDialog(QDialog):
-    """Search the corpus and pick one or more gold chunks, each with a grade 1-3."""
-
-    def __init__(self, db: sqlite_utils.Database, current: list[str], grades: dict, parent=None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Gold chunks")
-        self.db = db
-        self.search_box = QLineEdit(placeholderText="Search the corpus…")
-        self.results = QListWidget()
-        self.chosen = QListWidget()
-        self.grade = QSpinBox(minimum=1, maximum=3, value=1)
-        add, remove = QPushButton("Add →"), QPushButton("Remove")
-        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.search_box)
-        row = QHBoxLayout()
-        row.addWidget(self.results, 2)
-        side = QVBoxLayout()
-        side.addWidget(add)
-        side.addWidget(plain_label("Grade"))
-        side.addWidget(self.grade)
-        side.addWidget(remove)
-        side.addStretch(1)
-        row.addLayout(side)
-        row.addWidget(self.chosen, 2)
-        layout.addLayout(row)
-        layout.addWidget(buttons)
-        self.search_box.textChanged.connect(self.run_search)
-        add.clicked.connect(self.add_selected)
-        remove.clicked.connect(lambda: self.chosen.takeItem(self.chosen.currentRow()))
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        for chunk in documents.get_chunks(db, current):
-            self._add(chunk["id"], f"{chunk['doc_path']} — {chunk['title'] or ''}", int(grades.get(chunk["id"], 1)))
-        self.resize(900, 420)
-
-    def run_search(self, text: str) -> None:
-        self.results.clear()
-        for hit in search.search_chunks(self.db, text, limit=30):
-            item = QListWidgetItem(f"{hit['doc_path']} — {hit['title'] or ''}\n{hit['text'][:160]}")
-            item.setData(Qt.UserRole, hit["id"])
-            self.results.addItem(item)
-        if self.results.count():
-            self.results.setCurrentRow(0)
-
-    def _add(self, chunk_id: str, label: str, grade: int) -> None:
-        if chunk_id in self.chunk_ids():
-            return
-        item = QListWidgetItem(f"[{grade}] {label}")
-        item.setData(Qt.UserRole, chunk_id)
-        item.setData(Qt.UserRole + 1, grade)
-        self.chosen.addItem(item)
-
-    def add_selected(self) -> None:
-        for item in self.results.selectedItems() or ([self.results.currentItem()] if self.results.currentItem() else []):
-            self._add(item.data(Qt.UserRole), item.text().split("\n")[0], self.grade.value())
-
-    def chunk_ids(self) -> list[str]:
-        return [self.chosen.item(i).data(Qt.UserRole) for i in range(self.chosen.count())]
-
-    def grades(self) -> dict[str, int]:
-        return {self.chosen.item(i).data(Qt.UserRole): int(self.chosen.item(i).data(Qt.UserRole + 1))
-                for i in range(self.chosen.count())}
 
 
 class NoteDialog(QDialog):
@@ -227,6 +177,12 @@ class ReviewView(QWidget):
         self.question = QPlainTextEdit()
         self.question.setObjectName("question")
         self.question.setMaximumHeight(90)
+        self.why_label = plain_label()
+        self.why_label.setObjectName("hint")
+        self.suggestions_label = plain_label("Suggested gold chunks — 1-5 toggle as gold · Shift+1-5 grade · G search",
+                                             bold=True)
+        self.suggestions_panel = SuggestionsPanel()
+        self.suggestion_rows: list[dict] = []
         self.reference = QPlainTextEdit()
         self.reference.setMaximumHeight(110)
         self.chunks = QTextEdit()
@@ -242,16 +198,26 @@ class ReviewView(QWidget):
         self.keys_hint = plain_label("A approve · X reject · U unanswerable · E edit · Space skip · "
                                      "G gold · N note · Ctrl+Z undo · ? help")
         self.keys_hint.setObjectName("hint")
+        self.message = plain_label()
+        self.message.setObjectName("reviewMessage")
+        self.message.setStyleSheet("color: #b3261e; font-weight: bold;")
+        self.message.setWordWrap(True)
+        self.message.hide()
         main = QWidget()
         col = QVBoxLayout(main)
         col.addWidget(self.focus_bar)
         col.addWidget(self.status_label)
         col.addWidget(plain_label("Question", bold=True))
         col.addWidget(self.question)
+        col.addWidget(self.why_label)
+        col.addWidget(self.suggestions_label)
+        col.addWidget(self.suggestions_panel, 1)
         col.addWidget(plain_label("Reference answer", bold=True))
         col.addWidget(self.reference)
         col.addWidget(plain_label("Gold chunk(s) with surrounding text", bold=True))
         col.addWidget(self.chunks, 1)
+        col.addWidget(self.message)
+        col.addLayout(self._decision_buttons())
         col.addWidget(self.keys_hint)
         side = QWidget()
         scol = QVBoxLayout(side)
@@ -276,6 +242,29 @@ class ReviewView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(splitter)
+
+    def _decision_buttons(self) -> QHBoxLayout:
+        """The decisions as buttons for mouse users, each naming its key; they never take focus."""
+        row = QHBoxLayout()
+        self.buttons: dict[str, QPushButton] = {}
+        for text, action in BUTTONS:
+            button = QPushButton(text)
+            button.setFocusPolicy(Qt.NoFocus)
+            button.clicked.connect(lambda _=False, a=action: self._button(a))
+            self.buttons[action] = button
+            row.addWidget(button)
+        row.addStretch(1)
+        return row
+
+    def _button(self, action: str) -> None:
+        if self.current is None:
+            return
+        if action == "skip":
+            self.skip()
+        elif action == "gold":
+            self.open_gold_dialog()
+        else:
+            self.decide(action)
 
     # -- navigation ------------------------------------------------------------------------
     def load_initial(self) -> None:
@@ -331,6 +320,7 @@ class ReviewView(QWidget):
                 "Nothing left to review. Build a queue in the Clusters tab or generate more queries." if self.focus is None
                 else "Every selected query is reviewed. 'Whole queue' goes back to the rest.")
             self.question.setPlainText("")
+            self.why_label.setText("")
             self.reference.setPlainText("")
             self.chunks.setPlainText("")
         else:
@@ -339,8 +329,10 @@ class ReviewView(QWidget):
             self.status_label.setText(f"{q['status'].upper()} · {q['query_type']} · {q['source']} · "
                                       f"cluster {q.get('cluster') if q.get('cluster') is not None else '-'}{who}{note}")
             self.question.setPlainText(q["text"])
+            self.why_label.setText(why_queued(q, queue_entry(self.db, q["id"])))
             self.reference.setPlainText(q.get("reference") or "")
             self._render_chunks(q)
+        self._render_suggestions(q)
         self._render_side()
 
     def _render_chunks(self, q: dict) -> None:
@@ -348,7 +340,8 @@ class ReviewView(QWidget):
         self.chunks.setPlainText("")
         gold = documents.get_chunks(self.db, q["gold_chunk_ids"])
         if not gold:
-            self.chunks.setPlainText("(no gold chunk — press G to add one, or U if the corpus cannot answer this)")
+            self.chunks.setPlainText("(no gold chunk — press 1-5 to take a suggestion, G to search, "
+                                     "or U if the corpus cannot answer this)")
             return
         words = answer_words(q.get("reference") or "")
         cursor = QTextCursor(self.chunks.document())
@@ -374,6 +367,14 @@ class ReviewView(QWidget):
         self.highlighted = sum(highlight(self.chunks, s, e, words) for s, e in spans)
         self.chunks.moveCursor(QTextCursor.Start)
 
+    def _render_suggestions(self, q: Optional[dict]) -> None:
+        self.suggestion_rows = suggestions(self.db, q["id"]) if q else []
+        self.suggestions_label.setVisible(bool(self.suggestion_rows))
+        self.suggestions_panel.setVisible(bool(self.suggestion_rows))
+        if self.suggestion_rows:
+            gold = {cid: int(q["gold_grades"].get(cid, 1)) for cid in q["gold_chunk_ids"]}
+            self.suggestions_panel.show_suggestions(self.suggestion_rows, gold, q["text"])
+
     def _render_side(self) -> None:
         prog = decisions.progress(self.db)
         lines = [f"Reviewed {prog['reviewed']} of {prog['queued']} queued"]
@@ -391,13 +392,33 @@ class ReviewView(QWidget):
         if self.current is None:
             return
         qid = self.current["id"]
-        decisions.decide(self.db, qid, action, self.reviewer, **changes)
+        try:
+            decisions.decide(self.db, qid, action, self.reviewer, **changes)
+        except GoldMissing as exc:  # core refused: say what to do, stay on the row
+            self.say(self._gold_missing_text(exc))
+            return
+        except InputError as exc:
+            self.say(str(exc))
+            return
+        self.say("")
         self.skipped.discard(qid)
         self.decided.emit(qid)
         if advance:
             self.advance()
         else:
             self.show_query(qid)
+
+    def say(self, text: str) -> None:
+        """One line under the row for what the last key did or why it was refused."""
+        self.message.setText(text)
+        self.message.setVisible(bool(text))
+
+    @staticmethod
+    def _gold_missing_text(exc: GoldMissing) -> str:
+        what = (f"its gold chunk(s) {', '.join(exc.unusable)} are retired" if exc.unusable
+                else "it has no gold chunk")
+        return (f"Not approved: {what}. Press 1-5 to take a suggestion as gold, G to search for one, "
+                "or U to label it unanswerable.")
 
     def undo(self) -> None:
         qid = decisions.undo(self.db, self.reviewer)
@@ -452,8 +473,9 @@ class ReviewView(QWidget):
     # -- gold and note ---------------------------------------------------------------------
     def open_gold_dialog(self) -> GoldDialog:
         q = self.current
-        self.gold_dialog = GoldDialog(self.db, q["gold_chunk_ids"], q["gold_grades"], self)
-        self.gold_dialog.search_box.setText(q["text"])
+        suggested = [{**row, "id": row["chunk_id"], "doc_path": row["path"]} for row in self.suggestion_rows]
+        self.gold_dialog = GoldDialog(self.db, q["gold_chunk_ids"], q["gold_grades"], self, suggested=suggested,
+                                      question=q["text"])
         self.gold_dialog.accepted.connect(self._apply_gold)
         self.gold_dialog.open()
         return self.gold_dialog
@@ -462,6 +484,27 @@ class ReviewView(QWidget):
         dialog = self.gold_dialog
         self.decide("gold", advance=False, gold=dialog.chunk_ids(), grades=dialog.grades())
         self.setFocus()
+
+    def toggle_suggestion(self, number: int, cycle_grade: bool = False) -> None:
+        """Key 1-5: the suggestion becomes gold (grade 1) or stops being gold; with Shift its grade
+        goes 1 -> 2 -> 3 -> 1 (a suggestion not yet gold becomes gold with grade 2)."""
+        if number > len(self.suggestion_rows):
+            self.say(f"No suggestion {number} for this query." if self.suggestion_rows
+                     else "No suggestions for this query: press G to search for gold chunks.")
+            return
+        chunk_id = self.suggestion_rows[number - 1]["chunk_id"]
+        gold = list(self.current["gold_chunk_ids"])
+        grades = {cid: int(self.current["gold_grades"].get(cid, 1)) for cid in gold}
+        if cycle_grade:
+            grades[chunk_id] = grades[chunk_id] % 3 + 1 if chunk_id in grades else 2
+            gold += [] if chunk_id in gold else [chunk_id]
+        elif chunk_id in gold:
+            gold.remove(chunk_id)
+            del grades[chunk_id]
+        else:
+            gold.append(chunk_id)
+            grades[chunk_id] = 1
+        self.decide("gold", advance=False, gold=gold, grades=grades)
 
     def open_note_dialog(self) -> NoteDialog:
         self.note_dialog = NoteDialog(self.current.get("note") or "", self)
@@ -487,6 +530,8 @@ class ReviewView(QWidget):
             self.help.show_over()
         elif self.current is None:
             return super().keyPressEvent(event)
+        elif suggestion_key(key, shift) is not None:
+            self.toggle_suggestion(*suggestion_key(key, shift))
         elif key == Qt.Key_A:
             self.decide("approve")
         elif key == Qt.Key_X:

@@ -134,9 +134,15 @@ def stop_cluster_process() -> None:
 
 def sample_task(db, *, size: int, allocation: str = "proportional", seed: int = 0,
                 on_progress=None, cancel=None) -> dict:
-    """Top up the review queue with a stratified sample (core's build_queue is one transaction)."""
+    """Top up the review queue with a stratified sample (core's build_queue is one transaction),
+    then rank suggested gold chunks for the queued rows without gold, so review shows them at once."""
+    from curator.core.retrieval.suggest import suggest
     from curator.core.review.sample import build_queue
 
-    return one_step("sampling", lambda: build_queue(db, size=size, allocation=allocation, seed=seed),
-                    on_progress, cancel)
+    def queue_then_suggest() -> dict:
+        result = build_queue(db, size=size, allocation=allocation, seed=seed)
+        result["suggested"] = suggest(db, cancel=cancel)["queries"]
+        return result
+
+    return one_step("sampling", queue_then_suggest, on_progress, cancel)
 

@@ -44,3 +44,16 @@ def test_generate_cli_refuses_a_bad_model_file(sample_project_path, tmp_path):
     bad.write_text("not a model")
     result = CliRunner().invoke(cli, ["generate", str(sample_project_path), "--model", str(bad), "--count", "1"])
     assert result.exit_code == 1 and "not a GGUF" in result.stderr
+
+
+def test_label_approve_without_gold_exits_1_with_the_fix(sample_project_path):
+    runner = CliRunner()
+    qid, chunk = _seed(sample_project_path)
+    p = str(sample_project_path)
+    result = runner.invoke(cli, ["label", p, qid, "approve", "--reviewer", "ana"])
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {qid} has no gold chunk: add one with --gold c_..., or label it unanswerable"]
+    listed = json.loads(runner.invoke(cli, ["queries", p, "--json"]).stdout)
+    assert listed[0]["status"] == "pending"
+    assert runner.invoke(cli, ["label", p, qid, "approve", "--gold", chunk, "--reviewer", "ana"]).exit_code == 0

@@ -34,7 +34,12 @@ def test_queue_is_deterministic_never_resamples_and_tops_up(empty_db, tmp_path):
     second = build_queue(empty_db, 8, seed=5)
     all_ids = [r[0] for r in empty_db.execute("SELECT query_id FROM review_queue ORDER BY position")]
     assert second["queued"] == 8 and len(set(all_ids)) == 16 and all_ids[:8] == ids
-    decide(empty_db, all_ids[0], "approve", "ana")
+    (tmp_path / "a.md").write_text("# Answers\n\nThe answer to the first question is here.\n")
+    from curator.core.corpus.ingest import ingest
+
+    ingest(empty_db, [tmp_path / "a.md"])  # an approval needs a gold chunk
+    chunk = empty_db.execute("SELECT id FROM chunks").fetchone()[0]
+    decide(empty_db, all_ids[0], "approve", "ana", gold=[chunk])
     row = {r["label"]: r for r in coverage(empty_db)}["c0"]
     assert row["population"] == 30 and row["queued"] == 12 and row["reviewed"] == 1 and row["approved"] == 1
 

@@ -79,7 +79,7 @@ def test_beir_export_writes_qrels_per_split(sample_db, tmp_path):
 def test_cli_split_option_and_bad_spec_message(sample_project_path, tmp_path):
     runner = CliRunner()
     bad = runner.invoke(cli, ["export", str(sample_project_path), str(tmp_path / "g.jsonl"), "--split", "dev=0.2"])
-    assert bad.exit_code == 1 and "sum to 0.2" in bad.output
+    assert bad.exit_code == 2 and "sum to 0.2" in bad.output
     ok = runner.invoke(cli, ["export", str(sample_project_path), str(tmp_path / "g.jsonl"), "--split",
                              "dev=0.3,test=0.7", "--json"])
     assert ok.exit_code == 0, ok.output

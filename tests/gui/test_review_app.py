@@ -122,3 +122,100 @@ def test_views_cursor_and_guidelines(sample_db):
     assert get_guidelines(sample_db) == "be strict"
     set_cursor(sample_db, "a", "q_x")
     assert get_cursor(sample_db, "a") == "q_x" and get_cursor(sample_db, "b") is None
+
+
+def test_a_on_a_query_without_gold_does_not_approve(qtbot, sample_project_path, settings):
+    db = open_project(sample_project_path)
+    with db.conn:
+        qid = add_query(db, "how do I reset my password", "log")
+        add_query(db, "a later log query", "log")  # a row A would have advanced to
+    db.close()
+    win = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win)
+    view = win.review_view
+    view.show_query(qid)
+    qtbot.keyClick(view, Qt.Key_A)
+    assert get_query(win.db, qid)["status"] == "pending"
+    assert view.current["id"] == qid  # did not advance
+    assert view.message.isVisibleTo(view) and "no gold chunk" in view.message.text()
+
+
+def test_migrated_project_shows_a_broken_approved_row_pending(qtbot, sample_project_path, settings):
+    db = open_project(sample_project_path)
+    with db.conn:
+        qid = add_query(db, "approved long ago without gold", "log")
+        db.execute("UPDATE queries SET status = 'approved' WHERE id = ?", [qid])
+        db.execute("DELETE FROM _sqlite_migrations WHERE name = 'm003_gold_invariant'")  # an older project
+    db.close()
+    win = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win)
+    view = win.review_view
+    assert get_query(win.db, qid)["status"] == "pending"
+    view.show_query(qid)
+    assert view.status_label.text().startswith("PENDING") and "set back to pending" in view.status_label.text()
+
+
+def _log_query_with_suggestions(path):
+    """A queued log query without gold whose suggestions come from BM25 (fast; the default
+    MiniLM hybrid is tested in tests/core/test_suggest.py)."""
+    from curator.core.retrieval.retrievers import BM25Retriever
+    from curator.core.retrieval.suggest import suggest, suggested_ids
+    from curator.core.review.sample import build_queue
+
+    db = open_project(path)
+    with db.conn:
+        qid = add_query(db, "how do I rotate the api keys", "log", negative_count=1,
+                        metadata={"signals": ["thumbs_down"]})
+    build_queue(db, size=5)
+    suggest(db, [qid], retriever=BM25Retriever().fit(db))
+    ranked = suggested_ids(db)[qid]
+    db.close()
+    return qid, ranked
+
+
+def _review_log_query(qtbot, path, settings):
+    qid, ranked = _log_query_with_suggestions(path)
+    win = MainWindow(path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win)
+    win.review_view.show_query(qid)
+    return qid, ranked, win, win.review_view
+
+
+def test_keys_1_to_5_set_gold_from_suggestions_then_a_approves(qtbot, sample_project_path, settings):
+    qid, ranked, win, view = _review_log_query(qtbot, sample_project_path, settings)
+    assert view.suggestions_panel.isVisibleTo(view) and len(view.suggestion_rows) == 5
+    assert view.suggestions_panel.highlighted > 0  # question words marked in the snippets
+    assert "negative feedback 1× (thumbs_down)" in view.why_label.text()
+    qtbot.keyClick(view, Qt.Key_2)
+    qtbot.keyClick(view, Qt.Key_4)
+    assert get_query(win.db, qid)["gold_chunk_ids"] == [ranked[1], ranked[3]]
+    qtbot.keyClick(view, Qt.Key_4, Qt.ShiftModifier)  # grade 1 -> 2
+    qtbot.keyClick(view, Qt.Key_4, Qt.ShiftModifier)  # 2 -> 3
+    assert get_query(win.db, qid)["gold_grades"] == {ranked[1]: 1, ranked[3]: 3}
+    assert "✓ gold, grade 3" in view.suggestions_panel.toPlainText()
+    qtbot.keyClick(view, Qt.Key_2)  # toggles it off again
+    assert get_query(win.db, qid)["gold_chunk_ids"] == [ranked[3]]
+    qtbot.keyClick(view, Qt.Key_A)
+    q = get_query(win.db, qid)
+    assert q["status"] == "approved" and q["gold_chunk_ids"] == [ranked[3]]
+
+
+def test_decision_buttons_and_gold_dialog_by_keyboard(qtbot, sample_project_path, settings):
+    qid, ranked, win, view = _review_log_query(qtbot, sample_project_path, settings)
+    view.buttons["approve"].click()  # no gold yet: refused like the A key
+    assert get_query(win.db, qid)["status"] == "pending" and "no gold chunk" in view.message.text()
+    qtbot.keyClick(view, Qt.Key_G)
+    dlg = view.gold_dialog
+    assert dlg.results.count() == 5  # the suggestions, before anything is typed
+    qtbot.keyClicks(dlg.search_box, "backup")
+    assert dlg.results.count() > 0 and "backup" in dlg.preview.toPlainText().lower()
+    qtbot.keyClick(dlg.search_box, Qt.Key_Down)
+    qtbot.keyClick(dlg.results, Qt.Key_Return)
+    assert len(dlg.chunk_ids()) == 1
+    qtbot.keyClick(dlg.chosen, Qt.Key_3)
+    chosen = dlg.chunk_ids()[0]
+    qtbot.keyClick(dlg, Qt.Key_Return, Qt.ControlModifier)
+    q = get_query(win.db, qid)
+    assert q["gold_chunk_ids"] == [chosen] and q["gold_grades"] == {chosen: 3}
+    view.buttons["approve"].click()
+    assert get_query(win.db, qid)["status"] == "approved"

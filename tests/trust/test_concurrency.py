@@ -49,9 +49,11 @@ print("EXPORTED", flush=True)
 
 def _seed(path, n: int = 30) -> None:
     db = open_project(path)
+    chunk = db.execute("SELECT id FROM chunks WHERE active = 1 LIMIT 1").fetchone()  # approving needs gold
     with db.conn:
         for i in range(n):
-            add_query(db, f"a manual question number {i} for review?", "manual")
+            add_query(db, f"a manual question number {i} for review?", "manual",
+                      gold_chunk_ids=[chunk[0]] if chunk else [])
     db.close()
 
 

@@ -244,7 +244,8 @@ def test_blind_overlap_plan_copies_and_merge(tmp_path, sample_project_path):
     sk = pytest.importorskip("sklearn.metrics")
     db = open_project(sample_project_path)
     with db.conn:
-        qids = [add_query(db, f"overlap question number {i}?", "manual") for i in range(20)]
+        chunk = db.execute("SELECT id FROM chunks WHERE active = 1 ORDER BY id LIMIT 1").fetchone()[0]
+        qids = [add_query(db, f"overlap question number {i}?", "manual", gold_chunk_ids=[chunk]) for i in range(20)]
     plan = assign_overlap(db, ["ann", "bob"], share=0.25, seed=1)
     assert plan["overlap"] == 5 and plan["per_reviewer"] == {"ann": 5 + 8, "bob": 5 + 7}
     both = overlap_ids(db)

@@ -7,6 +7,7 @@ from typing import Optional
 import sqlite_utils
 
 from curator.core import store
+from curator.core.errors import InputError
 
 
 def list_documents(db: sqlite_utils.Database) -> list[dict]:
@@ -22,6 +23,9 @@ def list_chunks(db: sqlite_utils.Database, doc_path: Optional[str] = None, inclu
     clauses = [] if include_retired else ["c.active = 1"]
     params = []
     if doc_path:
+        if db.execute("SELECT 1 FROM documents WHERE path = ?", [doc_path]).fetchone() is None:
+            raise InputError(f"no document with path {doc_path!r}: paths are as stored, relative to the "
+                             "ingested folder (curator chunks PROJECT lists them)")
         clauses.append("d.path = ?")
         params.append(doc_path)
     where = ("WHERE " + " AND ".join(clauses)) if clauses else ""

@@ -24,7 +24,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from curator.core import store
-from curator.core.errors import InputError, ModelFileError
+from curator.core.errors import BadOption, InputError, ModelFileError
 
 
 def text_hash(text: str) -> str:
@@ -265,7 +265,7 @@ def get_embedder(spec: str, db=None) -> Embedder:
         return GgufEmbedder(spec[len("gguf:"):])
     if spec == "minilm":
         return MiniLMEmbedder()
-    raise InputError(f"unknown embedder {spec!r}: use tfidf, minilm or gguf:PATH")
+    raise BadOption("--embedder", f"unknown embedder {spec!r}: use tfidf, minilm or gguf:PATH")
 
 
 def embed_texts(db, embedder: Embedder, texts: list[str],

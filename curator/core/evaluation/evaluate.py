@@ -21,6 +21,7 @@ from curator.core.evaluation import metrics
 from curator.core.errors import InputError
 from curator.core.files import write_lines
 from curator.core.queries.rows import list_queries
+from curator.core.store.gold import broken_gold_ids
 from curator.core.retrieval.retrievers import RETRIEVERS, get_retriever
 
 RECALL_HEALTHY = 0.8
@@ -63,8 +64,8 @@ def retriever_run(db: sqlite_utils.Database, retriever: str, queries: list[dict]
 
 
 def gold_rows(db: sqlite_utils.Database, statuses: Iterable[str] = ("approved", "unanswerable")) -> list[dict]:
-    wanted = set(statuses)
-    return [q for q in list_queries(db) if q["status"] in wanted]
+    wanted, broken = set(statuses), broken_gold_ids(db)  # a row breaking the gold invariant is never scored
+    return [q for q in list_queries(db) if q["status"] in wanted and q["id"] not in broken]
 
 
 def is_answerable(q: dict) -> bool:
@@ -113,7 +114,11 @@ def _scored_run(db, retriever: str, run_file: Optional[str], rows: list[dict], k
                 embedder: Optional[str], errors: list[str]) -> tuple[metrics.Run, str, dict]:
     """The run to score (a TREC file, or a built-in retriever's), its name and its parameters."""
     if run_file:
-        return read_trec_run(Path(run_file), errors), f"run:{Path(run_file).name}", {}
+        run = read_trec_run(Path(run_file), errors)
+        if not run:  # else every metric prints 0.000 as if the retriever had found nothing
+            raise InputError(f"{run_file}: no valid TREC run line (expected 'qid Q0 docid rank score tag')"
+                             + (f"; first problem: {errors[0]}" if errors else ""))
+        return run, f"run:{Path(run_file).name}", {}
     if retriever not in RETRIEVERS:
         raise InputError(f"unknown retriever {retriever!r}; use {', '.join(RETRIEVERS)} or --run FILE")
     # Depth 100 at least, so MRR sees a relevant chunk ranked below the largest k.

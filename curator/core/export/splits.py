@@ -6,7 +6,7 @@ import random
 from collections import defaultdict
 from typing import Optional
 
-from curator.core.errors import InputError
+from curator.core.errors import BadOption
 
 
 def parse_split(spec: Optional[str]) -> Optional[dict[str, float]]:
@@ -18,16 +18,16 @@ def parse_split(spec: Optional[str]) -> Optional[dict[str, float]]:
         name, _, value = part.strip().partition("=")
         name = name.strip()
         if not name or not name.isidentifier():
-            raise InputError(f"bad split {part.strip()!r}: use NAME=FRACTION, e.g. dev=0.3,test=0.7")
+            raise BadOption("--split", f"bad split {part.strip()!r}: use NAME=FRACTION, e.g. dev=0.3,test=0.7")
         try:
             fraction = float(value)
         except ValueError:
-            raise InputError(f"bad split fraction in {part.strip()!r}: not a number") from None
+            raise BadOption("--split", f"bad split fraction in {part.strip()!r}: not a number") from None
         if not 0 < fraction <= 1 or name in fractions:
-            raise InputError(f"bad split {part.strip()!r}: fractions are in (0, 1] and names are unique")
+            raise BadOption("--split", f"bad split {part.strip()!r}: fractions are in (0, 1] and names are unique")
         fractions[name] = fraction
     if abs(sum(fractions.values()) - 1) > 1e-6:
-        raise InputError(f"split fractions sum to {sum(fractions.values()):g}, not 1")
+        raise BadOption("--split", f"split fractions sum to {sum(fractions.values()):g}, not 1")
     return fractions
 
 

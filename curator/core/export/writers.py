@@ -20,13 +20,15 @@ import sqlite_utils
 from curator import __version__
 from curator.core import store
 from curator.core.corpus.documents import get_chunks
-from curator.core.errors import InputError
+from curator.core.errors import BadOption, InputError
 from curator.core.queries.rows import list_queries
+from curator.core.store.gold import broken_gold_ids
 from curator.core.export.splits import assign_splits
 from curator.core.files import write_lines
 
 FORMATS = ("jsonl", "beir", "trec")
 DEFAULT_STATUSES = ("approved", "unanswerable")
+STATUSES = ("pending", "approved", "rejected", "unanswerable")  # review.decisions.STATUSES (export sits beside review)
 
 
 def _sha256(path: Path) -> str:
@@ -36,8 +38,9 @@ def _sha256(path: Path) -> str:
 def select_rows(db: sqlite_utils.Database, statuses: Iterable[str] = DEFAULT_STATUSES, query_type=None,
                 source=None, cluster=None) -> list[dict]:
     """The gold rows to export, in a deterministic order (by query id)."""
-    wanted = set(statuses)
-    rows = [q for q in list_queries(db, query_type=query_type, source=source) if q["status"] in wanted]
+    wanted, broken = set(statuses), broken_gold_ids(db)  # a row breaking the gold invariant is never exported
+    rows = [q for q in list_queries(db, query_type=query_type, source=source)
+            if q["status"] in wanted and q["id"] not in broken]
     if cluster is not None:
         rows = [q for q in rows if q["cluster"] == cluster]
     return sorted(rows, key=lambda q: q["id"])
@@ -184,6 +187,16 @@ def manifest_path(out, format: str) -> Path:
     return out / "manifest.json" if format == "beir" else out.with_name(out.name + ".manifest.json")
 
 
+def _known_statuses(statuses: Iterable[str]) -> tuple[str, ...]:
+    """The statuses asked for, refused when one is unknown (else a typo exports 0 rows and says nothing)."""
+    statuses = tuple(statuses)
+    unknown = [s for s in statuses if s not in STATUSES]
+    if unknown or not statuses:
+        raise BadOption("--status", f"unknown status {', '.join(map(repr, unknown)) or '(none)'}; "
+                                    f"use one or more of {', '.join(STATUSES)}")
+    return statuses
+
+
 def export(db: sqlite_utils.Database, out, format: str = "jsonl", statuses: Iterable[str] = DEFAULT_STATUSES,
            query_type: Optional[str] = None, source: Optional[str] = None, cluster: Optional[int] = None,
            split: Optional[dict[str, float]] = None, seed: int = 0) -> dict:
@@ -194,7 +207,7 @@ def export(db: sqlite_utils.Database, out, format: str = "jsonl", statuses: Iter
     if format not in FORMATS:
         raise InputError(f"unknown export format {format!r}; use one of {', '.join(FORMATS)}")
     out = Path(out)
-    statuses = tuple(statuses)
+    statuses = _known_statuses(statuses)
     rows = select_rows(db, statuses, query_type, source, cluster)
     splits = assign_splits(rows, split, seed) if split else {}
     if format == "beir":

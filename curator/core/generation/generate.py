@@ -21,7 +21,7 @@ from curator.core import store
 from curator.core.generation import filters
 from curator.core.generation import prompts
 from curator.core.generation.backends import Backend, Request, open_backend
-from curator.core.errors import InputError
+from curator.core.errors import BadOption, InputError
 from curator.core.queries.rows import add_query, get_query
 from curator.core.corpus.search import search_chunks
 from curator.core.progress import CancelToken, Cancelled, ProgressCallback, report
@@ -87,13 +87,13 @@ def parse_mix(text: str) -> dict:
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, _, value = part.partition("=")
         if name not in QUERY_TYPES:
-            raise InputError(f"unknown query type {name!r} in --mix; use {', '.join(QUERY_TYPES)}")
+            raise BadOption("--mix", f"unknown query type {name!r} in --mix; use {', '.join(QUERY_TYPES)}")
         try:
             mix[name] = float(value)
         except ValueError:
-            raise InputError(f"--mix {part!r}: the weight must be a number") from None
+            raise BadOption("--mix", f"--mix {part!r}: the weight must be a number") from None
     if not mix or sum(mix.values()) <= 0 or min(mix.values()) < 0:
-        raise InputError("--mix needs non-negative weights with a positive sum")
+        raise BadOption("--mix", "--mix needs non-negative weights with a positive sum")
     return mix
 
 

@@ -87,7 +87,9 @@ def list_queries(
     result = store.rows(
         db,
         f"""SELECT q.*, qc.cluster AS cluster, cl.label AS cluster_label,
-                   (r.query_id IS NOT NULL) AS queued
+                   (r.query_id IS NOT NULL) AS queued,
+                   (SELECT json_group_array(s.chunk_id) FROM (SELECT chunk_id FROM suggestions
+                     WHERE query_id = q.id ORDER BY rank) s) AS suggested_chunk_ids
             FROM queries q
             LEFT JOIN cluster_runs cr ON cr.active = 1
             LEFT JOIN query_clusters qc ON qc.run_id = cr.id AND qc.query_id = q.id
@@ -97,7 +99,8 @@ def list_queries(
         params,
     )
     for row in result:
-        for name, default in (("source_chunk_ids", []), ("gold_chunk_ids", []), ("gold_grades", {}), ("metadata", {})):
+        for name, default in (("source_chunk_ids", []), ("gold_chunk_ids", []), ("gold_grades", {}), ("metadata", {}),
+                              ("suggested_chunk_ids", [])):  # suggested: retrieval/suggest.py, best first
             row[name] = store.loads(row[name], default)
         row["queued"] = bool(row["queued"])
     return result

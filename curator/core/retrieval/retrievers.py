@@ -347,12 +347,13 @@ class DenseRetriever(Retriever):
         return _dense_search(self.vectors_, embed_texts(self.db_, self.embedder_, texts), self.ids_, depth)
 
 
-def rrf(runs: list[dict[str, float]], k: int = RRF_K) -> dict[str, float]:
-    """Reciprocal rank fusion of one query's rankings: sum over runs of 1 / (k + rank), rank from 1."""
+def rrf(runs: list[dict[str, float]], k: int = RRF_K, weights: Optional[list[float]] = None) -> dict[str, float]:
+    """Reciprocal rank fusion of one query's rankings: sum over runs of w / (k + rank), rank from 1
+    (w = 1 for every run unless ``weights`` says otherwise)."""
     fused: dict[str, float] = {}
-    for scores in runs:
+    for scores, weight in zip(runs, weights or [1.0] * len(runs)):
         for rank, doc in enumerate(ranking.ranked(scores), 1):
-            fused[doc] = fused.get(doc, 0.0) + 1.0 / (k + rank)
+            fused[doc] = fused.get(doc, 0.0) + weight / (k + rank)
     return fused
 
 
@@ -361,9 +362,10 @@ class HybridRetriever(Retriever):
 
     name = "hybrid"
 
-    def __init__(self, embedder: EmbedderSpec = None, k: int = RRF_K) -> None:
+    def __init__(self, embedder: EmbedderSpec = None, k: int = RRF_K, dense_weight: float = 1.0) -> None:
         self.embedder = embedder
         self.k = k
+        self.dense_weight = dense_weight  # > 1 trusts the dense ranking more (suggested gold does)
 
     def fit(self, db: sqlite_utils.Database) -> "HybridRetriever":
         self.parts_ = [BM25Retriever().fit(db), DenseRetriever(self.embedder).fit(db)]
@@ -371,14 +373,15 @@ class HybridRetriever(Retriever):
 
     @property
     def params(self) -> dict:
-        return {"retriever": self.name, "rrf_k": self.k, "pool": HYBRID_POOL, "embedder": self.parts_[1].params["embedder"]}
+        params = {"retriever": self.name, "rrf_k": self.k, "pool": HYBRID_POOL, "embedder": self.parts_[1].params["embedder"]}
+        return params if self.dense_weight == 1.0 else {**params, "dense_weight": self.dense_weight}
 
     def search_texts(self, texts: list[str], depth: int) -> list[dict[str, float]]:
         pool = max(depth, HYBRID_POOL)
         lists = [part.search_texts(texts, pool) for part in self.parts_]
         out = []
         for runs in zip(*lists):
-            fused = rrf(list(runs), self.k)
+            fused = rrf(list(runs), self.k, [1.0, self.dense_weight])
             out.append({doc: fused[doc] for doc in ranking.ranked(fused)[:depth]})
         return out
 

@@ -14,6 +14,7 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
+from curator.core.store.gold import gold_problem
 from curator.core.queries.rows import normalize_text
 
 STATUSES = ("pending", "approved", "rejected", "unanswerable")
@@ -79,7 +80,10 @@ def decide(
     note: Optional[str] = None,
     status: Optional[str] = None,
 ) -> dict:
-    """Record one decision (and its effect on the query) in a single transaction."""
+    """Record one decision (and its effect on the query) in a single transaction.
+
+    Raises ``GoldMissing`` (an InputError) rather than leave an approved, answerable row without
+    an active gold chunk (see ``curator.core.store.gold``)."""
     if action not in ACTIONS:
         raise InputError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
     if status is not None and status not in STATUSES:
@@ -94,6 +98,9 @@ def decide(
         changes = {"text": text, "reference": reference, "gold_chunk_ids": gold_ids, "gold_grades": grades,
                    "note": note, "status": status, "reviewer": reviewer, "reviewed_at": store.now()}
         after = _apply(before, action, changes)
+        problem = gold_problem(db, query_id, after)
+        if problem is not None:
+            raise problem  # the one thing never allowed: an approved answerable row without usable gold
         _write(db, query_id, after)
         if text is not None:
             db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(text), query_id])

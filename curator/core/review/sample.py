@@ -7,6 +7,7 @@ Rows already reviewed or queued are never drawn again, so running it twice tops 
 from __future__ import annotations
 
 import random
+from typing import Optional
 
 import sqlite_utils
 
@@ -101,3 +102,13 @@ def coverage(db: sqlite_utils.Database) -> list[dict]:
         LEFT JOIN clusters cl ON cl.run_id = cr.id AND cl.cluster = qc.cluster
         LEFT JOIN review_queue r ON r.query_id = q.id
         GROUP BY 1, 2 ORDER BY 1""")
+
+
+def queue_entry(db: sqlite_utils.Database, query_id: str) -> Optional[dict]:
+    """Why a query is in the review queue: position, stratum and the draw's reason (None if not queued)."""
+    found = store.rows(db, "SELECT position, cluster, stratum, reason FROM review_queue WHERE query_id = ?", [query_id])
+    if not found:
+        return None
+    entry = found[0]
+    entry["reason"] = store.loads(entry["reason"], {})
+    return entry

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite_utils
 from sqlite_utils import Migrations
 
-from curator.core.store.records import now
+from curator.core.store.records import dumps, now
 
 APP_MARKER = "curator"
 MIGRATION_SET = "curator"
@@ -221,3 +221,58 @@ def index_new_chunks(db: sqlite_utils.Database, after_rowid: int) -> None:
 
 def last_chunk_rowid(db: sqlite_utils.Database) -> int:
     return db.execute("SELECT COALESCE(MAX(rowid), 0) FROM chunks").fetchone()[0]
+
+
+@migrations()
+def m003_gold_invariant(db: sqlite_utils.Database) -> None:
+    """Approved, answerable rows without an active gold chunk go back to pending, journaled.
+
+    Before this, key A or ``curator label ... approve`` could approve a query with no gold chunk;
+    it was exported as ``answerable: true`` with empty ``reference_context_ids`` and dropped by
+    evaluate. Such rows (and approved rows whose gold chunks were all or partly retired) are set
+    back to pending with a note saying why, and a ``pending`` journal row by ``curator-migration``
+    records the change (so the audit shows it; no reviewer's undo stack picks it up). The SQL is
+    written out here, not imported, because a landed migration must not change with later code.
+    """
+    import json
+
+    fields = ("status", "text", "reference", "gold_chunk_ids", "gold_grades", "answerable", "note",
+              "reviewer", "reviewed_at")
+    broken = db.execute(
+        f"""SELECT id, {', '.join(fields)} FROM queries q WHERE q.status = 'approved' AND q.answerable = 1 AND (
+                json_array_length(q.gold_chunk_ids) = 0
+                OR EXISTS (SELECT 1 FROM json_each(q.gold_chunk_ids) g LEFT JOIN chunks c ON c.id = g.value
+                           WHERE c.id IS NULL OR c.active = 0))"""
+    ).fetchall()
+    at = now()
+    for query_id, *values in broken:
+        before = dict(zip(fields, values))
+        before["gold_chunk_ids"] = json.loads(before["gold_chunk_ids"] or "[]")
+        before["gold_grades"] = json.loads(before["gold_grades"] or "{}")
+        why = ("set back to pending by curator: it was approved as answerable "
+               + ("with no gold chunk" if not before["gold_chunk_ids"] else "with a retired or unknown gold chunk")
+               + "; add gold chunks (G) or label it unanswerable")
+        note = f"{before['note']}\n{why}" if before["note"] else why
+        after = {**before, "status": "pending", "note": note, "reviewer": "curator-migration", "reviewed_at": at}
+        db.execute("UPDATE queries SET status = 'pending', note = ?, reviewer = ?, reviewed_at = ? WHERE id = ?",
+                   [note, after["reviewer"], at, query_id])
+        db.execute(
+            "INSERT INTO decisions (query_id, reviewer, at, action, before, after, state) VALUES (?,?,?,?,?,?,'done')",
+            [query_id, "curator-migration", at, "pending", dumps(before), dumps(after)],
+        )
+
+
+@migrations()
+def m004_suggestions(db: sqlite_utils.Database) -> None:
+    """Suggested gold chunks for queued queries without gold, ranked, so review shows them at once."""
+    db.execute(
+        """CREATE TABLE suggestions (
+            query_id TEXT NOT NULL REFERENCES queries(id),
+            rank INTEGER NOT NULL,
+            chunk_id TEXT NOT NULL,
+            score REAL,
+            retriever TEXT,
+            created_at TEXT,
+            PRIMARY KEY (query_id, rank)
+        )"""
+    )

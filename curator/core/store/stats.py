@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import sqlite_utils
 
+from curator.core.store.gold import broken_gold_ids
+
 
 def _grouped(db: sqlite_utils.Database, column: str) -> dict[str, int]:
     return {str(k): n for k, n in db.execute(f"SELECT {column}, COUNT(*) FROM queries GROUP BY 1 ORDER BY 1")}
+
+
+def _needs_attention(db: sqlite_utils.Database) -> dict[str, int]:
+    """Rows a reviewer must look at again: approved ones kept out of export because their gold is
+    missing or retired, and the ones migration m003 set back to pending for that reason."""
+    reset = db.execute("""SELECT COUNT(*) FROM queries WHERE status = 'pending' AND id IN
+                          (SELECT query_id FROM decisions WHERE reviewer = 'curator-migration')""").fetchone()[0]
+    return {"approved_without_gold": len(broken_gold_ids(db)), "set_back_to_pending": reset or 0}
 
 
 def project_stats(db: sqlite_utils.Database) -> dict:
@@ -24,6 +34,7 @@ def project_stats(db: sqlite_utils.Database) -> dict:
         "queries_by_type": _grouped(db, "query_type"),
         "queries_by_source": _grouped(db, "source"),
         "stale_queries": count("SELECT COUNT(*) FROM queries WHERE stale = 1"),
+        "needs_attention": _needs_attention(db),
         "rejected_candidates": count("SELECT COUNT(*) FROM rejected_candidates"),
         "generation_runs": count("SELECT COUNT(*) FROM generation_runs"),
         "cluster_runs": count("SELECT COUNT(*) FROM cluster_runs"),
