@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -31,6 +32,7 @@ class LoadedDoc:
     format: str
     sections: list[Section]
     metadata: dict = field(default_factory=dict)
+    bytes: int = 0  # UTF-8 size of the text, kept once the sections are dropped after chunking
 
     @property
     def text(self) -> str:
@@ -61,12 +63,43 @@ def decode_bytes(data: bytes, path: Path, allow_nul: bool = False) -> str:
         return data.decode("latin-1")
 
 
-def read_text(path: Path, allow_nul: bool = False) -> str:
+def decode_lines(data: bytes, path: Path, line_errors: list[str], allow_nul: bool = False) -> str:
+    """Decode a line-based file (JSONL corpus, query log) line by line.
+
+    One invalid UTF-8 byte used to send the whole file to cp1252, so every other line came out
+    as mojibake. Now only a line that is not UTF-8 is read as cp1252 (Latin-1 at worst), and it
+    is reported as file:line."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (not allow_nul and b"\x00" in data[:4096]):
+        return decode_bytes(data, path, allow_nul)  # UTF-16, or refused as binary
     try:
-        data = path.read_bytes()
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    return "\n".join(_decode_line(line, number, path, line_errors) for number, line in enumerate(lines, 1))
+
+
+def _decode_line(line: bytes, number: int, path: Path, line_errors: list[str]) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_errors.append(f"{path}:{number}: not valid UTF-8 (byte 0x{line[exc.start]:02x} at column "
+                           f"{exc.start + 1}); the line was read as cp1252, check it.")
+    try:
+        return line.decode("cp1252")
+    except UnicodeDecodeError:
+        return line.decode("latin-1")
+
+
+def read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
-    return decode_bytes(data, path, allow_nul)
+
+
+def read_text(path: Path, allow_nul: bool = False) -> str:
+    return decode_bytes(read_bytes(path), path, allow_nul)
 
 
 def record_lines(text: str) -> list[str]:
@@ -412,10 +445,26 @@ def parse_json_object(line: str) -> dict:
     return record
 
 
+_ID_FORMULA_STARTS = "=+-@"
+
+
+def check_corpus_id(doc_id: str) -> None:
+    """Refuse an id that would corrupt the TSV and TREC files it is written to raw.
+
+    A tab or newline splits or adds a qrels line (an injected judgement); a space splits a TREC
+    field; a leading = + - @ is a formula to a spreadsheet that opens the TSV."""
+    bad = next((c for c in doc_id if c.isspace() or unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if bad is not None:
+        raise ValueError(f"id {doc_id!r} holds {unicodedata.name(bad, repr(bad))}; ids cannot hold spaces or "
+                         "control characters")
+    if doc_id[0] in _ID_FORMULA_STARTS:
+        raise ValueError(f"id {doc_id!r} starts with {doc_id[0]!r}, which spreadsheets read as a formula")
+
+
 def load_jsonl_corpus(path: Path, errors: list[str]) -> list[LoadedDoc]:
     """One document per line with ``_id``/``id``, ``title`` and ``text``; bad lines go to errors."""
     docs, first_line = [], {}
-    for number, line in enumerate(record_lines(read_text(path)), 1):
+    for number, line in enumerate(record_lines(decode_lines(read_bytes(path), path, errors)), 1):
         if not line.strip():
             continue
         try:
@@ -424,6 +473,7 @@ def load_jsonl_corpus(path: Path, errors: list[str]) -> list[LoadedDoc]:
             doc_id = str(record.get("_id", record.get("id", ""))).strip()
             if not text or not doc_id:
                 raise ValueError("needs non-empty 'text' and '_id' (or 'id')")
+            check_corpus_id(doc_id)
             if not isinstance(record.get("metadata") or {}, dict):
                 raise ValueError("'metadata' must be a JSON object")
             if doc_id in first_line:  # qrels name passages by id: two passages cannot share one

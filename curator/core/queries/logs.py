@@ -27,7 +27,7 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
-from curator.core.corpus.loaders import parse_json_object, read_text, record_lines
+from curator.core.corpus.loaders import decode_lines, parse_json_object, read_bytes, record_lines
 from curator.core.queries.rows import add_query, make_query_id
 
 QUERY_FIELDS = ("query", "question", "text", "user_input", "q", "prompt", "search", "search_query")
@@ -64,7 +64,7 @@ def _truthy(value) -> bool:
 
 
 def _records(path: Path, errors: list[str]) -> list[tuple[int, dict]]:
-    text = read_text(path, allow_nul=True)
+    text = decode_lines(read_bytes(path), path, errors, allow_nul=True)
     if path.suffix.lower() in {".jsonl", ".ndjson"}:
         return _jsonl_records(path, text, errors)
     return _csv_records(path, text, "\t" if path.suffix.lower() == ".tsv" else ",", errors)
