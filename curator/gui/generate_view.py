@@ -23,6 +23,7 @@ from curator.core.generation.runs import generation_runs, rejected_candidates
 from curator.core.generation.backends import Backend
 from curator.core.generation.generate import DEFAULT_MIX, QUERY_TYPES, GenerationConfig
 from curator.gui import workers
+from curator.gui.models import plain_tooltip
 
 RAW_ROLE = Qt.UserRole + 2  # the unformatted value of a cell (floats stay floats)
 BUNDLED, GGUF, ENDPOINT = 0, 1, 2
@@ -89,8 +90,10 @@ class RecordTableModel(QAbstractTableModel):
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.DisplayRole) -> Any:
         if not index.isValid() or not (0 <= index.row() < len(self._rows)):
             return None
-        if role in (Qt.DisplayRole, Qt.ToolTipRole):
+        if role == Qt.DisplayRole:
             return self.text(index.row(), index.column())
+        if role == Qt.ToolTipRole:
+            return plain_tooltip(self.text(index.row(), index.column()))
         if role == RAW_ROLE:
             return self._rows[index.row()].get(self.keys[index.column()])
         return None
