@@ -76,10 +76,10 @@ def decode_lines(data: bytes, path: Path, line_errors: list[str], allow_nul: boo
     except UnicodeDecodeError:
         pass
     lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
-    return "\n".join(_decode_line(line, number, path, line_errors) for number, line in enumerate(lines, 1))
+    return "\n".join(decode_line(line, number, path, line_errors) for number, line in enumerate(lines, 1))
 
 
-def _decode_line(line: bytes, number: int, path: Path, line_errors: list[str]) -> str:
+def decode_line(line: bytes, number: int, path: Path, line_errors: list[str]) -> str:
     try:
         return line.decode("utf-8")
     except UnicodeDecodeError as exc:
