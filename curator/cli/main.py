@@ -58,8 +58,10 @@ def _render_ingest(r: dict) -> str:
               help="Chunk size in approximate tokens (a word or a punctuation mark is one token).")
 @click.option("--overlap", default=DEFAULT_OVERLAP, show_default=True, type=click.IntRange(0, 4096),
               help="Tokens shared by consecutive chunks of a section.")
+@click.option("--create", is_flag=True, help="Create PROJECT if it does not exist (a mistyped name is an error).")
 @json_option
-def ingest(project_path: str, paths: tuple[str, ...], chunk_size: int, overlap: int, as_json: bool) -> None:
+def ingest(project_path: str, paths: tuple[str, ...], chunk_size: int, overlap: int, create: bool,
+           as_json: bool) -> None:
     """Ingest files and folders (.txt .md .rst .html .pdf .jsonl) into chunks.
 
     Folders are read recursively. Unchanged files are skipped, so re-running is cheap and
@@ -68,12 +70,13 @@ def ingest(project_path: str, paths: tuple[str, ...], chunk_size: int, overlap: 
     \b
     Example:
         curator ingest handbook.curator docs/ extra/faq.md --chunk-size 200
+        curator ingest new.curator docs/ --create
     """
     if overlap >= chunk_size:
         raise click.BadParameter("must be smaller than --chunk-size", param_hint="--overlap")
     from curator.core.corpus.ingest import ingest as run_ingest
 
-    with project(project_path, create=True) as db:
+    with project(project_path, create=create) as db:
         result = run_ingest(db, paths, chunk_size, overlap, on_progress=progress_printer("ingest"))
     emit(result.as_dict(), as_json, _render_ingest)
 

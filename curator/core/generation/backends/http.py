@@ -19,9 +19,9 @@ from curator.core.generation.backends.base import Backend, Messages, Request, Re
 
 
 # A reply is one short row: 1 MB is far above any real one, and a server sending 30 MB a reply
-# had filled a project with 598 MB of raw output. A request, retries included, gets 300 s in all:
+# had filled a project with 598 MB of raw output. A request, retries included, gets 600 s in all:
 # a server trickling one byte every 5 s never tripped the per-read timeout.
-DEFAULT_DEADLINE_S = 300.0
+DEFAULT_DEADLINE_S = 600.0
 DEFAULT_MAX_REPLY_BYTES = 1_000_000
 
 
@@ -37,7 +37,7 @@ class HttpBackend(Backend):
 
     ``parallel`` requests are kept in flight from a thread pool: a server that batches
     (llama-server with ``--parallel``, vLLM) answers them together. ``deadline`` (seconds, for
-    one request and its retries; $CURATOR_HTTP_DEADLINE_S, default 300) and ``max_reply_bytes``
+    one request and its retries; $CURATOR_HTTP_DEADLINE_S, default 600) and ``max_reply_bytes``
     ($CURATOR_HTTP_MAX_REPLY_BYTES, default 1,000,000) bound what a server can cost.
     """
 
