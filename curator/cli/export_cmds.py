@@ -19,8 +19,9 @@ from curator.core.evaluation.metrics import DEFAULT_KS, parse_ks
 @click.option("--split", "split_spec", metavar="NAME=F,...",
               help="Cut the rows into splits stratified by cluster, e.g. dev=0.3,test=0.7.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the split assignment.")
+@click.option("--force", is_flag=True, help="Replace an existing OUT that is not a Curator export (never the project).")
 @json_option
-def export(project_path, out, fmt, status, query_type, source, split_spec, seed, as_json):
+def export(project_path, out, fmt, status, query_type, source, split_spec, seed, force, as_json):
     """Export the gold set (JSONL with RAGAS names, a BEIR folder, or TREC qrels) with a manifest.
 
     \b
@@ -35,7 +36,8 @@ def export(project_path, out, fmt, status, query_type, source, split_spec, seed,
     statuses = [s.strip() for s in status.split(",") if s.strip()]
     split = parse_split(split_spec)
     with project(project_path) as db:
-        manifest = run_export(db, out, fmt, statuses, query_type=query_type, source=source, split=split, seed=seed)
+        manifest = run_export(db, out, fmt, statuses, query_type=query_type, source=source, split=split, seed=seed,
+                                  force=force)
     emit(manifest, as_json, lambda m: f"wrote {m['rows']} rows to {out} ({fmt}); "
                                      f"by status: {', '.join(f'{k} {v}' for k, v in m['by_status'].items()) or '-'}")
 

@@ -61,8 +61,10 @@ def _render_ingest(r: dict) -> str:
               help="Chunk size in approximate tokens (a word or a punctuation mark is one token).")
 @click.option("--overlap", default=DEFAULT_OVERLAP, show_default=True, type=click.IntRange(0, 4096),
               help="Tokens shared by consecutive chunks of a section.")
+@click.option("--create", is_flag=True, help="Create PROJECT if it does not exist (a mistyped name is an error).")
 @json_option
-def ingest(project_path: str, paths: tuple[str, ...], chunk_size: int, overlap: int, as_json: bool) -> None:
+def ingest(project_path: str, paths: tuple[str, ...], chunk_size: int, overlap: int, create: bool,
+           as_json: bool) -> None:
     """Ingest files and folders (.txt .md .rst .html .pdf .jsonl) into chunks.
 
     Folders are read recursively. Unchanged files are skipped, so re-running is cheap and
@@ -71,6 +73,7 @@ def ingest(project_path: str, paths: tuple[str, ...], chunk_size: int, overlap: 
     \b
     Example:
         curator ingest handbook.curator docs/ extra/faq.md --chunk-size 200
+        curator ingest new.curator docs/ --create
     """
     if overlap >= chunk_size:
         raise click.BadParameter("must be smaller than --chunk-size", param_hint="--overlap")
@@ -79,7 +82,7 @@ def ingest(project_path: str, paths: tuple[str, ...], chunk_size: int, overlap: 
     missing = [p for p in paths if not Path(p).exists()]
     if len(missing) == len(paths):  # nothing to read: fail before creating a project file
         raise InputError(f"no such file or folder: {', '.join(missing)}")
-    with project(project_path, create=True) as db:
+    with project(project_path, create=create) as db:
         result = run_ingest(db, paths, chunk_size, overlap, on_progress=progress_printer("ingest"))
     emit(result.as_dict(), as_json, _render_ingest)
     if missing:  # the other paths were ingested (the batch goes on); the exit code still says it failed

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (QLineEdit, QListWidget, QListWidgetItem, QPlainTe
 
 from curator.core.corpus import documents
 from curator.core.corpus import search
+from curator.gui.models import plain_tooltip
 from curator.gui.review_view import plain_label
 
 
@@ -52,7 +53,7 @@ class CorpusView(QWidget):
         self.chunk_list.clear()
         for chunk in rows:
             item = QListWidgetItem(f"{chunk['title'] or chunk['id']}")
-            item.setToolTip(chunk["text"][:300])
+            item.setToolTip(plain_tooltip(chunk["text"][:300]))
             item.setData(Qt.UserRole, chunk)
             self.chunk_list.addItem(item)
         if self.chunk_list.count():

@@ -25,6 +25,7 @@ from curator.core.generation.generate import (DEFAULT_MIX, NO_EVENTS, QUERY_TYPE
                                               GenerationEvents)
 from curator.gui import workers
 from curator.gui.task_view import TaskView
+from curator.gui.models import plain_tooltip
 
 RAW_ROLE = Qt.UserRole + 2  # the unformatted value of a cell (floats stay floats)
 BUNDLED, GGUF, ENDPOINT = 0, 1, 2
@@ -91,8 +92,10 @@ class RecordTableModel(QAbstractTableModel):
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.DisplayRole) -> Any:
         if not index.isValid() or not (0 <= index.row() < len(self._rows)):
             return None
-        if role in (Qt.DisplayRole, Qt.ToolTipRole):
+        if role == Qt.DisplayRole:
             return self.text(index.row(), index.column())
+        if role == Qt.ToolTipRole:
+            return plain_tooltip(self.text(index.row(), index.column()))
         if role == RAW_ROLE:
             return self._rows[index.row()].get(self.keys[index.column()])
         return None

@@ -6,6 +6,7 @@ roles) so views and proxies stay consistent. No widget per row: 100k rows stay s
 
 from __future__ import annotations
 
+import html
 from typing import Any, Optional
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
@@ -13,6 +14,13 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 ID_ROLE = Qt.UserRole + 1
 COLUMNS = ("text", "query_type", "source", "status", "cluster", "reviewer")
 HEADERS = ("Text", "Type", "Source", "Status", "Cluster", "Reviewer")
+
+
+def plain_tooltip(text: str) -> str:
+    """A tooltip that shows ``text`` as it is. Qt renders a tooltip as rich text whenever it looks
+    like markup, and there is no per-tooltip plain-text flag: so the text is escaped inside a
+    paragraph that keeps its line breaks, and a chunk's "<b>x</b>" shows its tags."""
+    return f'<p style="white-space:pre-wrap">{html.escape(text, quote=False)}</p>' if text else ""
 
 
 def _cell(row: dict, name: str) -> str:
@@ -62,8 +70,10 @@ class QueryTableModel(QAbstractTableModel):
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.DisplayRole) -> Any:
         if not index.isValid() or not (0 <= index.row() < len(self._cells)):
             return None
-        if role in (Qt.DisplayRole, Qt.ToolTipRole):
+        if role == Qt.DisplayRole:
             return self._cells[index.row()][index.column()]
+        if role == Qt.ToolTipRole:
+            return plain_tooltip(self._cells[index.row()][index.column()])
         if role == ID_ROLE:
             return self._ids[index.row()]
         return None

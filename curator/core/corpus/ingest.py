@@ -62,7 +62,13 @@ def iter_input_files(paths: Iterable[str | Path], report_: IngestReport) -> Iter
             continue
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
         base = root.parent
+        inside = root.resolve()
         for file in files:
+            if file != root and file.is_symlink() and not file.resolve().is_relative_to(inside):
+                # a link inside a shared folder must not pull /etc/passwd or ~/.ssh into the project
+                report_.skipped.append({"path": str(file), "reason": "a link to a file outside the folder; "
+                                        "name that file itself to ingest it"})
+                continue
             if file.suffix.lower() not in SUPPORTED_SUFFIXES:
                 if root.is_file():
                     report_.skipped.append({"path": str(file), "reason": f"unsupported file type {file.suffix or '(none)'}"})
@@ -158,7 +164,7 @@ def _store_documents(db, docs: list[tuple], params: str, report_: IngestReport) 
            ON CONFLICT(id) DO UPDATE SET path = excluded.path, title = excluded.title, format = excluded.format,
                content_hash = excluded.content_hash, bytes = excluded.bytes, chunk_params = excluded.chunk_params,
                metadata = excluded.metadata, ingested_at = excluded.ingested_at""",
-        [(doc_id, key, doc.title, doc.format, content_hash, len(doc.text.encode("utf-8")), params,
+        [(doc_id, key, doc.title, doc.format, content_hash, doc.bytes, params,
           store.dumps(doc.metadata), store.now()) for doc_id, key, doc, content_hash, _ in rows],
     )
     db.conn.executemany("UPDATE chunks SET active = 0 WHERE id = ?", [(i,) for i in retired_all])
@@ -323,7 +329,8 @@ def _prepare(file: Path, key: str, content_hash: str, params: str, chunk_size: i
             continue
         doc.key = doc_key
         chunks = chunk_document(doc, chunk_size, overlap)
-        doc.sections = []  # not needed any more
+        doc.bytes = len(doc.text.encode("utf-8"))
+        doc.sections = []  # not needed any more (doc.text is empty from here on)
         prepared.docs.append((doc_key, doc, doc_hash, chunks))
     return prepared
 

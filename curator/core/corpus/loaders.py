@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -31,6 +32,7 @@ class LoadedDoc:
     format: str
     sections: list[Section]
     metadata: dict = field(default_factory=dict)
+    bytes: int = 0  # UTF-8 size of the text, kept once the sections are dropped after chunking
 
     @property
     def text(self) -> str:
@@ -61,12 +63,43 @@ def decode_bytes(data: bytes, path: Path, allow_nul: bool = False) -> str:
         return data.decode("latin-1")
 
 
-def read_text(path: Path, allow_nul: bool = False) -> str:
+def decode_lines(data: bytes, path: Path, line_errors: list[str], allow_nul: bool = False) -> str:
+    """Decode a line-based file (JSONL corpus, query log) line by line.
+
+    One invalid UTF-8 byte used to send the whole file to cp1252, so every other line came out
+    as mojibake. Now only a line that is not UTF-8 is read as cp1252 (Latin-1 at worst), and it
+    is reported as file:line."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (not allow_nul and b"\x00" in data[:4096]):
+        return decode_bytes(data, path, allow_nul)  # UTF-16, or refused as binary
     try:
-        data = path.read_bytes()
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    return "\n".join(decode_line(line, number, path, line_errors) for number, line in enumerate(lines, 1))
+
+
+def decode_line(line: bytes, number: int, path: Path, line_errors: list[str]) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_errors.append(f"{path}:{number}: not valid UTF-8 (byte 0x{line[exc.start]:02x} at column "
+                           f"{exc.start + 1}); the line was read as cp1252, check it.")
+    try:
+        return line.decode("cp1252")
+    except UnicodeDecodeError:
+        return line.decode("latin-1")
+
+
+def read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
-    return decode_bytes(data, path, allow_nul)
+
+
+def read_text(path: Path, allow_nul: bool = False) -> str:
+    return decode_bytes(read_bytes(path), path, allow_nul)
 
 
 def record_lines(text: str) -> list[str]:
@@ -77,20 +110,73 @@ def record_lines(text: str) -> list[str]:
 
 # ---------------------------------------------------------------- Markdown
 
-_MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+# The heading's text is cut in Python (_heading_text): "(.*?)\s*#*\s*$" backtracked cubically, so
+# "# a" + 2,000 spaces + "b" took 27 s.
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _MD_FENCE = re.compile(r"^\s*(```|~~~)")
 _MD_MARKERS = "#`~=-"  # the first non-space character of every heading, fence or underline line
 _MD_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)\s*$")  # "Title\n=====" is level 1, "-----" level 2
 
 
-_MD_INLINE_TAG = re.compile(r"</?(?:a|b|i|u|s|em|strong|br|span|div|p|sup|sub|kbd|code|img|small|mark|details|summary)"
-                            r"(?:\s[^>\n]*)?/?>", re.I)
+# Known HTML tags only: <your-server> is content. The rest of the tag, "(?:\s[^>\n]*)?/?>", is
+# matched by _tag_end: as a regex it rescanned the line from every opener ("<a " * 20,000: 65 s).
+_MD_INLINE_TAG_OPEN = re.compile(r"</?(?:a|b|i|u|s|em|strong|br|span|div|p|sup|sub|kbd|code|img|small|mark|details"
+                                 r"|summary)(?=[\s/>])", re.I)
+
+
+def _heading_text(rest: str) -> str:
+    r"""What "(.*?)\s*#*\s*$" captured: the text without trailing spaces, closing #s, spaces."""
+    return rest.rstrip().rstrip("#").rstrip()
+
+
+def _strip_links(text: str, opener: str, empty_ok: bool) -> str:
+    r"""``opener``TEXT](URL) -> TEXT, exactly as re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1") did, in
+    linear time: the regex scanned to the next "]" from every "[" ("[a " * 20,000: 7 s)."""
+    out, pos, i = [], 0, 0
+    while (i := text.find(opener, i)) != -1:
+        start = i + len(opener)
+        close = text.find("]", start)
+        if close == -1:
+            break  # no later opener can find a "]" either
+        if (close == start and not empty_ok) or text[close + 1 : close + 2] != "(":
+            i = close + 1  # every opener before this "]" ends at it, so fails the same way
+            continue
+        end = text.find(")", close + 2)
+        if end == -1:
+            break
+        out += [text[pos:i], text[start:close]]
+        pos = i = end + 1
+    return "".join(out) + text[pos:]
+
+
+def _strip_inline_tags(text: str) -> str:
+    out, pos = [], 0
+    next_gt = next_nl = -2  # cached positions of the next ">" and "\n" (-1: none left)
+    for match in _MD_INLINE_TAG_OPEN.finditer(text):
+        if match.start() < pos:
+            continue
+        end = match.end()
+        if text.startswith(">", end) or text.startswith("/>", end):
+            stop = text.index(">", end)
+        elif text[end].isspace():  # then anything but ">" or a newline up to ">"
+            if next_gt != -1 and next_gt <= end:
+                next_gt = text.find(">", end + 1)
+            if next_nl != -1 and next_nl <= end:
+                next_nl = text.find("\n", end + 1)
+            if next_gt == -1 or -1 < next_nl < next_gt:
+                continue
+            stop = next_gt
+        else:
+            continue
+        out.append(text[pos : match.start()])
+        pos = stop + 1
+    return "".join(out) + text[pos:]
 
 
 def _clean_markdown_inline(text: str) -> str:
-    text = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", text)  # images keep their alt text
-    text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)  # links keep their words
-    text = _MD_INLINE_TAG.sub("", text)  # known HTML tags only: <your-server> is content
+    text = _strip_links(text, "![", empty_ok=True)  # images keep their alt text
+    text = _strip_links(text, "[", empty_ok=False)  # links keep their words
+    text = _strip_inline_tags(text)
     text = re.sub(r"(\*\*|__)(.+?)\1", r"\2", text)
     return text
 
@@ -100,7 +186,7 @@ def _markdown_heading(line: str, buffer: list[str]) -> tuple[int, str, bool] | N
     under a non-blank text line; after a blank line "---" is a thematic break."""
     match = _MD_HEADING.match(line)
     if match:
-        return len(match.group(1)), match.group(2), False
+        return len(match.group(1)), _heading_text(match.group(2)), False
     underline = _MD_SETEXT_UNDERLINE.match(line)
     if underline and buffer and buffer[-1].strip() and not _MD_SETEXT_UNDERLINE.match(buffer[-1]):
         return (1 if underline.group(1)[0] == "=" else 2), buffer[-1], True
@@ -147,7 +233,9 @@ def parse_markdown(text: str) -> list[Section]:
 _RST_ADORNMENT = re.compile(r"^([=\-~^\"'`#*+:._])\1{2,}\s*$")
 _RST_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+([\w:-]+)::\s*(.*)$")
 _RST_COMMENT_OR_TARGET = re.compile(r"^\s*\.\.(\s+_[^:]+:.*|\s*$|\s+[^\w].*|\s+\w[^:]*$)")
-_RST_ROLE = re.compile(r":[\w:-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
+# "<[^>`]*>", not "<[^>]*>": a target never holds a backtick, and "[^>]" ran to the end of the text
+# from every opener ("`a <b " * 20,000: 5.5 s).
+_RST_ROLE = re.compile(r":[\w:-]+:`([^`<]*?)(?:\s*<[^>`]*>)?`")
 # Directives whose body is prose worth keeping; others (image, toctree, raw, ...) are dropped.
 _RST_PROSE_DIRECTIVES = {"note", "warning", "tip", "important", "caution", "hint", "attention",
                          "danger", "error", "admonition", "seealso", "topic", "code-block",
@@ -156,7 +244,7 @@ _RST_PROSE_DIRECTIVES = {"note", "warning", "tip", "important", "caution", "hint
 
 def _clean_rst_inline(text: str) -> str:
     text = _RST_ROLE.sub(r"\1", text)
-    text = re.sub(r"`([^`<]+?)\s*<[^>]+>`_+", r"\1", text)  # `text <url>`_
+    text = re.sub(r"`([^`<]+?)\s*<[^>`]+>`_+", r"\1", text)  # `text <url>`_
     text = re.sub(r"``(.+?)``", r"\1", text)
     text = re.sub(r"`([^`]+)`_*", r"\1", text)
     text = re.sub(r"(\*\*|\*)(.+?)\1", r"\2", text)
@@ -295,9 +383,16 @@ class _HtmlSections(HTMLParser):
         self._flush()
 
 
+def _escape_unclosed_tail(text: str) -> str:
+    """Write each "<" after the last ">" as "&lt;". HTMLParser rescans to the end from every such
+    "<" (20,000 unclosed "<a ": 65 s) and then gives them back as text: the text is the same."""
+    last = text.rfind(">")
+    return text[: last + 1] + text[last + 1 :].replace("<", "&lt;")
+
+
 def parse_html(text: str) -> tuple[str, list[Section]]:
     parser = _HtmlSections()
-    parser.feed(text)
+    parser.feed(_escape_unclosed_tail(text))
     parser.close()
     return html.unescape(parser.title.strip()), parser.sections
 
@@ -350,10 +445,26 @@ def parse_json_object(line: str) -> dict:
     return record
 
 
+_ID_FORMULA_STARTS = "=+-@"
+
+
+def check_corpus_id(doc_id: str) -> None:
+    """Refuse an id that would corrupt the TSV and TREC files it is written to raw.
+
+    A tab or newline splits or adds a qrels line (an injected judgement); a space splits a TREC
+    field; a leading = + - @ is a formula to a spreadsheet that opens the TSV."""
+    bad = next((c for c in doc_id if c.isspace() or unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if bad is not None:
+        raise ValueError(f"id {doc_id!r} holds {unicodedata.name(bad, repr(bad))}; ids cannot hold spaces or "
+                         "control characters")
+    if doc_id[0] in _ID_FORMULA_STARTS:
+        raise ValueError(f"id {doc_id!r} starts with {doc_id[0]!r}, which spreadsheets read as a formula")
+
+
 def load_jsonl_corpus(path: Path, errors: list[str]) -> list[LoadedDoc]:
     """One document per line with ``_id``/``id``, ``title`` and ``text``; bad lines go to errors."""
     docs, first_line = [], {}
-    for number, line in enumerate(record_lines(read_text(path)), 1):
+    for number, line in enumerate(record_lines(decode_lines(read_bytes(path), path, errors)), 1):
         if not line.strip():
             continue
         try:
@@ -362,6 +473,7 @@ def load_jsonl_corpus(path: Path, errors: list[str]) -> list[LoadedDoc]:
             doc_id = str(record.get("_id", record.get("id", ""))).strip()
             if not text or not doc_id:
                 raise ValueError("needs non-empty 'text' and '_id' (or 'id')")
+            check_corpus_id(doc_id)
             if not isinstance(record.get("metadata") or {}, dict):
                 raise ValueError("'metadata' must be a JSON object")
             if doc_id in first_line:  # qrels name passages by id: two passages cannot share one

@@ -1,7 +1,8 @@
 """Export the gold set as JSONL (RAGAS field names), a BEIR folder or TREC qrels, plus a manifest.
 
-Every file is written to a temporary name in the target folder and renamed into place, so a
-crash leaves either the previous export or the complete new one, never a truncated file.
+Every file is written to a temporary name in the target folder and the whole set is published
+at once (publish.py), so a crash leaves either the previous export or the complete new one,
+never a truncated file or a manifest that describes other files.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 import sqlite_utils
 
@@ -24,7 +25,8 @@ from curator.core.errors import BadOption, InputError
 from curator.core.queries.rows import list_queries
 from curator.core.store.gold import broken_gold_ids
 from curator.core.export.splits import assign_splits
-from curator.core.files import write_lines
+from curator.core.export import publish
+from curator.core.files import current_umask, stage_lines, write_lines
 
 FORMATS = ("jsonl", "beir", "trec")
 DEFAULT_STATUSES = ("approved", "unanswerable")
@@ -82,9 +84,20 @@ def _split_path(out: Path, split: str) -> Path:
     return out.with_name(f"{out.stem}.{split}{out.suffix}")
 
 
-def _export_beir(db, out: Path, rows: list[dict], splits: dict[str, str]) -> list[Path]:
-    """A BEIR folder built beside ``out`` and swapped in whole once complete."""
+def _export_beir(db, out: Path, rows: list[dict], splits: dict[str, str], manifest_for) -> dict:
+    """A BEIR folder, its manifest included, built beside ``out`` and swapped in whole once complete."""
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    staging.chmod(0o777 & ~current_umask())  # mkdtemp makes it 0700 whatever the umask says
+    try:
+        manifest = _fill_beir(db, staging, rows, splits, manifest_for)
+        _swap_folder_in(staging, out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return manifest
+
+
+def _fill_beir(db, staging: Path, rows: list[dict], splits: dict[str, str], manifest_for) -> dict:
     corpus = store.rows(db, """SELECT c.id, c.title, c.text, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id
                                WHERE c.active = 1 ORDER BY c.id""")
     write_lines(staging / "corpus.jsonl", (json.dumps({"_id": c["id"], "title": c["title"] or "", "text": c["text"],
@@ -100,9 +113,11 @@ def _export_beir(db, out: Path, rows: list[dict], splits: dict[str, str]) -> lis
     for name, split_rows in by_split.items():
         write_lines(staging / "qrels" / f"{name}.tsv",
                      ["query-id\tcorpus-id\tscore"] + [f"{a}\t{b}\t{c}" for a, b, c in _qrels(split_rows)])
-        qrels_files.append(out / "qrels" / f"{name}.tsv")
-    _swap_folder_in(staging, out)
-    return [out / "corpus.jsonl", out / "queries.jsonl", *qrels_files]
+        qrels_files.append(f"qrels/{name}.tsv")
+    names = ["corpus.jsonl", "queries.jsonl", *qrels_files]
+    manifest = manifest_for({name: staging / name for name in names})
+    write_lines(staging / "manifest.json", [_manifest_text(manifest)])
+    return manifest
 
 
 def _swap_folder_in(staging: Path, out: Path) -> None:
@@ -116,6 +131,8 @@ def _swap_folder_in(staging: Path, out: Path) -> None:
     previous = out.with_name(out.name + ".previous")
     if previous.exists() and not out.exists():
         os.replace(previous, out)  # recover from an interrupted fallback swap
+    if out.exists() and not out.is_dir():  # a file replaced under --force: nothing to keep
+        out.unlink()
     if out.exists() and _exchange(staging, out):
         shutil.rmtree(staging, ignore_errors=True)
         return
@@ -146,17 +163,17 @@ def _group_by_split(rows: list[dict], splits: dict[str, str]) -> dict[str, list[
     return groups
 
 
-def _write_flat(db, path: Path, format: str, rows: list[dict], splits: dict[str, str]) -> None:
-    """One JSONL or TREC qrels file."""
+def _flat_lines(db, format: str, rows: list[dict], splits: dict[str, str]) -> Iterator[str]:
+    """The lines of one JSONL or TREC qrels file."""
     if format == "jsonl":
         chunks_by_id = _gold_chunks(db, rows)
         encode = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode  # one encoder, not one per row
-        write_lines(path, (encode(jsonl_record(q, chunks_by_id, splits.get(q["id"]))) for q in rows))
-    else:
-        write_lines(path, (f"{a} 0 {b} {c}" for a, b, c in _qrels(rows)))
+        return (encode(jsonl_record(q, chunks_by_id, splits.get(q["id"]))) for q in rows)
+    return (f"{a} 0 {b} {c}" for a, b, c in _qrels(rows))
 
 
-def _manifest(db, rows: list[dict], fmt: str, files: list[Path], filters: dict) -> dict:
+def _manifest(db, rows: list[dict], fmt: str, files: dict[str, Path], filters: dict) -> dict:
+    """``files``: each exported file's name in the set -> the (staged) file holding its bytes."""
     def counts(key: str) -> dict:
         result: dict = {}
         for q in rows:
@@ -177,7 +194,7 @@ def _manifest(db, rows: list[dict], fmt: str, files: list[Path], filters: dict) 
         "reviewers": sorted({q["reviewer"] for q in rows if q["reviewer"]}),
         "generation_runs": runs, "cluster_run": cluster_run[0] if cluster_run else None,
         "chunker": sorted({r[0] for r in db.execute("SELECT DISTINCT chunk_params FROM documents") if r[0]}),
-        "files": {str(p.name if fmt != "beir" else p.relative_to(files[0].parent)): _sha256(p) for p in files},
+        "files": {name: _sha256(path) for name, path in files.items()},
     }
 
 
@@ -199,35 +216,67 @@ def _known_statuses(statuses: Iterable[str]) -> tuple[str, ...]:
 
 def export(db: sqlite_utils.Database, out, format: str = "jsonl", statuses: Iterable[str] = DEFAULT_STATUSES,
            query_type: Optional[str] = None, source: Optional[str] = None, cluster: Optional[int] = None,
-           split: Optional[dict[str, float]] = None, seed: int = 0) -> dict:
+           split: Optional[dict[str, float]] = None, seed: int = 0, force: bool = False) -> dict:
     """Write the gold set; returns the manifest (also written beside the export).
 
     ``split`` ({"dev": 0.3, "test": 0.7}) cuts the rows per cluster into named splits: one
-    file per split for jsonl and trec (gold.dev.jsonl), one qrels file per split for BEIR."""
+    file per split for jsonl and trec (gold.dev.jsonl), one qrels file per split for BEIR.
+    An existing OUT that is not a prior export is refused unless ``force``; the project never."""
     if format not in FORMATS:
         raise InputError(f"unknown export format {format!r}; use one of {', '.join(FORMATS)}")
     out = Path(out)
     statuses = _known_statuses(statuses)
     rows = select_rows(db, statuses, query_type, source, cluster)
     splits = assign_splits(rows, split, seed) if split else {}
-    if format == "beir":
-        out.parent.mkdir(parents=True, exist_ok=True)
-        files = _export_beir(db, out, rows, splits)
-    else:
-        targets = ({_split_path(out, name): group for name, group in _group_by_split(rows, splits).items()}
-                   if splits else {out: rows})
-        for path, group in targets.items():
-            _write_flat(db, path, format, group, splits)
-        files = list(targets)
     filters = {"statuses": list(statuses), "query_type": query_type, "source": source, "cluster": cluster}
-    manifest = _manifest(db, rows, format, files, filters)
-    if split:
-        manifest["split"] = {"fractions": split, "seed": seed, "stratified_by": "cluster",
-                             "counts": {name: len(group) for name, group in _group_by_split(rows, splits).items()}}
-    write_lines(manifest_path(out, format), [json.dumps(manifest, indent=2, ensure_ascii=False, default=str)])
+
+    def manifest_for(files: dict[str, Path]) -> dict:
+        manifest = _manifest(db, rows, format, files, filters)
+        if split:
+            manifest["split"] = {"fractions": split, "seed": seed, "stratified_by": "cluster",
+                                 "counts": {name: len(group) for name, group in _group_by_split(rows, splits).items()}}
+        return manifest
+
+    try:
+        if format == "beir":
+            publish.check_targets(db, [out], manifest_path(out, format), force)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            publish.recover(out.with_name(out.name + ".manifest.json"), [out.name])
+            manifest = _export_beir(db, out, rows, splits, manifest_for)
+        else:
+            manifest = _export_flat(db, out, format, rows, splits, manifest_for, force)
+    except OSError as exc:
+        raise InputError(f"{out}: the export could not be written ({exc.strerror or exc}); "
+                         "any earlier export there is unchanged.") from None
     with db.conn:
         db.execute("INSERT INTO exports (created_at, format, path, manifest) VALUES (?,?,?,?)",
                    [manifest["created_at"], format, str(out), store.dumps(manifest)])
+    return manifest
+
+
+def _manifest_text(manifest: dict) -> str:
+    return json.dumps(manifest, indent=2, ensure_ascii=False, default=str)
+
+
+def _export_flat(db, out: Path, format: str, rows: list[dict], splits: dict[str, str], manifest_for,
+                 force: bool) -> dict:
+    """Stage every data file and the manifest, then publish the set (see publish.py)."""
+    targets = ({_split_path(out, name): group for name, group in _group_by_split(rows, splits).items()}
+               if splits else {out: rows})
+    manifest_file = manifest_path(out, format)
+    publish.check_targets(db, [*targets, manifest_file], manifest_file, force)
+    publish.recover(manifest_file, [p.name for p in targets])
+    staged: dict[Path, Path] = {}
+    try:
+        for path, group in targets.items():
+            staged[path] = stage_lines(path, _flat_lines(db, format, group, splits))
+        manifest = manifest_for({path.name: tmp for path, tmp in staged.items()})
+        staged[manifest_file] = stage_lines(manifest_file, [_manifest_text(manifest)])
+    except BaseException:
+        for tmp in staged.values():
+            tmp.unlink(missing_ok=True)
+        raise
+    publish.publish(staged, manifest_file)
     return manifest
 
 

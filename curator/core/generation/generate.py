@@ -450,6 +450,9 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
                 cancel.check()
     except (Cancelled, KeyboardInterrupt):
         return _finish(db, run_id, "cancelled", progress, started)
+    except Exception:
+        _finish(db, run_id, "failed", progress, started)  # a run that stopped must not stay 'running'
+        raise
     finally:
         results.close()  # frees the backend's sequences or threads at once, not at garbage collection
     status = "complete" if sum(plan.values()) == 0 else "exhausted"

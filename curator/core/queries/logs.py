@@ -15,19 +15,18 @@ rather than re-importing a growing file.
 from __future__ import annotations
 
 import csv
-import io
 import hashlib
 import json
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Iterator, Optional
 
 import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
-from curator.core.corpus.loaders import parse_json_object, read_text, record_lines
+from curator.core.corpus.loaders import decode_line, decode_lines, parse_json_object, read_bytes
 from curator.core.queries.rows import add_query, make_query_id
 
 QUERY_FIELDS = ("query", "question", "text", "user_input", "q", "prompt", "search", "search_query")
@@ -63,38 +62,74 @@ def _truthy(value) -> bool:
     return str(value).strip().lower() in {"1", "true", "yes", "y"}
 
 
-def _records(path: Path, errors: list[str]) -> list[tuple[int, dict]]:
-    text = read_text(path, allow_nul=True)
+MAX_LINE_BYTES = 1_000_000  # a longer "line" is not a query: skipped, never held in memory whole
+COMMIT_EVERY = 2000  # rows per transaction, so a labeller's decision waits a moment, not a minute
+
+
+def _lines(path: Path, errors: list[str]) -> Iterator[tuple[int, str]]:
+    """(number, text with its line break) of each physical line, each decoded on its own."""
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the log file ({exc.strerror or exc}).") from None
+    with fh:
+        if fh.read(2) in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16: rare and small, decoded whole
+            text = decode_lines(read_bytes(path), path, errors, allow_nul=True)
+            yield from enumerate(text.splitlines(keepends=True), 1)
+            return
+        fh.seek(0)
+        for number, raw in enumerate(_raw_lines(fh, path, errors), 1):
+            if raw is not None:
+                yield number, decode_line(raw.removeprefix(b"\xef\xbb\xbf") if number == 1 else raw, number, path,
+                                          errors)
+
+
+def _raw_lines(fh, path: Path, errors: list[str]) -> Iterator[Optional[bytes]]:
+    """Each line's bytes, or None for a line over MAX_LINE_BYTES (reported, read past in pieces)."""
+    number = 0
+    while raw := fh.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw
+            continue
+        errors.append(f"{path}:{number}: longer than {MAX_LINE_BYTES:,} bytes; line skipped.")
+        while raw and not raw.endswith(b"\n"):
+            raw = fh.readline(MAX_LINE_BYTES + 1)
+        yield None
+
+
+def _records(path: Path, errors: list[str]) -> Iterator[tuple[int, dict]]:
+    """The file's records, streamed: (line number, fields)."""
     if path.suffix.lower() in {".jsonl", ".ndjson"}:
-        return _jsonl_records(path, text, errors)
-    return _csv_records(path, text, "\t" if path.suffix.lower() == ".tsv" else ",", errors)
+        return _jsonl_records(path, _lines(path, errors), errors)
+    return _csv_records(path, _lines(path, errors), "\t" if path.suffix.lower() == ".tsv" else ",", errors)
 
 
-def _jsonl_records(path: Path, text: str, errors: list[str]) -> list[tuple[int, dict]]:
-    out = []
-    for number, line in enumerate(record_lines(text), 1):
+def _jsonl_records(path: Path, lines: Iterable[tuple[int, str]], errors: list[str]) -> Iterator[tuple[int, dict]]:
+    for number, line in lines:
+        line = line.rstrip("\n").removesuffix("\r")
         if not line.strip():
             continue
         try:
-            out.append((number, parse_json_object(line)))
+            yield number, parse_json_object(line)
         except ValueError as exc:
             errors.append(f"{path}:{number}: bad JSON ({exc}); line skipped.")
-    return out
 
 
-def _csv_records(path: Path, text: str, delimiter: str, errors: list[str]) -> list[tuple[int, dict]]:
-    """Rows with the line they start on; quoted fields may hold line breaks (newline='' reading)."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+def _csv_records(path: Path, lines: Iterable[tuple[int, str]], delimiter: str,
+                 errors: list[str]) -> Iterator[tuple[int, dict]]:
+    """Rows with the line they start on; quoted fields may hold line breaks."""
+    reader = csv.reader((text for _, text in lines), delimiter=delimiter)
     try:
         header = [h.strip().lower() for h in next(reader, [])]
     except csv.Error as exc:
         raise InputError(f"{path}:1: the header line cannot be read ({exc}).") from None
-    out, number = [], reader.line_num + 1
+    number = reader.line_num + 1
     while True:
         try:
             row = next(reader)
         except StopIteration:
-            return out
+            return
         except csv.Error as exc:  # e.g. a field over csv.field_size_limit(): this row only
             errors.append(f"{path}:{number}: {exc}; line skipped.")
             number = reader.line_num + 1
@@ -107,7 +142,7 @@ def _csv_records(path: Path, text: str, delimiter: str, errors: list[str]) -> li
         elif len(row) != len(header):
             errors.append(f"{path}:{start}: {len(row)} columns where the header has {len(header)}; line skipped.")
         else:
-            out.append((start, dict(zip(header, row))))
+            yield start, dict(zip(header, row))
 
 
 def _pick(fields: set[str], explicit: Optional[str], candidates: tuple[str, ...]) -> Optional[str]:
@@ -127,81 +162,130 @@ def _when(value) -> Optional[float]:
         return None
 
 
-def _mark_rephrases(entries: list[dict], window: float) -> None:
-    """The earlier query of a session that asks again within the window counts as negative."""
-    by_session: dict[str, list[dict]] = {}
-    for entry in entries:
-        if entry["session"] and entry["time"] is not None:
-            by_session.setdefault(entry["session"], []).append(entry)
+def _rephrased_lines(path: Path, pick: dict, window: float) -> set[int]:
+    """Lines whose query the same session asked again, differently, within the window: negative.
+
+    A pass of its own that keeps three numbers per query, not the queries themselves."""
+    by_session: dict[str, list[tuple[float, int, int]]] = {}
+    for number, record in _records(path, []):
+        record = {k.lower(): v for k, v in record.items()}
+        session, when = str(record.get(pick["session"], "")), _when(record.get(pick["timestamp"]))
+        text = str(record.get(pick["query"]) or "").strip()
+        if session and when is not None and text:
+            by_session.setdefault(session, []).append((when, number, hash(text)))
+    negative = set()
     for items in by_session.values():
-        items.sort(key=lambda e: e["time"])
+        items.sort()
         for earlier, later in zip(items, items[1:]):
-            if later["time"] - earlier["time"] <= window and later["text"] != earlier["text"]:
-                earlier["negative"] = True
-                earlier["signals"].append("rephrased")
+            if later[0] - earlier[0] <= window and later[2] != earlier[2]:
+                negative.add(earlier[1])
+    return negative
+
+
+def _entry(record: dict, number: int, pick: dict, redact_pii: bool, rephrased: set[int]) -> Optional[dict]:
+    record = {k.lower(): v for k, v in record.items()}
+    text = str(record.get(pick["query"]) or "").strip()
+    if not text:
+        return None
+    ff = pick["feedback"]
+    signals = [s for s, hit in (("feedback", ff and is_negative(record.get(ff, ""))),
+                                ("rephrased", _truthy(record.get("rephrased", ""))),
+                                ("abandoned", _truthy(record.get("abandoned", "")))) if hit]
+    if number in rephrased and "rephrased" not in signals:
+        signals.append("rephrased")
+    return {"text": redact(text) if redact_pii else text, "line": number, "signals": signals,
+            "negative": bool(signals)}
+
+
+def _fields(path: Path) -> set[str]:
+    fields: set[str] = set()
+    for _, record in _records(path, []):
+        fields.update(k.lower() for k in record)
+    return fields
 
 
 def import_log(db: sqlite_utils.Database, path, query_field: Optional[str] = None,
                feedback_field: Optional[str] = None, timestamp_field: Optional[str] = None,
                session_field: Optional[str] = None, redact_pii: bool = False, rephrase_window_s: float = 300) -> dict:
-    """Import one log file; malformed lines are reported as file:line and skipped."""
+    """Import one log file; malformed lines are reported as file:line and skipped.
+
+    The file is streamed (three passes: fields, rephrases, rows) and rows commit in groups of
+    COMMIT_EVERY; the import mark records the last committed line, so an import cut short by a
+    crash continues where it stopped when run again instead of counting lines twice."""
     path = Path(path)
     digest = _file_digest(path)
     previous = db.execute("SELECT value FROM meta WHERE key = ?", [f"log_import:{digest}"]).fetchone()
-    if previous:
-        first = json.loads(previous[0])
+    first = json.loads(previous[0]) if previous else {}
+    if previous and first.get("complete", True):
         return {"file": str(path), "lines_read": 0, "imported": 0, "merged": 0, "skipped": 0, "negative": 0,
                 "fields": first.get("fields", {}), "errors": [], "already_imported": True,
                 "first_imported_at": first.get("at"), "sha1": digest}
-    errors: list[str] = []
-    records = _records(path, errors)
-    fields = {k.lower() for _, r in records for k in r}
+    fields = _fields(path)
     qf = _pick(fields, query_field, QUERY_FIELDS)
     if qf is None:
         raise InputError(f"{path}: no query column found (looked for {', '.join(QUERY_FIELDS)}); use --query-field.")
-    ff, tf, sf = (_pick(fields, feedback_field, FEEDBACK_FIELDS), _pick(fields, timestamp_field, TIMESTAMP_FIELDS),
-                  _pick(fields, session_field, SESSION_FIELDS))
-    entries = []
-    for number, record in records:
-        record = {k.lower(): v for k, v in record.items()}
-        text = str(record.get(qf) or "").strip()
-        if not text:
+    pick = {"query": qf, "feedback": _pick(fields, feedback_field, FEEDBACK_FIELDS),
+            "timestamp": _pick(fields, timestamp_field, TIMESTAMP_FIELDS),
+            "session": _pick(fields, session_field, SESSION_FIELDS)}
+    rephrased = _rephrased_lines(path, pick, rephrase_window_s) if pick["session"] and pick["timestamp"] else set()
+    errors: list[str] = []
+    return _store_entries(db, path, _entries(path, pick, redact_pii, rephrased, errors), errors, pick, digest,
+                          first.get("done_through", 0))
+
+
+def _entries(path: Path, pick: dict, redact_pii: bool, rephrased: set[int], errors: list[str]) -> Iterator[dict]:
+    for number, record in _records(path, errors):
+        entry = _entry(record, number, pick, redact_pii, rephrased)
+        if entry is None:
             errors.append(f"{path}:{number}: empty query; line skipped.")
-            continue
-        signals = [s for s, hit in (("feedback", ff and is_negative(record.get(ff, ""))),
-                                    ("rephrased", _truthy(record.get("rephrased", ""))),
-                                    ("abandoned", _truthy(record.get("abandoned", "")))) if hit]
-        entries.append({"text": redact(text) if redact_pii else text, "line": number, "signals": signals,
-                        "negative": bool(signals), "session": str(record.get(sf, "")) if sf else "",
-                        "time": _when(record.get(tf)) if tf else None})
-    _mark_rephrases(entries, rephrase_window_s)
-    fields = {"query": qf, "feedback": ff, "timestamp": tf, "session": sf}
-    return _store_entries(db, path, entries, errors, fields, digest)
+        else:
+            yield entry
 
 
 def _file_digest(path: Path) -> str:
+    digest = hashlib.sha1()
     try:
-        return hashlib.sha1(path.read_bytes()).hexdigest()
+        with open(path, "rb") as fh:
+            while block := fh.read(1 << 20):
+                digest.update(block)
     except OSError as exc:
         raise InputError(f"{path}: cannot read the log file ({exc.strerror or exc}).") from None
+    return digest.hexdigest()
 
 
-def _store_entries(db, path: Path, entries: list[dict], errors: list[str], fields: dict, digest: str) -> dict:
-    imported = merged = 0
-    with db.conn:  # the rows and the "already imported" mark commit together
-        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                   [f"log_import:{digest}", json.dumps({"file": path.name, "at": store.now(), "fields": fields})])
-        for entry in entries:
+def _store_entries(db, path: Path, entries: Iterator[dict], errors: list[str], fields: dict, digest: str,
+                   done_through: int) -> dict:
+    counts = {"imported": 0, "merged": 0, "negative": 0, "seen": 0}
+    batch: list[dict] = []
+    for entry in entries:
+        counts["seen"] += 1
+        if entry["line"] <= done_through:
+            continue  # committed by an earlier run of this import that was cut short
+        batch.append(entry)
+        if len(batch) >= COMMIT_EVERY:
+            _commit_group(db, path, batch, fields, digest, counts, complete=False)
+    _commit_group(db, path, batch, fields, digest, counts, complete=True)
+    return {"file": str(path), "lines_read": counts["seen"] + len(errors), "imported": counts["imported"],
+            "merged": counts["merged"], "skipped": len(errors), "negative": counts["negative"], "fields": fields,
+            "errors": errors, "already_imported": False, "sha1": digest}
+
+
+def _commit_group(db, path: Path, batch: list[dict], fields: dict, digest: str, counts: dict, complete: bool) -> None:
+    """One transaction: the group's rows and the import mark saying how far the import got."""
+    with db.conn:
+        for entry in batch:
             qid = make_query_id("log", entry["text"])
-            existing = db.execute("SELECT 1 FROM queries WHERE id = ?", [qid]).fetchone()
-            if existing:
+            counts["negative"] += entry["negative"]
+            if db.execute("SELECT 1 FROM queries WHERE id = ?", [qid]).fetchone():
                 db.execute("UPDATE queries SET frequency = frequency + 1, negative_count = negative_count + ? "
                            "WHERE id = ?", [int(entry["negative"]), qid])
-                merged += 1
+                counts["merged"] += 1
             else:
                 add_query(db, entry["text"], "log", negative_count=int(entry["negative"]),
                           metadata={"log_file": path.name, "line": entry["line"], "signals": entry["signals"]})
-                imported += 1
-    return {"file": str(path), "lines_read": len(entries) + len(errors), "imported": imported, "merged": merged,
-            "skipped": len(errors), "negative": sum(e["negative"] for e in entries), "fields": fields,
-            "errors": errors, "already_imported": False, "sha1": digest}
+                counts["imported"] += 1
+        mark = {"file": path.name, "at": store.now(), "fields": fields, "complete": complete}
+        if batch:
+            mark["done_through"] = batch[-1]["line"]
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [f"log_import:{digest}", json.dumps(mark)])
+    batch.clear()

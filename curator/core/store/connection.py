@@ -131,7 +131,11 @@ def open_project(path: str | Path, create: bool = False) -> sqlite_utils.Databas
         path.parent.mkdir(parents=True, exist_ok=True)
     elif path.is_dir():
         raise NotAProject(f"{path}: is a folder, not a project file.")
-    elif path.stat().st_size and not _looks_like_sqlite(path):
+    elif not path.stat().st_size:
+        if not create:  # an empty file (a touched or truncated one) is not a project to write into
+            raise NotAProject(f"{path}: an empty file, not a Curator project; it was not modified. "
+                              f"Make it a project with 'curator init {path}'.")
+    elif not _looks_like_sqlite(path):
         raise NotAProject(f"{path}: not a SQLite file, so not a Curator project; it was not modified.")
     db = _connect(path)
     try:
