@@ -47,7 +47,7 @@ def test_ingest_of_a_missing_path_fails_without_creating_a_project(tmp_path):
 
 def test_ingest_goes_on_past_a_missing_path_and_still_fails(tmp_path, sample_corpus):
     project = tmp_path / "p.curator"
-    result = _run(["ingest", str(project), str(sample_corpus), str(tmp_path / "nope")])
+    result = _run(["ingest", str(project), str(sample_corpus), str(tmp_path / "nope"), "--create"])
     _one_line_error(result, 1, "nope", "the other paths were ingested")
     db = open_project(project)
     assert db.execute("SELECT COUNT(*) FROM documents").fetchone()[0] > 0
