@@ -216,11 +216,22 @@ def grammar_accepts(bundled_model):
 
 @pytest.mark.parametrize("grammar, reply, allowed", [
     ("question", "Question: How long are audit entries kept?\nAnswer: ninety days\n", True),
-    ("keyword", "Query: sync interval setting\nAnswer: 30 seconds\n", True),
+    ("keyword", "Query: sync interval setting\nAnswer: every 30 seconds\n", True),
     ("keyword", "Query: [insert query here]\nAnswer: x\n", False),  # template echo
     ("question", "Question: What is it?\nAnswer: [insert answer]\n", False),  # 3 words, and an echo
-    ("keyword", "Query: one two three four five six seven eight nine\nAnswer: x\n", False),  # over 8 words
-    ("question", "Question: Why " + "a" * 31 + " b c?\nAnswer: x\n", False),  # a 31-character word
+    ("keyword", "Query: one two three four five six seven eight nine ten eleven twelve\nAnswer: x y\n", False),  # 60+
+    ("question", "Question: Why " + "a" * 150 + " b c?\nAnswer: x y\n", False),  # over 150 characters
+    # The rows of issue 14 that the older grammar let through:
+    ("question", "Question: 1. What is the purpose of self in Python?\nAnswer: the instance\n", False),
+    ("question", "Question: How do I stop it?\nAnswer: 2. Does a mailbox have one\n", False),
+    ("question", "Question: How do I stop it?\nAnswer: ...\n", False),
+    ("question", "Question: How do I stop it?\nAnswer: Yes\n", False),
+    ("question", "Question: How to disable the clock. Answer: [#1] [#2]?\nAnswer: x y\n", False),
+    ("question", "Question: Is it ok? Or not?\nAnswer: yes it is\n", False),  # two '?'
+    ("question", "Question: What does os.path.join do in Python 3.11?\nAnswer: It joins paths\n", True),
+    ("question", "Question: How many seconds is the sync interval?\nAnswer: 30\n", False),
+    ("keyword", "Query: 1.2.2.1 sync\nAnswer: every minute\n", False),  # a digit run, not a word
+    ("keyword", "Query: sync interval\nAnswer: 2) thirty\n", False),
 ])
 def test_reply_grammars_forbid_echoes_and_runaway_lengths(grammar_accepts, grammar, reply, allowed):
     text = prompts.KEYWORD_GRAMMAR if grammar == "keyword" else prompts.QUESTION_GRAMMAR

@@ -52,7 +52,7 @@ class GenerationConfig:
     resume: bool = False
     cluster: Optional[int] = None
     temperature: float = 0.7
-    max_tokens: int = 96
+    max_tokens: int = prompts.MAX_REPLY_TOKENS  # the grammars bound a reply: it is never cut short
     parallel: Optional[int] = None  # requests generated together (default: the backend's own)
     retries: int = RETRIES_PER_CHUNK  # new seeds for a rejected (type, chunk) before moving on
 
