@@ -13,7 +13,12 @@ def _render_summary(s: dict) -> str:
              f"({', '.join(f'{t} {n}' for t, n in sorted(s['by_type'].items()))}), rejected {s['rejected']}",
              f"{s['accepted_this_session']} rows in {s['seconds']} s ({s['rows_per_min']} rows/min)"]
     if s.get("surplus"):
-        lines.append(f"  {s['surplus']} late answer(s) dropped: their type already had its rows")
+        lines.append(f"  {s['surplus']} late answer(s) for types that already had their rows")
+    for key, what in (("kept_surplus", "kept from late answers"), ("refilled", "asked again")):
+        if s.get(key):
+            lines.append(f"  short types' rows {what}: " + ", ".join(f"{t} {n}" for t, n in sorted(s[key].items())))
+    if s.get("stopped_short"):
+        lines.append(s["stopped_short"])
     lines += [f"  rejected: {reason} x{n}" for reason, n in sorted(s["rejected_by_reason"].items(), key=lambda x: -x[1])]
     if s.get("truncated_chunks"):
         lines.append(f"warning: {len(s['truncated_chunks'])} chunk(s) longer than the prompt budget were truncated: "

@@ -236,3 +236,28 @@ def grammar_accepts(bundled_model):
 def test_reply_grammars_forbid_echoes_and_runaway_lengths(grammar_accepts, grammar, reply, allowed):
     text = prompts.KEYWORD_GRAMMAR if grammar == "keyword" else prompts.QUESTION_GRAMMAR
     assert grammar_accepts(text, reply) is allowed
+
+
+def _keyword_always_fails(messages) -> str:
+    reply = good_reply(messages)
+    return "Query: the of\nAnswer: of the\n" if reply.startswith("Query:") else reply
+
+
+@pytest.mark.parametrize("parallel", [1, 6])
+def test_a_type_that_cannot_fill_its_share_hands_its_rows_to_the_others(sample_db, parallel):
+    """--count N yields N: kept surplus (batched) or a second pass (one at a time) replace the short type's rows."""
+    summary = generate(sample_db, GenerationConfig(count=10, seed=3),
+                       backend=FakeBackend(_keyword_always_fails, parallel=parallel))
+    assert summary["accepted"] == 10 and summary["status"] == "complete"
+    assert "keyword" not in summary["by_type"]
+    moved = sum(summary["kept_surplus"].values()) + sum(summary["refilled"].values())
+    assert moved >= 2  # allocate(10, DEFAULT_MIX) gives keyword 2 rows
+    assert "keyword" not in summary["kept_surplus"] and "keyword" not in summary["refilled"]
+
+
+def test_a_run_that_stops_short_says_why_in_words(sample_db):
+    summary = generate(sample_db, GenerationConfig(count=6, seed=3, mix={"keyword": 1.0}),
+                       backend=FakeBackend(_keyword_always_fails))
+    assert summary["status"] == "exhausted" and summary["accepted"] == 0
+    assert "stopped at 0 rows" in summary["stopped_short"] and "--mix" in summary["stopped_short"]
+    assert "bigger" in summary["stopped_short"]

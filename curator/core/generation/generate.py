@@ -263,7 +263,10 @@ def _store(db, run_id: int, task: Task, candidate: dict, reason: Optional[str]) 
 class _Progress:
     accepted: int = 0
     rejected: int = 0
-    surplus: int = 0  # answers that arrived after their type had all its rows (dropped, not stored)
+    surplus: int = 0  # answers that arrived after their type had all its rows
+    spares: list = field(default_factory=list)  # surplus (task, candidate) that passed every filter, not yet stored
+    kept_surplus: dict = field(default_factory=dict)  # spares stored because another type fell short, by type
+    refilled: dict = field(default_factory=dict)  # rows moved to other types in a second pass, by type
     reasons: dict = field(default_factory=dict)
     truncated: set = field(default_factory=set)  # ids of chunks cut to fit the context
 
@@ -273,11 +276,58 @@ def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -
     seconds = time.perf_counter() - started
     counts = {"accepted": sum(by_type.values()), "rejected": progress.rejected, "by_type": by_type,
               "rejected_by_reason": progress.reasons, "truncated_chunks": sorted(progress.truncated),
-              "surplus": progress.surplus}
+              "surplus": progress.surplus, "kept_surplus": progress.kept_surplus, "refilled": progress.refilled}
     with db.conn:
         db.execute("UPDATE generation_runs SET status = ?, counts = ? WHERE id = ?", [status, store.dumps(counts), run_id])
+    if status == "exhausted":
+        counts["stopped_short"] = _why_short(counts, progress)
     return {"run_id": run_id, "status": status, **counts, "accepted_this_session": progress.accepted,
             "seconds": round(seconds, 2), "rows_per_min": round(60 * progress.accepted / seconds, 2) if seconds else 0.0}
+
+
+def _why_short(counts: dict, progress: _Progress) -> str:
+    """In words: why a run stopped before its target, and what to try."""
+    tried = progress.accepted + progress.rejected
+    top = max(progress.reasons, key=progress.reasons.get) if progress.reasons else None
+    text = (f"stopped at {counts['accepted']} rows: every type that could still take rows ran out of new chunks or "
+            f"of attempts ({tried} candidates judged, {progress.accepted} kept).")
+    if top and progress.accepted < 0.25 * max(1, tried):
+        text += f" Most candidates were rejected (mostly: {top}); a bigger instruct model (--model) helps most."
+    return text + " Try: ingest more documents, another --mix (fewer rows of the short types), or --retries 3+."
+
+
+def _keep_spare(db, task: Task, raw: str, progress: _Progress, duplicates) -> None:
+    """Judge an answer whose type is full; keep it (unstored) in case another type falls short."""
+    progress.surplus += 1
+    if not raw:
+        return  # abandoned by the backend, never decoded to the end
+    candidate, reason = _judge(db, task, raw, duplicates)
+    if reason is None:
+        progress.spares.append((task, candidate))
+        duplicates.add(candidate["text"])
+
+
+def _store_spares(db, run_id: int, plan: dict, progress: _Progress) -> None:
+    """Store kept spares in place of the rows that short types could not produce."""
+    while progress.spares and sum(plan.values()) > 0:
+        task, candidate = progress.spares.pop(0)
+        _store(db, run_id, task, candidate, None)
+        short = next(t for t, n in plan.items() if n > 0)
+        plan[short] -= 1
+        progress.accepted += 1
+        progress.kept_surplus[task.query_type] = progress.kept_surplus.get(task.query_type, 0) + 1
+
+
+def _refill_plan(plan: dict, mix: dict, progress: _Progress) -> dict:
+    """The rows short types still owe, moved to the types that filled their share (by mix weight)."""
+    short = sum(plan.values())
+    donors = {t: w for t, w in mix.items() if w > 0 and plan.get(t, 0) == 0}
+    if not short or not donors:
+        return {}
+    refill = {t: n for t, n in allocate(short, donors).items() if n > 0}
+    for query_type, n in refill.items():
+        progress.refilled[query_type] = progress.refilled.get(query_type, 0) + n
+    return refill
 
 
 def _resolve_run(db, config: GenerationConfig, backend: Backend) -> tuple[int, dict]:
@@ -389,6 +439,31 @@ def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progre
     return reason
 
 
+def _run_pass(db, run_id: int, config: GenerationConfig, backend: Backend, plan: dict, progress: _Progress,
+              duplicates, target: int, on_progress: Optional[ProgressCallback], cancel: Optional[CancelToken]) -> None:
+    """Ask the backend until ``plan`` is met or no task is left; each reply is committed as it comes."""
+    scheduler = _Scheduler(plan_tasks(db, plan, config.seed, _cluster_chunks(db, config.cluster)), plan, progress,
+                           config, cancel)
+    results = backend.iter_complete(scheduler.requests())
+    try:
+        for request, raw in results:
+            task = request.tag
+            scheduler.answered(request)
+            if plan[task.query_type] <= 0:
+                _keep_spare(db, task, raw, progress, duplicates)
+                continue
+            if _record(db, run_id, task, raw, plan, progress, duplicates):
+                scheduler.rejected(task)
+            scheduler.abandon_full_types()
+            report(on_progress, progress.accepted, target, f"accepted {progress.accepted}, rejected {progress.rejected}")
+            if sum(plan.values()) == 0:
+                break
+            if cancel is not None:
+                cancel.check()
+    finally:
+        results.close()  # frees the backend's sequences or threads at once, not at garbage collection
+
+
 def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optional[Backend] = None,
              on_progress: Optional[ProgressCallback] = None, cancel: Optional[CancelToken] = None) -> dict:
     """Generate ``config.count`` accepted rows (or continue the last run with ``resume``).
@@ -404,27 +479,15 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     duplicates = filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries"))
     progress, started = _Progress(), time.perf_counter()
     target = sum(plan.values())
-    scheduler = _Scheduler(plan_tasks(db, plan, config.seed, _cluster_chunks(db, config.cluster)), plan, progress,
-                           config, cancel)
-    results = backend.iter_complete(scheduler.requests())
     try:
-        for request, raw in results:
-            task = request.tag
-            scheduler.answered(request)
-            if plan[task.query_type] <= 0:
-                progress.surplus += 1
-                continue
-            if _record(db, run_id, task, raw, plan, progress, duplicates):
-                scheduler.rejected(task)
-            scheduler.abandon_full_types()
-            report(on_progress, progress.accepted, target, f"accepted {progress.accepted}, rejected {progress.rejected}")
-            if sum(plan.values()) == 0:
-                break
-            if cancel is not None:
-                cancel.check()
+        _run_pass(db, run_id, config, backend, plan, progress, duplicates, target, on_progress, cancel)
+        _store_spares(db, run_id, plan, progress)
+        refill = _refill_plan(plan, mix, progress)
+        if refill:  # a type could not fill its share: the types that could take its rows
+            plan.update({t: 0 for t in plan}, **refill)
+            _run_pass(db, run_id, config, backend, plan, progress, duplicates, target, on_progress, cancel)
+            _store_spares(db, run_id, plan, progress)
     except (Cancelled, KeyboardInterrupt):
         return _finish(db, run_id, "cancelled", progress, started)
-    finally:
-        results.close()  # frees the backend's sequences or threads at once, not at garbage collection
     status = "complete" if sum(plan.values()) == 0 else "exhausted"
     return _finish(db, run_id, status, progress, started)
