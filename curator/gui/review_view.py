@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFrame, QHBoxLayout, Q
 from curator.core.review.navigation import get_cursor, get_guidelines, next_pending, progress_by_cluster, review_order, set_cursor, set_guidelines
 from curator.core.corpus import documents
 from curator.core.review import decisions
+from curator.core.generation import quality
 from curator.core.corpus import search
 from curator.core.queries.rows import get_query
 
@@ -44,6 +45,13 @@ def plain_label(text: str = "", *, bold: bool = False) -> QLabel:
         font.setBold(True)
         label.setFont(font)
     return label
+
+
+def quality_note(q: dict) -> str:
+    """' · quality 0.62 (BM25 finds the gold chunk at rank 1; ...)' for generated rows, else ''."""
+    if q.get("quality") is None:
+        return ""
+    return f" · quality {q['quality']:.2f} ({quality.explain(q.get('quality_signals'))})"
 
 
 def answer_words(reference: str) -> set[str]:
@@ -337,7 +345,8 @@ class ReviewView(QWidget):
             who = f" · by {q['reviewer']}" if q.get("reviewer") else ""
             note = f" · note: {q['note']}" if q.get("note") else ""
             self.status_label.setText(f"{q['status'].upper()} · {q['query_type']} · {q['source']} · "
-                                      f"cluster {q.get('cluster') if q.get('cluster') is not None else '-'}{who}{note}")
+                                      f"cluster {q.get('cluster') if q.get('cluster') is not None else '-'}{who}{note}"
+                                      f"{quality_note(q)}")
             self.question.setPlainText(q["text"])
             self.reference.setPlainText(q.get("reference") or "")
             self._render_chunks(q)

@@ -231,6 +231,7 @@ def grammar_accepts(bundled_model):
     ("question", "Question: What does os.path.join do in Python 3.11?\nAnswer: It joins paths\n", True),
     ("question", "Question: How many seconds is the sync interval?\nAnswer: 30\n", False),
     ("keyword", "Query: 1.2.2.1 sync\nAnswer: every minute\n", False),  # a digit run, not a word
+    ("keyword", "Query: need a new game.Question\nAnswer: every minute\n", False),  # glued sentences
     ("keyword", "Query: sync interval\nAnswer: 2) thirty\n", False),
 ])
 def test_reply_grammars_forbid_echoes_and_runaway_lengths(grammar_accepts, grammar, reply, allowed):

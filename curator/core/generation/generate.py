@@ -20,6 +20,7 @@ import sqlite_utils
 from curator.core import store
 from curator.core.generation import filters
 from curator.core.generation import prompts
+from curator.core.generation import quality
 from curator.core.generation.backends import Backend, Request, open_backend
 from curator.core.errors import InputError
 from curator.core.queries.rows import add_query
@@ -55,6 +56,7 @@ class GenerationConfig:
     max_tokens: int = prompts.MAX_REPLY_TOKENS  # the grammars bound a reply: it is never cut short
     parallel: Optional[int] = None  # requests generated together (default: the backend's own)
     retries: int = RETRIES_PER_CHUNK  # new seeds for a rejected (type, chunk) before moving on
+    min_quality: float = 0.0  # rows scoring below it are rejected (generation.quality); 0 keeps all
 
 
 @dataclass
@@ -190,6 +192,7 @@ def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Bac
         size, sha = Path(model_path).stat().st_size, _file_sha256(Path(model_path), db)
     params = {"temperature": config.temperature, "max_tokens": config.max_tokens, "n_ctx": config.n_ctx,
               "retries": config.retries, "threads": described.get("n_threads"), "cluster": config.cluster,
+              "min_quality": config.min_quality, "quality": quality.DEFINITION,
               **described}
     with db.conn:
         cursor = db.execute(
@@ -228,7 +231,7 @@ def _request(task: Task, config: GenerationConfig) -> Request:
                    temperature=config.temperature, seed=seed, grammar=prompts.grammar_for(task.query_type), tag=task)
 
 
-def _judge(db, task: Task, raw: str, duplicates) -> tuple[dict, Optional[str]]:
+def _judge(db, task: Task, raw: str, duplicates, min_quality: float = 0.0) -> tuple[dict, Optional[str]]:
     """The candidate in a model reply and the reason to reject it (None = keep)."""
     candidate = {"raw": raw, "text": None, "reference": None}
     parsed = prompts.parse_output(raw)
@@ -239,6 +242,11 @@ def _judge(db, task: Task, raw: str, duplicates) -> tuple[dict, Optional[str]]:
     reason = filters.check_row(parsed[0], parsed[1], task.query_type, gold_texts, " ".join(gold_texts), duplicates)
     if reason is None and task.query_type == "unanswerable":
         reason = _unanswerable_check(db, parsed[0])
+    if reason is None:
+        candidate["quality"], candidate["signals"] = quality.score_row(db, parsed[0], parsed[1], task.query_type,
+                                                                       task.chunks)
+        if candidate["quality"] < min_quality:
+            reason = f"quality below --min-quality ({candidate['quality']:.2f})"
     return candidate, reason
 
 
@@ -253,10 +261,12 @@ def _store(db, run_id: int, task: Task, candidate: dict, reason: Optional[str]) 
                  candidate["raw"], store.now()])
             return
         answerable = task.query_type != "unanswerable"
-        add_query(db, candidate["text"], "synthetic", query_type=task.query_type, answerable=answerable,
-                  reference=candidate["reference"] if answerable else UNANSWERABLE_REFERENCE,
-                  source_chunk_ids=source_ids, gold_chunk_ids=source_ids if answerable else [], run_id=run_id,
-                  raw_output=candidate["raw"])
+        query_id = add_query(db, candidate["text"], "synthetic", query_type=task.query_type, answerable=answerable,
+                             reference=candidate["reference"] if answerable else UNANSWERABLE_REFERENCE,
+                             source_chunk_ids=source_ids, gold_chunk_ids=source_ids if answerable else [],
+                             run_id=run_id, raw_output=candidate["raw"])
+        db.execute("UPDATE queries SET quality = ?, quality_signals = ? WHERE id = ? AND quality IS NULL",
+                   [candidate.get("quality"), store.dumps(candidate.get("signals", {})), query_id])
 
 
 @dataclass
@@ -296,12 +306,12 @@ def _why_short(counts: dict, progress: _Progress) -> str:
     return text + " Try: ingest more documents, another --mix (fewer rows of the short types), or --retries 3+."
 
 
-def _keep_spare(db, task: Task, raw: str, progress: _Progress, duplicates) -> None:
+def _keep_spare(db, task: Task, raw: str, progress: _Progress, duplicates, min_quality: float) -> None:
     """Judge an answer whose type is full; keep it (unstored) in case another type falls short."""
     progress.surplus += 1
     if not raw:
         return  # abandoned by the backend, never decoded to the end
-    candidate, reason = _judge(db, task, raw, duplicates)
+    candidate, reason = _judge(db, task, raw, duplicates, min_quality)
     if reason is None:
         progress.spares.append((task, candidate))
         duplicates.add(candidate["text"])
@@ -423,10 +433,11 @@ class _Scheduler:
                     request.abandoned = True
 
 
-def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progress, duplicates) -> Optional[str]:
+def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progress, duplicates,
+            min_quality: float) -> Optional[str]:
     """Judge one reply and commit it at once (accepted row or rejected candidate); the reason
     it was rejected, or None."""
-    candidate, reason = _judge(db, task, raw, duplicates)
+    candidate, reason = _judge(db, task, raw, duplicates, min_quality)
     _store(db, run_id, task, candidate, reason)
     if reason:
         progress.rejected += 1
@@ -450,9 +461,9 @@ def _run_pass(db, run_id: int, config: GenerationConfig, backend: Backend, plan:
             task = request.tag
             scheduler.answered(request)
             if plan[task.query_type] <= 0:
-                _keep_spare(db, task, raw, progress, duplicates)
+                _keep_spare(db, task, raw, progress, duplicates, config.min_quality)
                 continue
-            if _record(db, run_id, task, raw, plan, progress, duplicates):
+            if _record(db, run_id, task, raw, plan, progress, duplicates, config.min_quality):
                 scheduler.rejected(task)
             scheduler.abandon_full_types()
             report(on_progress, progress.accepted, target, f"accepted {progress.accepted}, rejected {progress.rejected}")

@@ -37,8 +37,9 @@ INSTRUCTIONS = {
 # - printable ASCII only, and each part bounded in characters: every token spells at least
 #   one character, so MAX_REPLY_TOKENS (the longest reply the grammar admits) never cuts one;
 # - a question starts with a capital letter (no "1. What ..." enumeration), is one sentence
-#   (no ':', ';', '!' or '?' inside, and '.' only inside a word as in "os.path" or "3.11", so
-#   no second sentence and no inline "Answer:") and ends in exactly one '?';
+#   (no ':', ';', '!' or '?' inside, and '.' only before a lowercase letter or digit, as in
+#   "os.path" or "3.11": no ". Then" or ".Question" second sentence and no inline "Answer:")
+#   and ends in exactly one '?';
 # - an answer starts with a letter or a quote and has a second word: "...", '"', "1.1" (a
 #   section number, the commonest empty answer once the question was bounded), a lone "Yes"
 #   and "2. Does ..." (an enumeration) are not answers;
@@ -51,10 +52,10 @@ answer ::= [A-Za-z"'(`] [!-Z\]-~]{0,24} " " [!-Z\]-~] [ -Z\]-~]{0,ANSWER}
 """.replace("ANSWER", str(ANSWER_CHARS - 30))
 
 QUESTION_GRAMMAR = (f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 1}}} "?\\nAnswer: " answer "\\n"\n'
-                    + r"""unit ::= [a-zA-Z0-9 '"(),/_+*=<>%#&$-] | "." [a-zA-Z0-9]""" + _ANSWER_RULE)
+                    + r"""unit ::= [a-zA-Z0-9 '"(),/_+*=<>%#&$-] | "." [a-z0-9]""" + _ANSWER_RULE)
 KEYWORD_GRAMMAR = r"""
 root ::= "Query: " kword (" " kword){1,7} "\nAnswer: " answer "\n"
-kword ::= [a-zA-Z] [a-zA-Z0-9'_+#-]{0,17} ("." [a-zA-Z0-9_]{1,17})?""" + _ANSWER_RULE
+kword ::= [a-zA-Z] [a-zA-Z0-9'_+#-]{0,17} ("." [a-z0-9_]{1,17})?""" + _ANSWER_RULE
 # The longest reply the question grammar admits ('.' units are two characters), in
 # characters and so in tokens, plus the end of turn.
 MAX_REPLY_TOKENS = len("Question: ") + 2 * QUESTION_CHARS + len("?\nAnswer: ") + ANSWER_CHARS + 8

@@ -221,3 +221,10 @@ def index_new_chunks(db: sqlite_utils.Database, after_rowid: int) -> None:
 
 def last_chunk_rowid(db: sqlite_utils.Database) -> int:
     return db.execute("SELECT COALESCE(MAX(rowid), 0) FROM chunks").fetchone()[0]
+
+
+@migrations()
+def m003_query_quality(db: sqlite_utils.Database) -> None:
+    """A quality score per generated row and the signals behind it (generation.quality)."""
+    db.execute("ALTER TABLE queries ADD COLUMN quality REAL")
+    db.execute("ALTER TABLE queries ADD COLUMN quality_signals TEXT")
