@@ -262,3 +262,17 @@ def test_a_run_that_stops_short_says_why_in_words(sample_db):
     assert summary["status"] == "exhausted" and summary["accepted"] == 0
     assert "stopped at 0 rows" in summary["stopped_short"] and "--mix" in summary["stopped_short"]
     assert "bigger" in summary["stopped_short"]
+
+
+def test_real_model_replies_are_never_cut_or_empty(sample_db, bundled_model):
+    """Issue 14: with the bounded grammar and max_tokens = the longest reply it admits, the real
+    bundled model produces no empty answer and no reply outside the two-line format."""
+    summary = generate(sample_db, GenerationConfig(count=8, seed=1))
+    raws = [r[0] for r in sample_db.execute("SELECT raw_output FROM rejected_candidates UNION ALL "
+                                            "SELECT raw_output FROM queries WHERE source = 'synthetic'")]
+    assert len(raws) >= 8
+    assert "output not in the Question/Answer format" not in summary["rejected_by_reason"]
+    assert "empty reference answer" not in summary["rejected_by_reason"]
+    assert all(raw.endswith("\n") and prompts.parse_output(raw) for raw in raws)  # every reply ran to its end
+    scores = [r[0] for r in sample_db.execute("SELECT quality FROM queries WHERE source = 'synthetic'")]
+    assert scores and all(0.0 <= s <= 1.0 for s in scores)

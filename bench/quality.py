@@ -1,0 +1,118 @@
+"""Quality bench: generate rows with the bundled model on a held-out corpus and print the inputs of
+the usable share (candidates per accepted row, rows/min, echo / enumeration / fragment shares).
+
+Run: PYTHONPATH=. .venv/bin/python bench/quality.py [--corpus /tmp/realq/corpus] [--count 60]
+       [--out rows.jsonl] [--labels bench/quality_labels.jsonl]
+
+The corpus is the Python FAQ set (build it with bench/realq/build.py --out /tmp/realq), never the
+sample corpus. Accepted rows go to --out, one JSON line each, for a person to label against
+bench/quality_rubric.md; with --labels it also prints the usable share of the labelled rows.
+The echo / enumeration / fragment shares are measured by fixed patterns below (not by the
+generator's own filters), so the same yardstick reads the code before and after a change.
+Works on older checkouts too (it only uses generate(), GenerationConfig and ingest()).
+Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import tempfile
+import time
+from pathlib import Path
+
+from curator.core.corpus.ingest import ingest
+from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.store import open_project
+
+_WORD = re.compile(r"\w+")
+_ENUM = re.compile(r"^\W{0,2}\d{1,3}[.)]\s|(^|\s)\d{1,3}[.)]\s+[A-Z]")
+_FUNCTION_END = {"the", "a", "an", "of", "to", "in", "on", "for", "with", "by", "and", "or", "via", "is", "are",
+                 "this", "that", "as", "at", "from"}
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall((text or "").lower())
+
+
+def is_echo(row: dict) -> bool:
+    """The reference answer restates the question: 75%+ of its words are the question's."""
+    answer = set(_words(row["reference"])) - _FUNCTION_END
+    return bool(answer) and len(answer & set(_words(row["text"]))) / len(answer) >= 0.75
+
+
+def is_enumeration(row: dict) -> bool:
+    return bool(_ENUM.search(row["text"] or "") or _ENUM.search(row["reference"] or ""))
+
+
+def is_fragment(row: dict) -> bool:
+    """Not a query: a question without one final '?', several sentences, or a keyword query ending on 'the'."""
+    text = (row["text"] or "").strip()
+    words = _words(text)
+    if row["query_type"] == "keyword":
+        return not words or words[-1] in _FUNCTION_END
+    return not text.endswith("?") or text.count("?") != 1 or bool(re.search(r"[.!;:?]\s+\S", text[:-1]))
+
+
+def run(corpus: Path, count: int, seed: int) -> tuple[dict, list[dict], float, float]:
+    project = Path(tempfile.mkdtemp()) / "quality.curator"
+    db = open_project(project, create=True)
+    ingest(db, [corpus])
+    wall, cpu = time.perf_counter(), time.process_time()
+    summary = generate(db, GenerationConfig(count=count, seed=seed))
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    columns = [r[1] for r in db.execute("PRAGMA table_info(queries)")]
+    pick = ", ".join(c for c in ("id", "query_type", "text", "reference", "gold_chunk_ids", "quality") if c in columns)
+    rows = [dict(zip([c.strip() for c in pick.split(",")], r)) for r in db.execute(
+        f"SELECT {pick} FROM queries WHERE source = 'synthetic' ORDER BY created_at, id")]
+    chunk_text = dict(db.execute("SELECT id, text FROM chunks"))
+    for row in rows:
+        row["gold_text"] = " ".join(chunk_text.get(c, "") for c in json.loads(row.pop("gold_chunk_ids") or "[]"))[:600]
+    return summary, rows, wall, cpu
+
+
+def usable_share(labels_path: Path) -> dict:
+    labels = [json.loads(line) for line in labels_path.read_text().splitlines() if line.strip()]
+    by = {}
+    for item in labels:
+        by.setdefault(item.get("code", "?"), {}).setdefault(item["label"], 0)
+        by[item.get("code", "?")][item["label"]] += 1
+    return {code: {**counts, "usable_share": round((counts.get("as_is", 0) + counts.get("small_edit", 0))
+                                                    / max(1, sum(counts.values())), 3)} for code, counts in by.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--corpus", type=Path, default=Path("/tmp/realq/corpus"))
+    parser.add_argument("--count", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="accepted rows as JSON lines, for labelling")
+    parser.add_argument("--labels", type=Path, help="labelled rows (bench/quality_labels.jsonl)")
+    args = parser.parse_args()
+    if args.labels and not args.out:
+        print(json.dumps(usable_share(args.labels), indent=1))
+        return
+    summary, rows, wall, cpu = run(args.corpus, args.count, args.seed)
+    candidates = summary["accepted_this_session"] + summary["rejected"]
+    n = max(1, len(rows))
+    figures = {
+        "status": summary["status"], "accepted": len(rows), "candidates": candidates,
+        "candidates_per_accepted": round(candidates / n, 2), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+        "rows_per_min_wall": round(60 * len(rows) / wall, 2), "rows_per_cpu_min": round(60 * len(rows) / cpu, 2),
+        "echo_share": round(sum(map(is_echo, rows)) / n, 3),
+        "enumeration_share": round(sum(map(is_enumeration, rows)) / n, 3),
+        "fragment_share": round(sum(map(is_fragment, rows)) / n, 3),
+        "rejected_by_reason": summary["rejected_by_reason"],
+        "by_type": summary["by_type"], "kept_surplus": summary.get("kept_surplus"),
+        "refilled": summary.get("refilled"), "stopped_short": summary.get("stopped_short"),
+    }
+    print(json.dumps(figures, indent=1))
+    if args.out:
+        args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    if args.labels:
+        print(json.dumps(usable_share(args.labels), indent=1))
+
+
+if __name__ == "__main__":
+    main()
