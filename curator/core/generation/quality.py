@@ -25,10 +25,13 @@ from curator.core.generation import filters
 ROUND_TRIP_K = 10
 ROUND_TRIP_RETRIEVER = "fts5-bm25 (corpus.search.search_chunks, any-term match)"
 ROUND_TRIP_WEIGHT = 0.5
+# An unanswerable row has no gold chunk to find; a neutral round trip keeps its score from
+# floating above every answerable row on its one remaining margin (repetition).
+UNANSWERABLE_ROUND_TRIP = 0.5
 DEFINITION = {
     "version": 1,
     "score": f"{ROUND_TRIP_WEIGHT} * round_trip + {1 - ROUND_TRIP_WEIGHT} * mean(filter margins); "
-             "unanswerable rows: mean(filter margins) only",
+             f"unanswerable rows (no gold chunk to find): round_trip taken as a neutral {UNANSWERABLE_ROUND_TRIP}",
     "round_trip": f"1/rank of the first gold chunk among the top {ROUND_TRIP_K} of {ROUND_TRIP_RETRIEVER} "
                   "for the question alone, 0 if absent",
     "margins": "repetition, question_grounding (factoid, keyword), answer_grounding, not_restated: how far "
@@ -53,10 +56,12 @@ def score_row(db: sqlite_utils.Database, question: str, answer: str, query_type:
     margin_mean = sum(margins.values()) / len(margins) if margins else 0.0
     signals: dict = {"margins": margins, "margin_mean": round(margin_mean, 3)}
     if query_type == "unanswerable":
-        return round(margin_mean, 3), signals
-    trip, rank = round_trip(db, question, [c["id"] for c in gold_chunks])
-    signals.update(round_trip=round(trip, 3), round_trip_rank=rank, retriever=ROUND_TRIP_RETRIEVER,
-                   k=ROUND_TRIP_K)
+        trip = UNANSWERABLE_ROUND_TRIP
+        signals["round_trip_neutral"] = trip
+    else:
+        trip, rank = round_trip(db, question, [c["id"] for c in gold_chunks])
+        signals.update(round_trip=round(trip, 3), round_trip_rank=rank, retriever=ROUND_TRIP_RETRIEVER,
+                       k=ROUND_TRIP_K)
     return round(ROUND_TRIP_WEIGHT * trip + (1 - ROUND_TRIP_WEIGHT) * margin_mean, 3), signals
 
 
@@ -66,7 +71,7 @@ def explain(signals) -> str:
         signals = json.loads(signals or "{}")
     if not signals:
         return "no quality score (not a generated row, or generated before scores existed)"
-    parts = []
+    parts = ["no gold chunk to find (unanswerable): round trip neutral"] if "round_trip_neutral" in signals else []
     if "round_trip" in signals:
         rank = signals.get("round_trip_rank")
         parts.append(f"BM25 finds the gold chunk at rank {rank}" if rank else
