@@ -57,11 +57,41 @@ def is_fragment(row: dict) -> bool:
 
 def run(corpus: Path, count: int, seed: int) -> tuple[dict, list[dict], float, float]:
     project = Path(tempfile.mkdtemp()) / "quality.curator"
+    print(f"project: {project}", flush=True)  # rows are committed as made: --project reads a run cut short
     db = open_project(project, create=True)
     ingest(db, [corpus])
     wall, cpu = time.perf_counter(), time.process_time()
     summary = generate(db, GenerationConfig(count=count, seed=seed))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return summary, _rows(db), wall, cpu
+
+
+def read_project(project: Path) -> tuple[dict, list[dict], float, float]:
+    """The figures of a run from its project file (a run still going or stopped): wall time from the
+    first to the last stored candidate, no CPU time."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{project}?mode=ro", uri=True)
+    reasons: dict = {}
+    for (reason,) in conn.execute("SELECT reason FROM rejected_candidates"):
+        key = reason.split(" (")[0]
+        reasons[key] = reasons.get(key, 0) + 1
+    rows = _rows(conn)
+    stamps = [r[0] for r in conn.execute("SELECT created_at FROM queries WHERE source = 'synthetic' UNION ALL "
+                                         "SELECT created_at FROM rejected_candidates")]
+    start = conn.execute("SELECT created_at FROM generation_runs ORDER BY id LIMIT 1").fetchone()[0]
+    from datetime import datetime
+
+    wall = (datetime.fromisoformat(max(stamps)) - datetime.fromisoformat(start)).total_seconds() if stamps else 0.0
+    by_type: dict = {}
+    for row in rows:
+        by_type[row["query_type"]] = by_type.get(row["query_type"], 0) + 1
+    summary = {"status": "read from project", "accepted_this_session": len(rows), "rejected": sum(reasons.values()),
+               "rejected_by_reason": reasons, "by_type": by_type}
+    return summary, rows, max(wall, 1e-9), 0.0
+
+
+def _rows(db) -> list[dict]:
     columns = [r[1] for r in db.execute("PRAGMA table_info(queries)")]
     pick = ", ".join(c for c in ("id", "query_type", "text", "reference", "gold_chunk_ids", "quality") if c in columns)
     rows = [dict(zip([c.strip() for c in pick.split(",")], r)) for r in db.execute(
@@ -69,7 +99,7 @@ def run(corpus: Path, count: int, seed: int) -> tuple[dict, list[dict], float, f
     chunk_text = dict(db.execute("SELECT id, text FROM chunks"))
     for row in rows:
         row["gold_text"] = " ".join(chunk_text.get(c, "") for c in json.loads(row.pop("gold_chunk_ids") or "[]"))[:600]
-    return summary, rows, wall, cpu
+    return rows
 
 
 def usable_share(labels_path: Path) -> dict:
@@ -89,17 +119,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, help="accepted rows as JSON lines, for labelling")
     parser.add_argument("--labels", type=Path, help="labelled rows (bench/quality_labels.jsonl)")
+    parser.add_argument("--project", type=Path, help="read the figures of an existing run's project instead")
     args = parser.parse_args()
-    if args.labels and not args.out:
+    if args.labels and not args.out and not args.project:
         print(json.dumps(usable_share(args.labels), indent=1))
         return
-    summary, rows, wall, cpu = run(args.corpus, args.count, args.seed)
+    summary, rows, wall, cpu = read_project(args.project) if args.project else run(args.corpus, args.count, args.seed)
     candidates = summary["accepted_this_session"] + summary["rejected"]
     n = max(1, len(rows))
     figures = {
         "status": summary["status"], "accepted": len(rows), "candidates": candidates,
         "candidates_per_accepted": round(candidates / n, 2), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
-        "rows_per_min_wall": round(60 * len(rows) / wall, 2), "rows_per_cpu_min": round(60 * len(rows) / cpu, 2),
+        "rows_per_min_wall": round(60 * len(rows) / wall, 2), "rows_per_cpu_min": round(60 * len(rows) / cpu, 2) if cpu else None,
         "echo_share": round(sum(map(is_echo, rows)) / n, 3),
         "enumeration_share": round(sum(map(is_enumeration, rows)) / n, 3),
         "fragment_share": round(sum(map(is_fragment, rows)) / n, 3),
