@@ -55,13 +55,13 @@ def is_fragment(row: dict) -> bool:
     return not text.endswith("?") or text.count("?") != 1 or bool(re.search(r"[.!;:?]\s+\S", text[:-1]))
 
 
-def run(corpus: Path, count: int, seed: int) -> tuple[dict, list[dict], float, float]:
+def run(corpus: Path, count: int, seed: int, threads=None) -> tuple[dict, list[dict], float, float]:
     project = Path(tempfile.mkdtemp()) / "quality.curator"
     print(f"project: {project}", flush=True)  # rows are committed as made: --project reads a run cut short
     db = open_project(project, create=True)
     ingest(db, [corpus])
     wall, cpu = time.perf_counter(), time.process_time()
-    summary = generate(db, GenerationConfig(count=count, seed=seed))
+    summary = generate(db, GenerationConfig(count=count, seed=seed, threads=threads))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return summary, _rows(db), wall, cpu
 
@@ -119,12 +119,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, help="accepted rows as JSON lines, for labelling")
     parser.add_argument("--labels", type=Path, help="labelled rows (bench/quality_labels.jsonl)")
+    parser.add_argument("--threads", type=int, help="CPU threads (1 wastes least when the machine is oversubscribed)")
     parser.add_argument("--project", type=Path, help="read the figures of an existing run's project instead")
     args = parser.parse_args()
     if args.labels and not args.out and not args.project:
         print(json.dumps(usable_share(args.labels), indent=1))
         return
-    summary, rows, wall, cpu = read_project(args.project) if args.project else run(args.corpus, args.count, args.seed)
+    summary, rows, wall, cpu = read_project(args.project) if args.project else run(args.corpus, args.count, args.seed,
+                                                                                              args.threads)
     candidates = summary["accepted_this_session"] + summary["rejected"]
     n = max(1, len(rows))
     figures = {
