@@ -15,12 +15,13 @@ from curator.core.generation import filters
 def good_reply(messages) -> str:
     """A well-behaved model: asks about the passage's first distinctive words, in each type's format."""
     prompt = messages[-1]["content"]
-    words = [w for w in filters.tokens(prompt.split("Passage", 1)[1]) if len(w) > 3][:6]
+    words = [w for w in filters.tokens(prompt.split("Passage", 1)[1]) if len(w) > 3 and w not in filters.STOPWORDS]
+    words = (words + words)[:8]  # the answer gives other words of the passage than the question asks with
     if "does NOT answer" in prompt:
         return f"Question: Which zebra migration policy applies to {words[0]} quasar flights?\nAnswer: not stated\n"
     if "Query:" in prompt:
-        return f"Query: {' '.join(words[:4])}\nAnswer: {' '.join(words[:3])}\n"
-    return f"Question: What about {' '.join(words[1:5])} here?\nAnswer: {' '.join(words[:5])}\n"
+        return f"Query: {' '.join(words[:3])}\nAnswer: {' '.join(words[3:7])}\n"
+    return f"Question: What about {' '.join(words[:3])} here?\nAnswer: {' '.join(words[3:8])}\n"
 
 
 def every_nth_bad(n: int, bad: str = "Sure! Here is a question about the passage.") -> Callable[[list], str]:

@@ -13,7 +13,12 @@ def _render_summary(s: dict) -> str:
              f"({', '.join(f'{t} {n}' for t, n in sorted(s['by_type'].items()))}), rejected {s['rejected']}",
              f"{s['accepted_this_session']} rows in {s['seconds']} s ({s['rows_per_min']} rows/min)"]
     if s.get("surplus"):
-        lines.append(f"  {s['surplus']} late answer(s) dropped: their type already had its rows")
+        lines.append(f"  {s['surplus']} late answer(s) for types that already had their rows")
+    for key, what in (("kept_surplus", "kept from late answers"), ("refilled", "asked again")):
+        if s.get(key):
+            lines.append(f"  short types' rows {what}: " + ", ".join(f"{t} {n}" for t, n in sorted(s[key].items())))
+    if s.get("stopped_short"):
+        lines.append(s["stopped_short"])
     lines += [f"  rejected: {reason} x{n}" for reason, n in sorted(s["rejected_by_reason"].items(), key=lambda x: -x[1])]
     if s.get("truncated_chunks"):
         lines.append(f"warning: {len(s['truncated_chunks'])} chunk(s) longer than the prompt budget were truncated: "
@@ -36,9 +41,11 @@ def _render_summary(s: dict) -> str:
 @click.option("--retries", default=RETRIES_PER_CHUNK, show_default=True, type=click.IntRange(0, 10),
               help="New seeds for a rejected candidate before its chunk is given up (cheap: the prompt stays cached).")
 @click.option("--cluster", type=int, help="Seed generation with the chunks behind this cluster's real queries.")
+@click.option("--min-quality", default=0.0, show_default=True, type=click.FloatRange(0, 1),
+              help="Reject rows whose quality score (BM25 round trip + filter margins, 0..1) is below this.")
 @json_option
 def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, threads, parallel, retries, cluster,
-             as_json):
+             min_quality, as_json):
     """Reverse-generate queries, reference answers and gold chunk ids with a local model.
 
     Every accepted row is committed at once; Ctrl-C stops cleanly and --resume goes on.
@@ -54,7 +61,7 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
         raise click.UsageError("use --model or --endpoint, not both")
     config = GenerationConfig(count=count, mix=parse_mix(mix_text) if mix_text else None, seed=seed,
                               model_path=model_path, endpoint=endpoint, threads=threads, resume=resume, cluster=cluster,
-                              parallel=parallel, retries=retries)
+                              parallel=parallel, retries=retries, min_quality=min_quality)
     with project(project_path) as db:
         summary = run_generate(db, config, on_progress=progress_printer("generate"))
     emit(summary, as_json, _render_summary)
@@ -79,9 +86,11 @@ def queries(project_path, status, query_type, source, as_json):
         found = list_queries(db, status=status, query_type=query_type, source=source)
     rows = [{"id": q["id"], "text": q["text"], "type": q["query_type"], "source": q["source"], "status": q["status"],
              "gold": ",".join(q["gold_chunk_ids"]), "answer": q["reference"], "cluster": q["cluster_label"],
-             "queued": q["queued"], "stale": bool(q["stale"])} for q in found]
+             "queued": q["queued"], "stale": bool(q["stale"]),
+             "quality": "" if q.get("quality") is None else f"{q['quality']:.2f}"} for q in found]
     emit(found if as_json else rows, as_json,
-         lambda r: table(r, ["id", "type", "status", "text", "gold", "answer"], {"text": 50, "answer": 30, "gold": 20}))
+         lambda r: table(r, ["id", "type", "status", "quality", "text", "gold", "answer"],
+                         {"text": 50, "answer": 30, "gold": 20}))
 
 
 def register(cli: click.Group) -> None:

@@ -12,8 +12,8 @@ from typing import Any, Optional
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
 
 ID_ROLE = Qt.UserRole + 1
-COLUMNS = ("text", "query_type", "source", "status", "cluster", "reviewer")
-HEADERS = ("Text", "Type", "Source", "Status", "Cluster", "Reviewer")
+COLUMNS = ("text", "query_type", "source", "status", "cluster", "reviewer", "quality")
+HEADERS = ("Text", "Type", "Source", "Status", "Cluster", "Reviewer", "Quality")
 
 
 def plain_tooltip(text: str) -> str:
@@ -28,6 +28,8 @@ def _cell(row: dict, name: str) -> str:
     if name == "cluster" and value is not None:
         label = row.get("cluster_label")
         return f"{value}: {label}" if label else str(value)
+    if name == "quality" and value is not None:
+        return f"{value:.2f}"  # fixed width, so the text sort is the numeric sort for 0..1
     return "" if value is None else str(value)
 
 

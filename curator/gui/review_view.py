@@ -19,6 +19,7 @@ from curator.core.review.navigation import get_cursor, get_guidelines, next_pend
 from curator.core.corpus import documents
 from curator.core.review import decisions
 from curator.core.errors import InputError
+from curator.core.generation import quality
 from curator.core.queries.rows import get_query
 from curator.core.retrieval.suggest import suggestions
 from curator.core.review.sample import queue_entry
@@ -76,6 +77,13 @@ def why_queued(q: dict, entry: Optional[dict]) -> str:
         parts.append(f"drawn from stratum {entry['stratum']} ({reason.get('allocation', '?')}, quota {reason.get('quota', '?')})"
                      + ("; boosted for negative feedback" if reason.get("negative") else ""))
     return ("Why in the queue: " + " · ".join(parts)) if parts else ""
+
+
+def quality_note(q: dict) -> str:
+    """' · quality 0.62 (BM25 finds the gold chunk at rank 1; ...)' for generated rows, else ''."""
+    if q.get("quality") is None:
+        return ""
+    return f" · quality {q['quality']:.2f} ({quality.explain(q.get('quality_signals'))})"
 
 
 def answer_words(reference: str) -> set[str]:
@@ -327,7 +335,8 @@ class ReviewView(QWidget):
             who = f" · by {q['reviewer']}" if q.get("reviewer") else ""
             note = f" · note: {q['note']}" if q.get("note") else ""
             self.status_label.setText(f"{q['status'].upper()} · {q['query_type']} · {q['source']} · "
-                                      f"cluster {q.get('cluster') if q.get('cluster') is not None else '-'}{who}{note}")
+                                      f"cluster {q.get('cluster') if q.get('cluster') is not None else '-'}{who}{note}"
+                                      f"{quality_note(q)}")
             self.question.setPlainText(q["text"])
             self.why_label.setText(why_queued(q, queue_entry(self.db, q["id"])))
             self.reference.setPlainText(q.get("reference") or "")

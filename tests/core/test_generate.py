@@ -216,12 +216,63 @@ def grammar_accepts(bundled_model):
 
 @pytest.mark.parametrize("grammar, reply, allowed", [
     ("question", "Question: How long are audit entries kept?\nAnswer: ninety days\n", True),
-    ("keyword", "Query: sync interval setting\nAnswer: 30 seconds\n", True),
+    ("keyword", "Query: sync interval setting\nAnswer: every 30 seconds\n", True),
     ("keyword", "Query: [insert query here]\nAnswer: x\n", False),  # template echo
     ("question", "Question: What is it?\nAnswer: [insert answer]\n", False),  # 3 words, and an echo
-    ("keyword", "Query: one two three four five six seven eight nine\nAnswer: x\n", False),  # over 8 words
-    ("question", "Question: Why " + "a" * 31 + " b c?\nAnswer: x\n", False),  # a 31-character word
+    ("keyword", "Query: one two three four five six seven eight nine ten eleven twelve\nAnswer: x y\n", False),  # 60+
+    ("question", "Question: Why " + "a" * 150 + " b c?\nAnswer: x y\n", False),  # over 150 characters
+    # The rows of issue 14 that the older grammar let through:
+    ("question", "Question: 1. What is the purpose of self in Python?\nAnswer: the instance\n", False),
+    ("question", "Question: How do I stop it?\nAnswer: 2. Does a mailbox have one\n", False),
+    ("question", "Question: How do I stop it?\nAnswer: ...\n", False),
+    ("question", "Question: How do I stop it?\nAnswer: Yes\n", False),
+    ("question", "Question: How to disable the clock. Answer: [#1] [#2]?\nAnswer: x y\n", False),
+    ("question", "Question: Is it ok? Or not?\nAnswer: yes it is\n", False),  # two '?'
+    ("question", "Question: What does os.path.join do in Python 3.11?\nAnswer: It joins paths\n", True),
+    ("question", "Question: How many seconds is the sync interval?\nAnswer: 30\n", False),
+    ("keyword", "Query: 1.2.2.1 sync\nAnswer: every minute\n", False),  # a digit run, not a word
+    ("keyword", "Query: need a new game.Question\nAnswer: every minute\n", False),  # glued sentences
+    ("keyword", "Query: sync interval\nAnswer: 2) thirty\n", False),
 ])
 def test_reply_grammars_forbid_echoes_and_runaway_lengths(grammar_accepts, grammar, reply, allowed):
     text = prompts.KEYWORD_GRAMMAR if grammar == "keyword" else prompts.QUESTION_GRAMMAR
     assert grammar_accepts(text, reply) is allowed
+
+
+def _keyword_always_fails(messages) -> str:
+    reply = good_reply(messages)
+    return "Query: the of\nAnswer: of the\n" if reply.startswith("Query:") else reply
+
+
+@pytest.mark.parametrize("parallel", [1, 6])
+def test_a_type_that_cannot_fill_its_share_hands_its_rows_to_the_others(sample_db, parallel):
+    """--count N yields N: kept surplus (batched) or a second pass (one at a time) replace the short type's rows."""
+    summary = generate(sample_db, GenerationConfig(count=10, seed=3),
+                       backend=FakeBackend(_keyword_always_fails, parallel=parallel))
+    assert summary["accepted"] == 10 and summary["status"] == "complete"
+    assert "keyword" not in summary["by_type"]
+    moved = sum(summary["kept_surplus"].values()) + sum(summary["refilled"].values())
+    assert moved >= 2  # allocate(10, DEFAULT_MIX) gives keyword 2 rows
+    assert "keyword" not in summary["kept_surplus"] and "keyword" not in summary["refilled"]
+
+
+def test_a_run_that_stops_short_says_why_in_words(sample_db):
+    summary = generate(sample_db, GenerationConfig(count=6, seed=3, mix={"keyword": 1.0}),
+                       backend=FakeBackend(_keyword_always_fails))
+    assert summary["status"] == "exhausted" and summary["accepted"] == 0
+    assert "stopped at 0 rows" in summary["stopped_short"] and "--mix" in summary["stopped_short"]
+    assert "bigger" in summary["stopped_short"]
+
+
+def test_real_model_replies_are_never_cut_or_empty(sample_db, bundled_model):
+    """Issue 14: with the bounded grammar and max_tokens = the longest reply it admits, the real
+    bundled model produces no empty answer and no reply outside the two-line format."""
+    summary = generate(sample_db, GenerationConfig(count=8, seed=1))
+    raws = [r[0] for r in sample_db.execute("SELECT raw_output FROM rejected_candidates UNION ALL "
+                                            "SELECT raw_output FROM queries WHERE source = 'synthetic'")]
+    assert len(raws) >= 8
+    assert "output not in the Question/Answer format" not in summary["rejected_by_reason"]
+    assert "empty reference answer" not in summary["rejected_by_reason"]
+    assert all(raw.endswith("\n") and prompts.parse_output(raw) for raw in raws)  # every reply ran to its end
+    scores = [r[0] for r in sample_db.execute("SELECT quality FROM queries WHERE source = 'synthetic'")]
+    assert scores and all(0.0 <= s <= 1.0 for s in scores)

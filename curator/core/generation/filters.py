@@ -14,6 +14,9 @@ SELF_REFERENCE = re.compile(r"\b(the|this|that|given|above|following)\s+(passage
 COPY_SPAN_TOKENS = 8
 NEAR_DUPLICATE_JACCARD = 0.8
 MIN_GROUNDING = 0.5
+MAX_RESTATED = 0.75  # share of an answer's content words already in its question
+MAX_REPEATED = 0.3  # share of repeated 3-grams
+MIN_QUESTION_GROUNDING = 0.5  # share of a factoid/keyword question's content words in its gold chunk
 
 
 def tokens(text: str) -> list[str]:
@@ -62,8 +65,10 @@ def check_copies_chunk(question: str, chunk_text: str) -> Optional[str]:
 def check_grounded(answer: str, gold_texts: Iterable[str]) -> Optional[str]:
     """Most content words of the reference answer must appear in the gold chunk(s)."""
     words = content_words(answer)
-    if not words:
+    if not (answer or "").strip():
         return "empty reference answer"
+    if not words:
+        return "answer has no content words"  # "Yes, there is.": nothing a reviewer can check
     source = content_words(" ".join(gold_texts))
     share = len(words & source) / len(words)
     return None if share >= MIN_GROUNDING else f"answer not grounded in the gold chunk ({share:.0%} of its words)"
@@ -96,11 +101,116 @@ class DuplicateIndex:
         return None
 
 
+def _stem(word: str) -> str:
+    """A crude stem so "lists"/"list" and "configure"/"configuration" meet (no NLP library offline)."""
+    return word[:5] if len(word) > 5 else word.rstrip("s")
+
+
+def _stems(text: str) -> set[str]:
+    return {_stem(w) for w in content_words(text)}
+
+
+def restated_share(question: str, answer: str) -> float:
+    """Share of the answer's content words that the question already holds."""
+    words = _stems(answer)
+    return len(words & _stems(question)) / len(words) if words else 0.0
+
+
+def check_restates(question: str, answer: str) -> Optional[str]:
+    """An answer that repeats the question ("How do you remove ...?" / "How do you remove ...") answers nothing."""
+    share = restated_share(question, answer)
+    return f"answer restates the question ({share:.0%} of its words)" if share >= MAX_RESTATED else None
+
+
+# "1. ", "2) ", "a) ", "- ", "* " at the start, or a new numbered item inside ("... 2. Does a ...").
+_ENUM_START = re.compile(r"^\W{0,2}(\d{1,3}|[a-zA-Z])[.)]\s|^\s*[-*\u2022]\s")
+_ENUM_INSIDE = re.compile(r"(^|\s)\d{1,3}[.)]\s+[A-Z]")
+
+
+def check_enumeration(question: str, answer: str) -> Optional[str]:
+    """List items are fragments of the chunk's layout, not queries or answers."""
+    for label, text in (("question", question), ("answer", answer)):
+        if _ENUM_START.search(text or "") or _ENUM_INSIDE.search(text or ""):
+            return f"enumeration marker in the {label}"
+    return None
+
+
+def repetition_share(text: str) -> float:
+    """Share of the 3-grams that repeat an earlier one: 0 for prose, near 1 for a loop."""
+    words = tokens(text)
+    grams = [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
+    return 1 - len(set(grams)) / len(grams) if len(grams) >= 4 else 0.0
+
+
+def check_repetition(question: str, answer: str) -> Optional[str]:
+    """A small model stuck in a loop ("a question about answering a question about ...")."""
+    for label, text in (("question", question), ("answer", answer)):
+        share = repetition_share(text)
+        if share >= MAX_REPEATED:
+            return f"degenerate repetition in the {label} ({share:.0%} of its 3-grams repeat)"
+        top = max((tokens(text).count(w) for w in content_words(text)), default=0)
+        if top >= 4:
+            return f"degenerate repetition in the {label} (one word {top} times)"
+    return None
+
+
+_SENTENCE_BREAK = re.compile(r"[.!;:?]\s+\S")
+
+
+def check_shape(question: str, query_type: str) -> Optional[str]:
+    """A question is one sentence ending in one '?'; a keyword query is content words, not a sentence end."""
+    if query_type == "keyword":
+        words = tokens(question)
+        if "?" in question:
+            return "keyword query is a question, not search-box words"
+        if not content_words(question):
+            return "keyword query has no content words"
+        if words and words[-1] in STOPWORDS:
+            return f"keyword query ends on a function word ('{words[-1]}')"
+        return None
+    text = question.strip()
+    if not text.endswith("?") or text.count("?") != 1:
+        return "question does not end in exactly one '?'"
+    if _SENTENCE_BREAK.search(text[:-1]):
+        return "question is more than one sentence"
+    return None
+
+
+def question_grounding(question: str, gold_texts: Iterable[str]) -> float:
+    """Share of the question's content words found (stemmed) in its gold chunk(s)."""
+    words = _stems(question)
+    return len(words & _stems(" ".join(gold_texts))) / len(words) if words else 0.0
+
+
+def check_question_grounded(question: str, query_type: str, gold_texts: list[str]) -> Optional[str]:
+    """A factoid or keyword query names what it asks about: its words must be mostly in the gold chunk."""
+    if query_type not in ("factoid", "keyword"):
+        return None  # vague questions paraphrase by design; multi-hop and unanswerable are checked elsewhere
+    share = question_grounding(question, gold_texts)
+    return None if share >= MIN_QUESTION_GROUNDING else f"question's words mostly absent from its gold chunk ({share:.0%})"
+
+
 def check_row(question: str, answer: str, query_type: str, gold_texts: list[str], source_text: str,
               duplicates: DuplicateIndex) -> Optional[str]:
     """The first reason to reject a generated row, or None to keep it."""
     checks = [check_length(question, query_type), check_placeholder(question), check_self_reference(question),
-              check_copies_chunk(question, source_text), duplicates.check(question)]
+              check_enumeration(question, answer), check_shape(question, query_type),
+              check_repetition(question, answer), check_copies_chunk(question, source_text),
+              check_question_grounded(question, query_type, gold_texts), duplicates.check(question)]
     if query_type != "unanswerable":
-        checks.append(check_grounded(answer, gold_texts))
+        checks += [check_grounded(answer, gold_texts), check_restates(question, answer)]
     return next((reason for reason in checks if reason), None)
+
+
+def margins(question: str, answer: str, query_type: str, gold_texts: list[str]) -> dict[str, float]:
+    """How far an accepted row clears each graded filter (0 = at the threshold, 1 = as far as can be)."""
+    found = {"repetition": 1 - max(repetition_share(question), repetition_share(answer)) / MAX_REPEATED}
+    if query_type in ("factoid", "keyword"):
+        found["question_grounding"] = (question_grounding(question, gold_texts) - MIN_QUESTION_GROUNDING) / (
+            1 - MIN_QUESTION_GROUNDING)
+    if query_type != "unanswerable":
+        words = content_words(answer)
+        share = len(words & content_words(" ".join(gold_texts))) / len(words) if words else 0.0
+        found["answer_grounding"] = (share - MIN_GROUNDING) / (1 - MIN_GROUNDING)
+        found["not_restated"] = 1 - restated_share(question, answer) / MAX_RESTATED
+    return {name: round(max(0.0, min(1.0, value)), 3) for name, value in found.items()}

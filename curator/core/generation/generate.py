@@ -20,6 +20,7 @@ import sqlite_utils
 from curator.core import store
 from curator.core.generation import filters
 from curator.core.generation import prompts
+from curator.core.generation import quality
 from curator.core.generation.backends import Backend, Request, open_backend
 from curator.core.errors import BadOption, InputError
 from curator.core.queries.rows import add_query, get_query
@@ -52,9 +53,10 @@ class GenerationConfig:
     resume: bool = False
     cluster: Optional[int] = None
     temperature: float = 0.7
-    max_tokens: int = 96
+    max_tokens: int = prompts.MAX_REPLY_TOKENS  # the grammars bound a reply: it is never cut short
     parallel: Optional[int] = None  # requests generated together (default: the backend's own)
     retries: int = RETRIES_PER_CHUNK  # new seeds for a rejected (type, chunk) before moving on
+    min_quality: float = 0.0  # rows scoring below it are rejected (generation.quality); 0 keeps all
 
 
 def _ignore(*_args) -> None:
@@ -207,6 +209,7 @@ def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Bac
         size, sha = Path(model_path).stat().st_size, _file_sha256(Path(model_path), db)
     params = {"temperature": config.temperature, "max_tokens": config.max_tokens, "n_ctx": config.n_ctx,
               "retries": config.retries, "threads": described.get("n_threads"), "cluster": config.cluster,
+              "min_quality": config.min_quality, "quality": quality.DEFINITION,
               **described}
     with db.conn:
         cursor = db.execute(
@@ -245,7 +248,7 @@ def _request(task: Task, config: GenerationConfig) -> Request:
                    temperature=config.temperature, seed=seed, grammar=prompts.grammar_for(task.query_type), tag=task)
 
 
-def _judge(db, task: Task, raw: str, duplicates) -> tuple[dict, Optional[str]]:
+def _judge(db, task: Task, raw: str, duplicates, min_quality: float = 0.0) -> tuple[dict, Optional[str]]:
     """The candidate in a model reply and the reason to reject it (None = keep)."""
     candidate = {"raw": raw, "text": None, "reference": None}
     parsed = prompts.parse_output(raw)
@@ -256,6 +259,11 @@ def _judge(db, task: Task, raw: str, duplicates) -> tuple[dict, Optional[str]]:
     reason = filters.check_row(parsed[0], parsed[1], task.query_type, gold_texts, " ".join(gold_texts), duplicates)
     if reason is None and task.query_type == "unanswerable":
         reason = _unanswerable_check(db, parsed[0])
+    if reason is None:
+        candidate["quality"], candidate["signals"] = quality.score_row(db, parsed[0], parsed[1], task.query_type,
+                                                                       task.chunks)
+        if candidate["quality"] < min_quality:
+            reason = f"quality below --min-quality ({candidate['quality']:.2f})"
     return candidate, reason
 
 
@@ -271,17 +279,23 @@ def _store(db, run_id: int, task: Task, candidate: dict, reason: Optional[str]) 
                  candidate["raw"], store.now()])
             return None
         answerable = task.query_type != "unanswerable"
-        return add_query(db, candidate["text"], "synthetic", query_type=task.query_type, answerable=answerable,
-                         reference=candidate["reference"] if answerable else UNANSWERABLE_REFERENCE,
-                         source_chunk_ids=source_ids, gold_chunk_ids=source_ids if answerable else [], run_id=run_id,
-                         raw_output=candidate["raw"])
+        query_id = add_query(db, candidate["text"], "synthetic", query_type=task.query_type, answerable=answerable,
+                             reference=candidate["reference"] if answerable else UNANSWERABLE_REFERENCE,
+                             source_chunk_ids=source_ids, gold_chunk_ids=source_ids if answerable else [],
+                             run_id=run_id, raw_output=candidate["raw"])
+        db.execute("UPDATE queries SET quality = ?, quality_signals = ? WHERE id = ? AND quality IS NULL",
+                   [candidate.get("quality"), store.dumps(candidate.get("signals", {})), query_id])
+        return query_id
 
 
 @dataclass
 class _Progress:
     accepted: int = 0
     rejected: int = 0
-    surplus: int = 0  # answers that arrived after their type had all its rows (dropped, not stored)
+    surplus: int = 0  # answers that arrived after their type had all its rows
+    spares: list = field(default_factory=list)  # surplus (task, candidate) that passed every filter, not yet stored
+    kept_surplus: dict = field(default_factory=dict)  # spares stored because another type fell short, by type
+    refilled: dict = field(default_factory=dict)  # rows moved to other types in a second pass, by type
     reasons: dict = field(default_factory=dict)
     truncated: set = field(default_factory=set)  # ids of chunks cut to fit the context
 
@@ -291,11 +305,65 @@ def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -
     seconds = time.perf_counter() - started
     counts = {"accepted": sum(by_type.values()), "rejected": progress.rejected, "by_type": by_type,
               "rejected_by_reason": progress.reasons, "truncated_chunks": sorted(progress.truncated),
-              "surplus": progress.surplus}
+              "surplus": progress.surplus, "kept_surplus": progress.kept_surplus, "refilled": progress.refilled}
     with db.conn:
         db.execute("UPDATE generation_runs SET status = ?, counts = ? WHERE id = ?", [status, store.dumps(counts), run_id])
+    if status == "exhausted":
+        counts["stopped_short"] = _why_short(counts, progress)
     return {"run_id": run_id, "status": status, **counts, "accepted_this_session": progress.accepted,
             "seconds": round(seconds, 2), "rows_per_min": round(60 * progress.accepted / seconds, 2) if seconds else 0.0}
+
+
+def _why_short(counts: dict, progress: _Progress) -> str:
+    """In words: why a run stopped before its target, and what to try."""
+    tried = progress.accepted + progress.rejected
+    top = max(progress.reasons, key=progress.reasons.get) if progress.reasons else None
+    text = (f"stopped at {counts['accepted']} rows: every type that could still take rows ran out of new chunks or "
+            f"of attempts ({tried} candidates judged, {progress.accepted} kept).")
+    if top and progress.accepted < 0.25 * max(1, tried):
+        text += f" Most candidates were rejected (mostly: {top}); a bigger instruct model (--model) helps most."
+    return text + " Try: ingest more documents, another --mix (fewer rows of the short types), or --retries 3+."
+
+
+def _announce(db, events: GenerationEvents, query_id: str) -> None:
+    """Tell the listener about a stored row; it is read back only when someone listens."""
+    if events.accepted is not _ignore:
+        events.accepted(get_query(db, query_id))
+
+
+def _keep_spare(db, task: Task, raw: str, progress: _Progress, duplicates, min_quality: float) -> None:
+    """Judge an answer whose type is full; keep it (unstored) in case another type falls short."""
+    progress.surplus += 1
+    if not raw:
+        return  # abandoned by the backend, never decoded to the end
+    candidate, reason = _judge(db, task, raw, duplicates, min_quality)
+    if reason is None:
+        progress.spares.append((task, candidate))
+        duplicates.add(candidate["text"])
+
+
+def _store_spares(db, run_id: int, plan: dict, progress: _Progress, events: GenerationEvents) -> None:
+    """Store kept spares in place of the rows that short types could not produce."""
+    while progress.spares and sum(plan.values()) > 0:
+        task, candidate = progress.spares.pop(0)
+        query_id = _store(db, run_id, task, candidate, None)
+        _announce(db, events, query_id)
+        short = next(t for t, n in plan.items() if n > 0)
+        plan[short] -= 1
+        progress.accepted += 1
+        progress.kept_surplus[task.query_type] = progress.kept_surplus.get(task.query_type, 0) + 1
+
+
+def _refill_plan(plan: dict, mix: dict, progress: _Progress) -> dict:
+    """The rows short types still owe, moved to the types that filled their share (by mix weight)."""
+    short = sum(plan.values())
+    donors = {t: w for t, w in mix.items() if w > 0 and plan.get(t, 0) == 0}
+    if not short or not donors:
+        return {}
+    refill = {t: n for t, n in allocate(short, donors).items() if n > 0}
+    for query_type, n in refill.items():
+        progress.refilled[query_type] = progress.refilled.get(query_type, 0) + n
+    return refill
 
 
 def _resolve_run(db, config: GenerationConfig, backend: Backend) -> tuple[int, dict]:
@@ -392,10 +460,10 @@ class _Scheduler:
 
 
 def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progress, duplicates,
-            events: GenerationEvents = NO_EVENTS) -> Optional[str]:
+            min_quality: float, events: GenerationEvents = NO_EVENTS) -> Optional[str]:
     """Judge one reply and commit it at once (accepted row or rejected candidate); the reason
     it was rejected, or None."""
-    candidate, reason = _judge(db, task, raw, duplicates)
+    candidate, reason = _judge(db, task, raw, duplicates, min_quality)
     query_id = _store(db, run_id, task, candidate, reason)
     if reason:
         progress.rejected += 1
@@ -406,9 +474,36 @@ def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progre
         progress.accepted += 1
         plan[task.query_type] -= 1
         duplicates.add(candidate["text"])
-        if events.accepted is not _ignore:  # a read only when someone listens
-            events.accepted(get_query(db, query_id))
+        _announce(db, events, query_id)
     return reason
+
+
+def _run_pass(db, run_id: int, config: GenerationConfig, backend: Backend, plan: dict, progress: _Progress,
+              duplicates, target: int, on_progress: Optional[ProgressCallback], cancel: Optional[CancelToken],
+              events: GenerationEvents) -> None:
+    """Ask the backend until ``plan`` is met or no task is left; each reply is committed as it comes."""
+    scheduler = _Scheduler(plan_tasks(db, plan, config.seed, _cluster_chunks(db, config.cluster)), plan, progress,
+                           config, cancel)
+    results = backend.iter_complete(scheduler.requests())
+    try:
+        for request, raw in results:
+            task = request.tag
+            scheduler.answered(request)
+            if plan[task.query_type] <= 0:
+                _keep_spare(db, task, raw, progress, duplicates, config.min_quality)
+                continue
+            if _record(db, run_id, task, raw, plan, progress, duplicates, config.min_quality, events):
+                scheduler.rejected(task)
+            scheduler.abandon_full_types()
+            message = f"accepted {progress.accepted}, rejected {progress.rejected}"
+            report(on_progress, progress.accepted, target, message)
+            events.progress(progress.accepted, target, message)
+            if sum(plan.values()) == 0:
+                break
+            if cancel is not None:
+                cancel.check()
+    finally:
+        results.close()  # frees the backend's sequences or threads at once, not at garbage collection
 
 
 def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optional[Backend] = None,
@@ -428,32 +523,18 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     duplicates = filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries"))
     progress, started = _Progress(), time.perf_counter()
     target = sum(plan.values())
-    scheduler = _Scheduler(plan_tasks(db, plan, config.seed, _cluster_chunks(db, config.cluster)), plan, progress,
-                           config, cancel)
-    results = backend.iter_complete(scheduler.requests())
     try:
-        for request, raw in results:
-            task = request.tag
-            scheduler.answered(request)
-            if plan[task.query_type] <= 0:
-                progress.surplus += 1
-                continue
-            if _record(db, run_id, task, raw, plan, progress, duplicates, events):
-                scheduler.rejected(task)
-            scheduler.abandon_full_types()
-            message = f"accepted {progress.accepted}, rejected {progress.rejected}"
-            report(on_progress, progress.accepted, target, message)
-            events.progress(progress.accepted, target, message)
-            if sum(plan.values()) == 0:
-                break
-            if cancel is not None:
-                cancel.check()
+        _run_pass(db, run_id, config, backend, plan, progress, duplicates, target, on_progress, cancel, events)
+        _store_spares(db, run_id, plan, progress, events)
+        refill = _refill_plan(plan, mix, progress)
+        if refill:  # a type could not fill its share: the types that could take its rows
+            plan.update({t: 0 for t in plan}, **refill)
+            _run_pass(db, run_id, config, backend, plan, progress, duplicates, target, on_progress, cancel, events)
+            _store_spares(db, run_id, plan, progress, events)
     except (Cancelled, KeyboardInterrupt):
         return _finish(db, run_id, "cancelled", progress, started)
     except Exception:
         _finish(db, run_id, "failed", progress, started)  # a run that stopped must not stay 'running'
         raise
-    finally:
-        results.close()  # frees the backend's sequences or threads at once, not at garbage collection
     status = "complete" if sum(plan.values()) == 0 else "exhausted"
     return _finish(db, run_id, status, progress, started)

@@ -28,25 +28,37 @@ INSTRUCTIONS = {
                      "(ask about a detail it never mentions). Then write: Answer: not stated."),
 }
 
-# The grammars also shape the reply where a small model goes wrong most (measured on the bundled
-# model, 15 rows, bench-style run on the sample corpus: 27% of candidates kept instead of 18%, and
-# the run finished in 72 s where the looser grammar gave up short of its target after 89 s):
-# a question of 4 to 30 words and a query of 2 to 8, words of at most 30 characters (a
-# degenerate run of identifiers ends instead of filling max_tokens), and no '[' to start a
-# question or an answer, which is how template echoes such as '[Insert query here]' begin.
-QUESTION_GRAMMAR = r'''
-root ::= "Question: " first (" " word){3,29} "?\nAnswer: " answer "\n"
-first ::= [^ \n?\[] [^ \n?]{0,29}
-word ::= [^ \n?]{1,30}
-answer ::= [^ \n\[] [^\n]{0,239}
-'''
+# The grammars also shape the reply where a small model goes wrong most. Measured on the
+# bundled model (30 rows, sample corpus, bench-style run), the older grammar let 9 of 117
+# candidates through as "empty reference answer" ("...", "1", '"', "2. 1. 2. 3.") or "not in
+# the Question/Answer format". The second kind ran out of max_tokens (96) inside the question:
+# 30 words of 30 characters allowed a run of digits ("1.1.2.4.2.1...", one token a digit) or
+# an inline "... hours. Answer: [#1] [#2] ..." to fill the budget before the Answer line. Now:
+# - printable ASCII only, and each part bounded in characters: every token spells at least
+#   one character, so MAX_REPLY_TOKENS (the longest reply the grammar admits) never cuts one;
+# - a question starts with a capital letter (no "1. What ..." enumeration), is one sentence
+#   (no ':', ';', '!' or '?' inside, and '.' only before a lowercase letter or digit, as in
+#   "os.path" or "3.11": no ". Then" or ".Question" second sentence and no inline "Answer:")
+#   and ends in exactly one '?';
+# - an answer starts with a letter or a quote and has a second word: "...", '"', "1.1" (a
+#   section number, the commonest empty answer once the question was bounded), a lone "Yes"
+#   and "2. Does ..." (an enumeration) are not answers;
+# - a keyword query is 2 to 8 words, each starting with a letter (no "1.2.2.1" runs, no dates);
+# - no '[' anywhere, which is how template echoes such as '[Insert query here]' begin.
+QUESTION_CHARS = 150
+ANSWER_CHARS = 160
+_ANSWER_RULE = r"""
+answer ::= [A-Za-z"'(`] [!-Z\]-~]{0,24} " " [!-Z\]-~] [ -Z\]-~]{0,ANSWER}
+""".replace("ANSWER", str(ANSWER_CHARS - 30))
 
-KEYWORD_GRAMMAR = r'''
-root ::= "Query: " first (" " word){1,7} "\nAnswer: " answer "\n"
-first ::= [^ \n?\[] [^ \n?]{0,29}
-word ::= [^ \n?]{1,30}
-answer ::= [^ \n\[] [^\n]{0,239}
-'''
+QUESTION_GRAMMAR = (f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 1}}} "?\\nAnswer: " answer "\\n"\n'
+                    + r"""unit ::= [a-zA-Z0-9 '"(),/_+*=<>%#&$-] | "." [a-z0-9]""" + _ANSWER_RULE)
+KEYWORD_GRAMMAR = r"""
+root ::= "Query: " kword (" " kword){1,7} "\nAnswer: " answer "\n"
+kword ::= [a-zA-Z] [a-zA-Z0-9'_+#-]{0,17} ("." [a-z0-9_]{1,17})?""" + _ANSWER_RULE
+# The longest reply the question grammar admits ('.' units are two characters), in
+# characters and so in tokens, plus the end of turn.
+MAX_REPLY_TOKENS = len("Question: ") + 2 * QUESTION_CHARS + len("?\nAnswer: ") + ANSWER_CHARS + 8
 
 # Greedy to the end of the line (stripped afterwards): a lazy group followed by \s*$ was
 # quadratic on a long run of spaces (2.7 s for 20,000), which a server ignoring max_tokens sends.

@@ -19,7 +19,7 @@ ALLOCATIONS = ("proportional", "equal")
 
 def _candidates(db: sqlite_utils.Database) -> dict[str, list[dict]]:
     """Pending, unqueued queries grouped by their cluster in the active run."""
-    rows = store.rows(db, """SELECT q.id, q.query_type, q.negative_count, qc.cluster
+    rows = store.rows(db, """SELECT q.id, q.query_type, q.negative_count, q.quality, qc.cluster
         FROM queries q
         LEFT JOIN cluster_runs cr ON cr.active = 1
         LEFT JOIN query_clusters qc ON qc.run_id = cr.id AND qc.query_id = q.id
@@ -63,6 +63,13 @@ def _weighted_draw(rows: list[dict], n: int, rng: random.Random, negative_boost:
     return picked
 
 
+def best_first(rows: list[dict]) -> list[dict]:
+    """Rows by generation quality score, best first; unscored rows (logs, manual) keep their order, last.
+
+    The draw decides which rows a cluster gets; this only decides the order a reviewer meets them."""
+    return sorted(rows, key=lambda r: (r.get("quality") is None, -(r.get("quality") or 0.0)))
+
+
 def build_queue(db: sqlite_utils.Database, size: int, allocation: str = "proportional", negative_boost: float = 2.0,
                 unanswerable_share: float = 0.15, min_per_cluster: int = 1, seed: int = 0) -> dict:
     """Append a stratified sample to the review queue; returns what was drawn per stratum."""
@@ -78,7 +85,8 @@ def build_queue(db: sqlite_utils.Database, size: int, allocation: str = "proport
     drawn: dict[str, int] = {}
     with db.conn:
         for stratum in sorted(strata):
-            for row in _weighted_draw(strata[stratum], quota[stratum], rng, negative_boost, unanswerable_share):
+            drawn_rows = _weighted_draw(strata[stratum], quota[stratum], rng, negative_boost, unanswerable_share)
+            for row in best_first(drawn_rows):
                 position += 1
                 reason = {"stratum": stratum, "quota": quota[stratum], "allocation": allocation,
                           "negative": row["negative_count"] > 0, "seed": seed}

@@ -276,3 +276,10 @@ def m004_suggestions(db: sqlite_utils.Database) -> None:
             PRIMARY KEY (query_id, rank)
         )"""
     )
+
+
+@migrations()
+def m005_query_quality(db: sqlite_utils.Database) -> None:
+    """A quality score per generated row and the signals behind it (generation.quality)."""
+    db.execute("ALTER TABLE queries ADD COLUMN quality REAL")
+    db.execute("ALTER TABLE queries ADD COLUMN quality_signals TEXT")

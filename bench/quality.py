@@ -1,0 +1,151 @@
+"""Quality bench: generate rows with the bundled model on a held-out corpus and print the inputs of
+the usable share (candidates per accepted row, rows/min, echo / enumeration / fragment shares).
+
+Run: PYTHONPATH=. .venv/bin/python bench/quality.py [--corpus /tmp/realq/corpus] [--count 60]
+       [--out rows.jsonl] [--labels bench/quality_labels.jsonl]
+
+The corpus is the Python FAQ set (build it with bench/realq/build.py --out /tmp/realq), never the
+sample corpus. Accepted rows go to --out, one JSON line each, for a person to label against
+bench/quality_rubric.md; with --labels it also prints the usable share of the labelled rows.
+The echo / enumeration / fragment shares are measured by fixed patterns below (not by the
+generator's own filters), so the same yardstick reads the code before and after a change.
+Works on older checkouts too (it only uses generate(), GenerationConfig and ingest()).
+Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import tempfile
+import time
+from pathlib import Path
+
+from curator.core.corpus.ingest import ingest
+from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.store import open_project
+
+_WORD = re.compile(r"\w+")
+_ENUM = re.compile(r"^\W{0,2}\d{1,3}[.)]\s|(^|\s)\d{1,3}[.)]\s+[A-Z]")
+_FUNCTION_END = {"the", "a", "an", "of", "to", "in", "on", "for", "with", "by", "and", "or", "via", "is", "are",
+                 "this", "that", "as", "at", "from"}
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall((text or "").lower())
+
+
+def is_echo(row: dict) -> bool:
+    """The reference answer restates the question: 75%+ of its words are the question's."""
+    answer = set(_words(row["reference"])) - _FUNCTION_END
+    return bool(answer) and len(answer & set(_words(row["text"]))) / len(answer) >= 0.75
+
+
+def is_enumeration(row: dict) -> bool:
+    return bool(_ENUM.search(row["text"] or "") or _ENUM.search(row["reference"] or ""))
+
+
+def is_fragment(row: dict) -> bool:
+    """Not a query: a question without one final '?', several sentences, or a keyword query ending on 'the'."""
+    text = (row["text"] or "").strip()
+    words = _words(text)
+    if row["query_type"] == "keyword":
+        return not words or words[-1] in _FUNCTION_END
+    return not text.endswith("?") or text.count("?") != 1 or bool(re.search(r"[.!;:?]\s+\S", text[:-1]))
+
+
+def run(corpus: Path, count: int, seed: int, threads=None) -> tuple[dict, list[dict], float, float]:
+    project = Path(tempfile.mkdtemp()) / "quality.curator"
+    print(f"project: {project}", flush=True)  # rows are committed as made: --project reads a run cut short
+    db = open_project(project, create=True)
+    ingest(db, [corpus])
+    wall, cpu = time.perf_counter(), time.process_time()
+    summary = generate(db, GenerationConfig(count=count, seed=seed, threads=threads))
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return summary, _rows(db), wall, cpu
+
+
+def read_project(project: Path) -> tuple[dict, list[dict], float, float]:
+    """The figures of a run from its project file (a run still going or stopped): wall time from the
+    first to the last stored candidate, no CPU time."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{project}?mode=ro", uri=True)
+    reasons: dict = {}
+    for (reason,) in conn.execute("SELECT reason FROM rejected_candidates"):
+        key = reason.split(" (")[0]
+        reasons[key] = reasons.get(key, 0) + 1
+    rows = _rows(conn)
+    stamps = [r[0] for r in conn.execute("SELECT created_at FROM queries WHERE source = 'synthetic' UNION ALL "
+                                         "SELECT created_at FROM rejected_candidates")]
+    start = conn.execute("SELECT created_at FROM generation_runs ORDER BY id LIMIT 1").fetchone()[0]
+    from datetime import datetime
+
+    wall = (datetime.fromisoformat(max(stamps)) - datetime.fromisoformat(start)).total_seconds() if stamps else 0.0
+    by_type: dict = {}
+    for row in rows:
+        by_type[row["query_type"]] = by_type.get(row["query_type"], 0) + 1
+    summary = {"status": "read from project", "accepted_this_session": len(rows), "rejected": sum(reasons.values()),
+               "rejected_by_reason": reasons, "by_type": by_type}
+    return summary, rows, max(wall, 1e-9), 0.0
+
+
+def _rows(db) -> list[dict]:
+    columns = [r[1] for r in db.execute("PRAGMA table_info(queries)")]
+    pick = ", ".join(c for c in ("id", "query_type", "text", "reference", "gold_chunk_ids", "quality") if c in columns)
+    rows = [dict(zip([c.strip() for c in pick.split(",")], r)) for r in db.execute(
+        f"SELECT {pick} FROM queries WHERE source = 'synthetic' ORDER BY created_at, id")]
+    chunk_text = dict(db.execute("SELECT id, text FROM chunks"))
+    for row in rows:
+        row["gold_text"] = " ".join(chunk_text.get(c, "") for c in json.loads(row.pop("gold_chunk_ids") or "[]"))[:600]
+    return rows
+
+
+def usable_share(labels_path: Path) -> dict:
+    labels = [json.loads(line) for line in labels_path.read_text().splitlines() if line.strip()]
+    by = {}
+    for item in labels:
+        by.setdefault(item.get("code", "?"), {}).setdefault(item["label"], 0)
+        by[item.get("code", "?")][item["label"]] += 1
+    return {code: {**counts, "usable_share": round((counts.get("as_is", 0) + counts.get("small_edit", 0))
+                                                    / max(1, sum(counts.values())), 3)} for code, counts in by.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--corpus", type=Path, default=Path("/tmp/realq/corpus"))
+    parser.add_argument("--count", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="accepted rows as JSON lines, for labelling")
+    parser.add_argument("--labels", type=Path, help="labelled rows (bench/quality_labels.jsonl)")
+    parser.add_argument("--threads", type=int, help="CPU threads (1 wastes least when the machine is oversubscribed)")
+    parser.add_argument("--project", type=Path, help="read the figures of an existing run's project instead")
+    args = parser.parse_args()
+    if args.labels and not args.out and not args.project:
+        print(json.dumps(usable_share(args.labels), indent=1))
+        return
+    summary, rows, wall, cpu = read_project(args.project) if args.project else run(args.corpus, args.count, args.seed,
+                                                                                              args.threads)
+    candidates = summary["accepted_this_session"] + summary["rejected"]
+    n = max(1, len(rows))
+    figures = {
+        "status": summary["status"], "accepted": len(rows), "candidates": candidates,
+        "candidates_per_accepted": round(candidates / n, 2), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+        "rows_per_min_wall": round(60 * len(rows) / wall, 2), "rows_per_cpu_min": round(60 * len(rows) / cpu, 2) if cpu else None,
+        "echo_share": round(sum(map(is_echo, rows)) / n, 3),
+        "enumeration_share": round(sum(map(is_enumeration, rows)) / n, 3),
+        "fragment_share": round(sum(map(is_fragment, rows)) / n, 3),
+        "rejected_by_reason": summary["rejected_by_reason"],
+        "by_type": summary["by_type"], "kept_surplus": summary.get("kept_surplus"),
+        "refilled": summary.get("refilled"), "stopped_short": summary.get("stopped_short"),
+    }
+    print(json.dumps(figures, indent=1))
+    if args.out:
+        args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    if args.labels:
+        print(json.dumps(usable_share(args.labels), indent=1))
+
+
+if __name__ == "__main__":
+    main()
