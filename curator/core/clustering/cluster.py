@@ -224,7 +224,7 @@ def _store_run(db, embedder_id: str, params: dict, ids: list[str], labels: np.nd
     return run_id
 
 
-def cluster_queries(db, embedder="tfidf", k="auto", seed: int = 0, fast: bool = False,
+def cluster_queries(db, embedder="default", k="auto", seed: int = 0, fast: bool = False,
                     on_progress: Optional[Callable[[int, int, str], None]] = None,
                     cancel: Optional[CancelToken] = None) -> dict:
     """Cluster all queries of the project; returns run_id, k, sizes, labels, silhouette, seconds, timings."""
@@ -284,7 +284,7 @@ def _cluster_job(project_path: str, options: dict, job: str) -> dict:
         _PROGRESS.put((job, None, None, None))
 
 
-def cluster_project(project_path, embedder: str = "tfidf", k="auto", seed: int = 0, fast: bool = False,
+def cluster_project(project_path, embedder: str = "default", k="auto", seed: int = 0, fast: bool = False,
                     on_progress: Optional[Callable[[int, int, str], None]] = None,
                     cancel: Optional[CancelToken] = None) -> dict:
     """``cluster_queries`` on a project file, run in the worker process (see the module notes)."""

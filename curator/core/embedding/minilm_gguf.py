@@ -23,7 +23,7 @@ from typing import Optional
 
 import numpy as np
 
-from curator.core.embedding.embed import Embedder, _minilm_zip, _read_safetensors, l2_normalise
+from curator.core.embedding.embed import Embedder, MiniLMEmbedder, _minilm_zip, _read_safetensors, l2_normalise
 from curator.core.errors import ModelFileError
 
 GGUF_FORMAT = 1  # bump when the conversion changes: the cache name includes it
@@ -152,17 +152,20 @@ class MiniLMLlamaEmbedder(Embedder):
     each sequence. ``n_threads`` pins ggml's one thread pool.
     """
 
-    id = "minilm:all-MiniLM-L6-v2:np1"  # same vector space as the numpy path: the cache is shared
+    id = MiniLMEmbedder.id  # the same vector space as the numpy reference: the cache is shared
 
-    def __init__(self, max_len: int = 128, n_batch: int = 2048, n_threads: Optional[int] = None) -> None:
+    def __init__(self, max_len: int = 256, n_batch: int = 2048, n_threads: Optional[int] = None) -> None:
         self.max_len = max_len
-        self.n_batch = n_batch
+        # llama.cpp pads its KV pool to multiples of 256 cells; another batch size fails an assert in
+        # ggml's mul_mat (seen with 300), so round up. It must also hold one whole text (max_len).
+        self.n_batch = -(-max(n_batch, max_len) // 256) * 256
         self.n_threads = n_threads or default_threads()
         self._llm = None
         self._tok = None
 
     def _load(self) -> None:
         from llama_cpp import Llama
+        from llama_cpp._utils import suppress_stdout_stderr
         from tokenizers import Tokenizer
 
         zip_path = _minilm_zip()
@@ -170,9 +173,13 @@ class MiniLMLlamaEmbedder(Embedder):
             self._tok = Tokenizer.from_str(zf.read("tokenizer.json").decode("utf-8"))
         self._tok.enable_truncation(self.max_len)
         self._tok.no_padding()
-        self._llm = Llama(model_path=str(minilm_gguf_path(zip_path)), embedding=True, n_ctx=self.n_batch,
-                          n_batch=self.n_batch, n_ubatch=self.n_batch, n_threads=self.n_threads,
-                          n_threads_batch=self.n_threads, verbose=False)
+        model_path = str(minilm_gguf_path(zip_path))
+        # One KV pool holds all sequences of a batch, so llama.cpp warns that n_ctx exceeds the 512
+        # positions the model was trained on; no sequence does (max_len <= 256): silence the noise.
+        with suppress_stdout_stderr(disable=False):
+            self._llm = Llama(model_path=model_path, embedding=True, n_ctx=self.n_batch, n_batch=self.n_batch,
+                              n_ubatch=self.n_batch, n_threads=self.n_threads, n_threads_batch=self.n_threads,
+                              verbose=False)
 
     def _decode(self, token_lists: list[list[int]]) -> np.ndarray:
         """Mean-pooled vectors of one packed batch (one sequence id per text)."""
