@@ -12,7 +12,8 @@ def register(cli: click.Group) -> None:
 
     @cli.command("cluster")
     @click.argument("project_path", metavar="PROJECT")
-    @click.option("--embedder", default="tfidf", show_default=True, help="tfidf | minilm | gguf:PATH")
+    @click.option("--embedder", default="default", show_default=True,
+                  help="default (minilm, or tfidf without its package) | tfidf | minilm | gguf:PATH")
     @click.option("--k", "k", default="auto", show_default=True, help="Number of clusters, or auto (by silhouette).")
     @click.option("--seed", default=0, show_default=True, type=int, help="Seed for UMAP and KMeans.")
     @click.option("--fast", is_flag=True, help="Unseeded multi-threaded UMAP (faster, not reproducible).")

@@ -94,7 +94,7 @@ def _parse_ks(k_text: str) -> tuple[int, ...]:
                    "k=60), fts5 (bm25 through one MATCH per query, slow reference). "
                    "Example: --retriever hybrid")
 @click.option("--embedder", help="Embedder of dense and hybrid: tfidf | minilm | gguf:PATH "
-                                 "[default: that of the active cluster run, else tfidf]. Example: --embedder minilm")
+                                 "[default: that of the active cluster run, else minilm (tfidf without its package)]. Example: --embedder minilm")
 @click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False),
               help="Score a TREC run file instead. Example: --run my_retriever.trec")
 @click.option("--save-run", type=click.Path(dir_okay=False),

@@ -115,7 +115,7 @@ def one_step(label: str, work: Callable[[], Any], on_progress=None, cancel=None)
 
 # -- task adapters for the Clusters tab (appended; core functions stay Qt-free) ------------
 
-def cluster_task(db, *, k="auto", embedder: str = "tfidf", seed: int = 0, fast: bool = False,
+def cluster_task(db, *, k="auto", embedder: str = "default", seed: int = 0, fast: bool = False,
                  on_progress=None, cancel=None) -> dict:
     """Cluster every query in core's worker process (the import is lazy: the window never pays for
     numpy/sklearn/umap). This thread only waits, so the GUI thread keeps the GIL."""

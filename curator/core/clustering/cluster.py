@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import os
 import queue
 import time
 import uuid
@@ -32,6 +33,7 @@ import numpy as np
 
 from curator.core import store
 from curator.core.embedding.embed import Embedder, embed_texts, get_embedder
+from curator.core.embedding.minilm_gguf import cache_dir
 from curator.core.errors import InputError
 from curator.core.clustering.labels import ctfidf_labels
 from curator.core.progress import CancelToken, report
@@ -43,10 +45,21 @@ _IN_WORKER = False  # True inside the worker process: UMAP then runs inline
 _LAST_UMAP_SECONDS: list[float] = []  # seconds of the last run's 5-D and 2-D fits (for timings)
 
 
+def _use_numba_disk_cache() -> None:
+    """Point numba's on-disk cache at the user's cache folder (before numba is first imported).
+
+    UMAP and pynndescent mark their kernels ``cache=True``; numba then stores the compiled code next
+    to the package, which fails silently when site-packages is read-only (a system or bundled
+    install), so every fresh CLI process would compile again. The spawned worker inherits this.
+    """
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir() / "numba"))
+
+
 def _pool() -> cf.ProcessPoolExecutor:
     """One long-lived spawn worker, so numba's JIT is paid once per session."""
     global _POOL, _PROGRESS
     if _POOL is None:
+        _use_numba_disk_cache()
         context = multiprocessing.get_context("spawn")
         _PROGRESS = context.Queue()
         _POOL = cf.ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_init_worker,
@@ -224,7 +237,7 @@ def _store_run(db, embedder_id: str, params: dict, ids: list[str], labels: np.nd
     return run_id
 
 
-def cluster_queries(db, embedder="tfidf", k="auto", seed: int = 0, fast: bool = False,
+def cluster_queries(db, embedder="default", k="auto", seed: int = 0, fast: bool = False,
                     on_progress: Optional[Callable[[int, int, str], None]] = None,
                     cancel: Optional[CancelToken] = None) -> dict:
     """Cluster all queries of the project; returns run_id, k, sizes, labels, silhouette, seconds, timings."""
@@ -284,7 +297,7 @@ def _cluster_job(project_path: str, options: dict, job: str) -> dict:
         _PROGRESS.put((job, None, None, None))
 
 
-def cluster_project(project_path, embedder: str = "tfidf", k="auto", seed: int = 0, fast: bool = False,
+def cluster_project(project_path, embedder: str = "default", k="auto", seed: int = 0, fast: bool = False,
                     on_progress: Optional[Callable[[int, int, str], None]] = None,
                     cancel: Optional[CancelToken] = None) -> dict:
     """``cluster_queries`` on a project file, run in the worker process (see the module notes)."""

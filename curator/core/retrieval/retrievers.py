@@ -15,8 +15,8 @@ depth) -> ranking.Run`` for ``{query id: text}``.
 - ``fts5``: the same scores through one FTS5 MATCH per query (the reference; slow).
 - ``tfidf``: scikit-learn TfidfVectorizer (sublinear tf, l2 rows) cosine, sparse products.
 - ``dense``: an embedder from curator.core.embedding.embed (default: the family of the project's active
-  cluster run, else tfidf/LSA), exact cosine over all chunk vectors; vectors go through the
-  project's embedding cache, so a second evaluation does not re-embed the chunks.
+  cluster run, else MiniLM, or tfidf/LSA without the MiniLM package), exact cosine over all chunk
+  vectors; vectors go through the project's embedding cache, so a second evaluation does not re-embed the chunks.
 - ``hybrid``: reciprocal rank fusion of bm25 and dense, score(d) = sum 1 / (60 + rank(d)) over
   the two rankings (k=60 as in Cormack et al. 2009), each taken to ``max(depth, 100)``.
 
@@ -34,7 +34,7 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.retrieval import ranking
-from curator.core.embedding.embed import Embedder, embed_texts, get_embedder
+from curator.core.embedding.embed import Embedder, default_embedder_spec, embed_texts, get_embedder
 from curator.core.errors import InputError
 from curator.core.corpus.search import _WORD, search_chunks  # _WORD: the word split of fts_query, so both build one phrase set
 
@@ -307,12 +307,14 @@ class TfidfRetriever(Retriever):
 
 
 def project_embedder_spec(db: sqlite_utils.Database) -> str:
-    """The embedder family of the active cluster run ("minilm" or "tfidf"); tfidf when there is none.
+    """The embedder family of the active cluster run ("minilm" or "tfidf"); the default when there is none.
 
     A gguf run's stored id keeps only the file name, so it cannot be reopened: pass ``gguf:PATH``.
     """
     row = db.execute("SELECT embedder FROM cluster_runs WHERE active = 1 ORDER BY id DESC LIMIT 1").fetchone()
-    return "minilm" if row and str(row[0]).startswith("minilm:") else "tfidf"
+    if not row:
+        return default_embedder_spec()
+    return "minilm" if str(row[0]).startswith("minilm:") else "tfidf"
 
 
 class DenseRetriever(Retriever):
