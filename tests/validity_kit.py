@@ -25,6 +25,12 @@ def _chunk_ids(db) -> list[str]:
     return [r[0] for r in db.execute("SELECT id FROM chunks WHERE active = 1 ORDER BY id")]
 
 
+def _words(db, chunk_id: str, start: int, count: int) -> str:
+    """Some words of the chunk, so that built-in retrievers find it more or less well."""
+    text = db.execute("SELECT text FROM chunks WHERE id = ?", [chunk_id]).fetchone()[0]
+    return " ".join(text.split()[start:start + count])
+
+
 def add_slices(db, tmp_path: Path, per_slice: int = PER_SLICE, with_log: bool = True) -> dict[str, list[tuple]]:
     """Approved synthetic (factoid) and log rows, each with its own gold chunk: {source: [(qid, gold)]}."""
     chunks = _chunk_ids(db)
@@ -32,18 +38,19 @@ def add_slices(db, tmp_path: Path, per_slice: int = PER_SLICE, with_log: bool = 
     for i in range(per_slice):
         gold = chunks[i]
         with db.conn:
-            qid = add_query(db, f"synthetic question number {i}", "synthetic", query_type="factoid",
+            qid = add_query(db, f"{_words(db, gold, 4, 4)} (synthetic {i})", "synthetic", query_type="factoid",
                             source_chunk_ids=[gold], gold_chunk_ids=[gold])
         decide(db, qid, "approve", "ana")
         slices["synthetic"].append((qid, gold))
     if not with_log:
         return slices
     log = tmp_path / "queries.jsonl"
-    log.write_text("".join(json.dumps({"query": f"real user question {i}"}) + "\n" for i in range(per_slice)))
+    texts = [f"{_words(db, chunks[per_slice + i], 12, 2)} (user {i})" for i in range(per_slice)]  # vaguer
+    log.write_text("".join(json.dumps({"query": text}) + "\n" for text in texts))
     import_log(db, log)
-    for i in range(per_slice):
+    for i, text in enumerate(texts):
         gold = chunks[per_slice + i]
-        qid = make_query_id("log", f"real user question {i}")
+        qid = make_query_id("log", text)
         decide(db, qid, "approve", "ana", gold=[gold])
         slices["log"].append((qid, gold))
     return slices

@@ -12,6 +12,10 @@ def _interval(ci) -> str:
     return "n/a" if low is None else f"[{low:.2f}, {high:.2f}]"
 
 
+def _signed(value) -> str:
+    return "undefined (one slice ties every retriever)" if value is None else f"{value:+.2f}"
+
+
 def _slice_table(r: dict) -> str:
     shown = [name for name in r["slices"] if name == "overall" or not name.startswith("cluster:")]
     shown += [name for name in r["slices"] if name.startswith("cluster:")]
@@ -37,7 +41,7 @@ def _render_validate(r: dict) -> str:
     a = r["agreement"]
     if a:
         lines.append(f"synthetic ranking {' > '.join(a['synthetic_ranking'])}; real ranking "
-                     f"{' > '.join(a['real_ranking'])}; tau {a['tau']:+.2f} {_interval(a['ci95'])}")
+                     f"{' > '.join(a['real_ranking'])}; tau {_signed(a['tau'])} {_interval(a['ci95'])}")
     lines += [f"difficulty: {g['text']} (gap {g['gap']:+.2f}, 95% {_interval(g['ci95'])})" for g in r["difficulty_gap"]]
     spread = {n: v for n, v in r["type_spread"].items() if v is not None}
     if spread:

@@ -23,6 +23,7 @@ from curator.core.export.writers import DEFAULT_STATUSES, FORMATS
 from curator.core.review.decisions import STATUSES
 from curator.gui import workers
 from curator.gui.generate_view import RecordTableModel, plain, record_table, show_error
+from curator.gui.validity_view import ValidityPanel
 
 DEFAULT_KS = "1,3,5,10,20"
 EMBEDDERS = ("", "tfidf", "minilm")
@@ -245,7 +246,9 @@ class EvaluateView(QWidget):
         results = QSplitter(Qt.Vertical)
         results.addWidget(self._column(self.summary, self.metrics_table))
         results.addWidget(chart_pane)
-        results.setSizes([260, 240])
+        self.validity = ValidityPanel(self.project_path)
+        results.addWidget(self.validity)
+        results.setSizes([260, 240, 300])
         splitter = QSplitter()
         splitter.addWidget(left)
         splitter.addWidget(results)

@@ -199,9 +199,14 @@ def _agreement(values: np.ndarray, groups: dict, names: list[str], resamples: in
     taus = resampled_taus(values[syn], values[log], resamples, seed)
     return {"synthetic_queries": len(syn), "real_queries": len(log),
             "synthetic_ranking": ranking(names, syn_means), "real_ranking": ranking(names, log_means),
-            "tau": kendall_tau(syn_means, log_means), "ci95": percentile_interval(taus),
+            "tau": _none_if_nan(kendall_tau(syn_means, log_means)), "ci95": percentile_interval(taus),
             "undefined_resamples": int(np.isnan(taus).sum()),
             "same_winner": strict_winner(syn_means) is not None and strict_winner(syn_means) == strict_winner(log_means)}
+
+
+def _none_if_nan(value: float) -> Optional[float]:
+    """JSON has no NaN: an undefined tau is null."""
+    return None if np.isnan(value) else value
 
 
 def _verdict(agreement: Optional[dict], groups: dict, names: list[str]) -> dict:
@@ -215,15 +220,15 @@ def _verdict(agreement: Optional[dict], groups: dict, names: list[str]) -> dict:
     if not groups.get(f"source:{SYNTHETIC}"):
         return {"code": "no_synthetic_queries", "text": "No synthetic queries in the approved gold set: only the "
                 "real slice is shown."}
-    tau, (low, _) = agreement["tau"], agreement["ci95"]
-    if np.isnan(tau):
+    tau, (low, high) = agreement["tau"], agreement["ci95"]
+    if tau is None:
         return {"code": "uncertain", "text": "Every retriever scores the same on one slice, so the rankings cannot "
                 "be compared: add rows where the retrievers differ."}
-    told = f"(Kendall tau {tau:+.2f}, 95% interval [{_fmt(low)}, {_fmt(agreement['ci95'][1])}])"
+    told = f"(Kendall tau {tau:+.2f}, 95% interval [{_fmt(low)}, {_fmt(high)}])"
     if tau >= AGREE_TAU and low is not None and low > 0:
         return {"code": "agrees", "text": f"The synthetic set ranks your retrievers like your real queries do {told}."}
-    if tau > 0:
-        return {"code": "uncertain", "text": f"The synthetic and real rankings only partly agree {told}: trust the "
+    if tau > 0 or high is None or high >= AGREE_TAU:  # the interval still allows good agreement
+        return {"code": "uncertain", "text": f"The synthetic and real rankings may not agree {told}: trust the "
                 "real slice, and label more log queries before choosing a retriever."}
     return {"code": "disagrees", "text": f"It does not: the synthetic set ranks your retrievers unlike your real "
             f"queries {told}. Trust the real slice; add log queries or vague and keyword types."}
