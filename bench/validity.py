@@ -60,13 +60,15 @@ def import_real_questions(db, realq: Path, work: Path) -> int:
     log = work / "faq_log.jsonl"
     log.write_text("".join(json.dumps({"query": q["question"]}) + "\n" for q in questions))
     import_log(db, log)
-    gold = chunks_by_path(db)
+    by_path = chunks_by_path(db)
     approved = 0
     for q in questions:
         qid = make_query_id("log", q["question"])
         status = db.execute("SELECT status FROM queries WHERE id = ?", [qid]).fetchone()
-        if status and status[0] == "pending" and gold.get(q["gold_path"]):
-            decide(db, qid, "approve", "bench", gold=gold[q["gold_path"]])
+        # ingest keeps the folder's own name in the path ("corpus/faq/..."), gold_path starts below it
+        gold = by_path.get(q["gold_path"]) or by_path.get(f"corpus/{q['gold_path']}")
+        if status and status[0] == "pending" and gold:
+            decide(db, qid, "approve", "bench", gold=gold)
             approved += 1
     return approved
 
