@@ -16,11 +16,19 @@ def _signed(value) -> str:
     return "undefined (one slice ties every retriever)" if value is None else f"{value:+.2f}"
 
 
+def _chain(ranking: list[str], means: dict) -> str:
+    """'a > b = c': equal means are shown as ties, not as an order the data does not have."""
+    text = ranking[0] if ranking else ""
+    for before, name in zip(ranking, ranking[1:]):
+        text += (" = " if means[name] == means[before] else " > ") + name
+    return text
+
+
 def _slice_table(r: dict) -> str:
     shown = [name for name in r["slices"] if name == "overall" or not name.startswith("cluster:")]
     shown += [name for name in r["slices"] if name.startswith("cluster:")]
     rows = [{"slice": name, "n": s["queries"], **{n: f"{s['means'][n]:.3f}" for n in r["retrievers"]},
-             "ranking": " > ".join(s["ranking"])} for name, s in ((n, r["slices"][n]) for n in shown)]
+             "ranking": _chain(s["ranking"], s["means"])} for name, s in ((n, r["slices"][n]) for n in shown)]
     return table(rows, ["slice", "n", *r["retrievers"], "ranking"], {"ranking": 60})
 
 
@@ -40,8 +48,9 @@ def _render_validate(r: dict) -> str:
     lines += _source_intervals(r)
     a = r["agreement"]
     if a:
-        lines.append(f"synthetic ranking {' > '.join(a['synthetic_ranking'])}; real ranking "
-                     f"{' > '.join(a['real_ranking'])}; tau {_signed(a['tau'])} {_interval(a['ci95'])}")
+        syn, log = r["slices"]["source:synthetic"]["means"], r["slices"]["source:log"]["means"]
+        lines.append(f"synthetic ranking {_chain(a['synthetic_ranking'], syn)}; real ranking "
+                     f"{_chain(a['real_ranking'], log)}; tau {_signed(a['tau'])} {_interval(a['ci95'])}")
     lines += [f"difficulty: {g['text']} (gap {g['gap']:+.2f}, 95% {_interval(g['ci95'])})" for g in r["difficulty_gap"]]
     spread = {n: v for n, v in r["type_spread"].items() if v is not None}
     if spread:
