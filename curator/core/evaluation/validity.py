@@ -261,7 +261,9 @@ def _difficulty_gaps(rows: list[dict], values: np.ndarray, groups: dict, metric:
 def _type_spread(slices: dict, names: list[str]) -> dict[str, Optional[float]]:
     """Per retriever: best minus worst mean over the query-type slices (how much the type mix matters)."""
     by_type = [s["means"] for name, s in slices.items() if name.startswith("type:")]
-    return {n: (max(m[n] for m in by_type) - min(m[n] for m in by_type)) if by_type else None for n in names}
+    if len(by_type) < 2:  # one type has no spread to speak of
+        return {n: None for n in names}
+    return {n: max(m[n] for m in by_type) - min(m[n] for m in by_type) for n in names}
 
 
 def _stability_text(s: dict) -> str:
@@ -285,8 +287,10 @@ def validate(db: sqlite_utils.Database, retrievers: Sequence[str] = DEFAULT_RETR
     groups = _slice_members(rows)
     slices = {name: _slice(values[members], names, resamples, seed) for name, members in groups.items()}
     agreement = _agreement(values, groups, names, resamples, seed)
-    stable = {name: stability(values[groups[name]], names, resamples, seed, sizes)
-              for name in ("overall", f"source:{SYNTHETIC}", f"source:{REAL}") if name in groups}
+    # a source holding every row would repeat the overall figures
+    sets = [n for n in ("overall", f"source:{SYNTHETIC}", f"source:{REAL}")
+            if n in groups and (n == "overall" or len(groups[n]) < len(rows))]
+    stable = {name: stability(values[groups[name]], names, resamples, seed, sizes) for name in sets}
     for entry in stable.values():
         entry["text"] = _stability_text(entry)
     return {"metric": metric, "seed": seed, "resamples": resamples, "queries": len(rows), "retrievers": names,
