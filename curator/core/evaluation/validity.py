@@ -270,7 +270,8 @@ def _stability_text(s: dict) -> str:
     if s["winner"] is None:
         return f"with {s['queries']} rows no single retriever is first: the top is shared"
     now = next(x["same_winner"] for x in s["sizes"] if x["size"] == s["queries"])
-    text = f"with {s['queries']} rows the winner ({s['winner']}) is the same in {now:.0%} of resamples"
+    # rounded down, so that "95%" is never printed for a share that misses the 95% target
+    text = f"with {s['queries']} rows the winner ({s['winner']}) is the same in {int(now * 100)}% of resamples"
     for target, size in s["size_for"].items():
         if size is None:
             text += f"; even {SIZES[-1]} rows would not give {float(target):.0%}"
