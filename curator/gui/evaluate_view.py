@@ -27,6 +27,7 @@ from curator.core.review.decisions import STATUSES
 from curator.gui import workers
 from curator.gui.generate_view import RecordTableModel, path_row, plain, record_table
 from curator.gui.task_view import TaskView
+from curator.gui.validity_view import ValidityPanel
 
 EMBEDDERS = ("", "tfidf", "minilm")
 OUT_NAMES = {"jsonl": "gold.jsonl", "trec": "gold.qrels", "beir": "beir"}
@@ -231,7 +232,9 @@ class EvaluateView(TaskView, QWidget):
         results = QSplitter(Qt.Vertical)
         results.addWidget(self._column(self.summary, self.metrics_table))
         results.addWidget(chart_pane)
-        results.setSizes([260, 240])
+        self.validity = ValidityPanel(self.project_path)
+        results.addWidget(self.validity)
+        results.setSizes([260, 240, 300])
         splitter = QSplitter()
         splitter.addWidget(left)
         splitter.addWidget(results)

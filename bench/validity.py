@@ -1,0 +1,118 @@
+"""Benchmark the validity report on a corpus with real questions (the Python FAQ set; prints, asserts nothing).
+
+Real slice: the FAQ questions (``/tmp/realq/questions.jsonl``) imported through curator's log import,
+each approved through a core review decision with the chunks of its gold document as gold. Synthetic
+slice: ``--count`` rows generated with the bundled model from the same corpus and approved as they
+are. Then ``validate`` ranks ``--retrievers`` on both and the report is printed, with wall and CPU
+seconds of every stage (the machine is shared, so CPU seconds are the steadier figure).
+
+Usage:
+    python3 bench/realq/build.py --out /tmp/realq      # once, builds the FAQ set
+    .venv/bin/python bench/validity.py [--realq /tmp/realq] [--project /tmp/validity.curator] [--count 50]
+        [--retrievers bm25,tfidf,dense,hybrid] [--embedder minilm] [--metric recall@5]
+Re-running reuses the project: ingest and log import are idempotent, generation tops up to --count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from curator.cli.validate_cmds import _render_validate  # noqa: E402
+from curator.core.corpus.ingest import ingest  # noqa: E402
+from curator.core.generation.generate import GenerationConfig, generate  # noqa: E402
+from curator.core.queries.logs import import_log  # noqa: E402
+from curator.core.queries.rows import make_query_id  # noqa: E402
+from curator.core.review.decisions import decide  # noqa: E402
+from curator.core.store import open_project  # noqa: E402
+from curator.core.evaluation.validity import validate  # noqa: E402
+
+
+class Timer:
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def __enter__(self) -> "Timer":
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        print(f"{self.label}: {time.perf_counter() - self.wall:.1f} s wall, CPU {time.process_time() - self.cpu:.1f} s",
+              flush=True)
+
+
+def chunks_by_path(db) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for path, chunk in db.execute("SELECT d.path, c.id FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                                  "WHERE c.active = 1"):
+        found.setdefault(path, []).append(chunk)
+    return found
+
+
+def import_real_questions(db, realq: Path, work: Path) -> int:
+    """The FAQ questions as a production log, each approved with its gold document's chunks."""
+    questions = [json.loads(line) for line in (realq / "questions.jsonl").read_text().splitlines() if line.strip()]
+    log = work / "faq_log.jsonl"
+    log.write_text("".join(json.dumps({"query": q["question"]}) + "\n" for q in questions))
+    import_log(db, log)
+    by_path = chunks_by_path(db)
+    approved = 0
+    for q in questions:
+        qid = make_query_id("log", q["question"])
+        status = db.execute("SELECT status FROM queries WHERE id = ?", [qid]).fetchone()
+        # ingest keeps the folder's own name in the path ("corpus/faq/..."), gold_path starts below it
+        gold = by_path.get(q["gold_path"]) or by_path.get(f"corpus/{q['gold_path']}")
+        if status and status[0] == "pending" and gold:
+            decide(db, qid, "approve", "bench", gold=gold)
+            approved += 1
+    return approved
+
+
+def approve_synthetic(db) -> int:
+    pending = [r[0] for r in db.execute("SELECT id FROM queries WHERE source = 'synthetic' AND status = 'pending' "
+                                        "AND answerable = 1 AND gold_chunk_ids != '[]'")]
+    for qid in pending:
+        decide(db, qid, "approve", "bench")
+    return len(pending)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--realq", default="/tmp/realq")
+    parser.add_argument("--project", default="/tmp/validity-bench.curator")
+    parser.add_argument("--count", type=int, default=50)
+    parser.add_argument("--retrievers", default="bm25,tfidf,dense,hybrid")
+    parser.add_argument("--embedder")
+    parser.add_argument("--metric", default="recall@5")
+    parser.add_argument("--json", help="Also write the report as JSON here.")
+    args = parser.parse_args()
+    realq, project = Path(args.realq), Path(args.project)
+    db = open_project(project, create=True)
+    with Timer("ingest"):
+        report = ingest(db, [realq / "corpus"])
+    print(f"  {db.execute('SELECT COUNT(*) FROM documents').fetchone()[0]} documents, "
+          f"{db.execute('SELECT COUNT(*) FROM chunks WHERE active = 1').fetchone()[0]} chunks"
+          + (f", {len(report.errors)} errors" if getattr(report, "errors", None) else ""))
+    with Timer("log import + approve"):
+        print(f"  {import_real_questions(db, realq, project.parent)} real questions approved now")
+    have = db.execute("SELECT COUNT(*) FROM queries WHERE source = 'synthetic'").fetchone()[0]
+    if have < args.count:
+        with Timer(f"generate {args.count - have} synthetic rows (bundled model)"):
+            summary = generate(db, GenerationConfig(count=args.count, seed=0, resume=have > 0))
+        print(f"  {json.dumps({k: summary.get(k) for k in ('status', 'accepted', 'rejected')})}")
+    print(f"  {approve_synthetic(db)} synthetic rows approved as they are")
+    with Timer("validate"):
+        result = validate(db, [r for r in args.retrievers.split(",") if r], {}, args.metric, embedder=args.embedder)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    print()
+    print(_render_validate(result))
+
+
+if __name__ == "__main__":
+    main()
