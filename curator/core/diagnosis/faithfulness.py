@@ -30,12 +30,13 @@ SYSTEM = "You check whether a claim is stated in the given passages. Reply with 
 # Contexts are cut so that prompt + reply fit a 2048-token context split over parallel slots.
 MAX_CONTEXT_CHARS = 1800
 MIN_CLAIM_WORDS = 3
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Za-z0-9])")
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|Dr|Mr|Mrs|Ms|No|Fig)\.$")
 
 
 def split_claims(response: str) -> list[str]:
-    """Sentences of the response with at least three words (a lone "Yes." is not a claim)."""
+    """Sentences of the response with at least three words (a lone "Yes." is not a claim),
+    questions left out (a question asserts nothing to check)."""
     pieces, current = [], ""
     for part in _SENTENCE_END.split(" ".join((response or "").split())):
         current = f"{current} {part}".strip()
@@ -44,7 +45,7 @@ def split_claims(response: str) -> list[str]:
             current = ""
     if current:
         pieces.append(current)
-    return [p for p in pieces if len(p.split()) >= MIN_CLAIM_WORDS]
+    return [p for p in pieces if len(p.split()) >= MIN_CLAIM_WORDS and not p.rstrip("\"')").endswith("?")]
 
 
 def contexts_block(contexts: list[str], limit: int = MAX_CONTEXT_CHARS) -> str:
