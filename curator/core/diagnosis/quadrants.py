@@ -109,15 +109,15 @@ def biggest_failure_slice(by_cluster: dict, by_type: dict) -> Optional[dict]:
 def calibrate(rows: list[dict]) -> Optional[dict]:
     """Thresholds that best separate the traces a reviewer marked right from those marked wrong.
 
-    A trace is predicted wrong when it is not healthy. Candidates are the scores seen (and 0,
-    1.01); ties go to the pair nearest the seed's defaults, so few labels move them little.
+    A trace is predicted wrong when it is not healthy. Candidates are the default, the scores
+    seen, the midpoints between them, 0 and 1.01; it needs traces of both marks. Ties go to the pair nearest the seed's defaults, so few labels move them little.
     """
     labelled = [r for r in rows if r["human_label"] in ("right", "wrong")
                 and r["context_recall"] is not None and r["faithfulness"] is not None]
-    if not labelled:
-        return None
-    recalls = sorted({0.0, 1.01, *(r["context_recall"] for r in labelled)})
-    faiths = sorted({0.0, 1.01, *(r["faithfulness"] for r in labelled)})
+    if len({r["human_label"] for r in labelled}) < 2:
+        return None  # thresholds cannot separate marks of one kind
+    recalls = _candidates([r["context_recall"] for r in labelled], RECALL_THRESHOLD)
+    faiths = _candidates([r["faithfulness"] for r in labelled], FAITH_THRESHOLD)
     best = None
     for rt in recalls:
         for ft in faiths:
@@ -131,6 +131,12 @@ def calibrate(rows: list[dict]) -> Optional[dict]:
                         == (r["human_label"] == "wrong") for r in labelled)
     return {"labelled": len(labelled), "recall_threshold": rt, "faith_threshold": ft,
             "agreement": agree / len(labelled), "default_agreement": default_agree / len(labelled)}
+
+
+def _candidates(scores: list[float], default: float) -> list[float]:
+    seen = sorted(set(scores))
+    middles = [round((a + b) / 2, 4) for a, b in zip(seen, seen[1:])]
+    return sorted({0.0, 1.01, default, *seen, *middles})
 
 
 def diagnose(db: sqlite_utils.Database, recall_threshold: float = RECALL_THRESHOLD,
