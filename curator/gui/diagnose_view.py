@@ -74,6 +74,9 @@ class DiagnoseView(QWidget):
         bar.addWidget(QLabel("Faithfulness low below"))
         bar.addWidget(self.faith_spin)
         bar.addStretch(1)
+        refresh = QPushButton("Refresh")  # traces imported or judged from the command line meanwhile
+        refresh.clicked.connect(self.reload)
+        bar.addWidget(refresh)
         grid = QGridLayout()
         grid.addWidget(QLabel("<b>faithfulness high</b>", alignment=Qt.AlignCenter), 0, 1)
         grid.addWidget(QLabel("<b>faithfulness low</b>", alignment=Qt.AlignCenter), 0, 2)
@@ -161,8 +164,7 @@ def trace_html(d: dict) -> str:
     e = html.escape
     out = [f"<h3>{e(d['question'])}</h3>",
            f"<p>context recall <b>{_score(d['context_recall'])}</b> ({e(d['recall_basis'])}) · faithfulness "
-           f"<b>{_score(d['faithfulness'])}</b> · matched to query {e(d['query_id'] or '')} by {e(d['matched_by'])}</p>",
-           ]
+           f"<b>{_score(d['faithfulness'])}</b> · matched to query {e(d['query_id'] or '')} by {e(d['matched_by'])}</p>"]
     out.append("<h4>Response</h4><p>")
     for c in d["claims"]:
         colour = VERDICT_COLOURS.get(c["verdict"] or "", UNJUDGED)
