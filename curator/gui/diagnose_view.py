@@ -117,11 +117,8 @@ class DiagnoseView(QWidget):
         parts = [f"{r['total']} traces, {r['counts'].get('unscored', 0)} unscored."]
         if r["biggest_failure"]:
             parts.append("Biggest failure slice: " + r["biggest_failure"]["text"] + ".")
-        cal = r["calibration"]
-        if cal:
-            parts.append(f"Calibrated on {cal['labelled']} marked traces: recall < {cal['recall_threshold']:.2f}, "
-                         f"faithfulness < {cal['faith_threshold']:.2f} agree {cal['agreement']:.0%} "
-                         f"(defaults {cal['default_agreement']:.0%}).")
+        if r["calibration"]:
+            parts.append(r["calibration"]["text"].capitalize() + ".")
         return " ".join(parts)
 
     def show_cell(self, name: str) -> None:

@@ -129,8 +129,12 @@ def calibrate(rows: list[dict]) -> Optional[dict]:
     _, rt, ft, agree = best
     default_agree = sum((quadrant(r["context_recall"], r["faithfulness"]) != "healthy")
                         == (r["human_label"] == "wrong") for r in labelled)
-    return {"labelled": len(labelled), "recall_threshold": rt, "faith_threshold": ft,
-            "agreement": agree / len(labelled), "default_agreement": default_agree / len(labelled)}
+    result = {"labelled": len(labelled), "recall_threshold": rt, "faith_threshold": ft,
+              "agreement": agree / len(labelled), "default_agreement": default_agree / len(labelled)}
+    result["text"] = (f"calibrated on {len(labelled)} marked traces: recall < {rt:.2f}, faithfulness < {ft:.2f} "
+                      f"agree with the marks on {result['agreement']:.0%} (the defaults: "
+                      f"{result['default_agreement']:.0%})")
+    return result
 
 
 def _candidates(scores: list[float], default: float) -> list[float]:
