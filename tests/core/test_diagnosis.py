@@ -181,6 +181,14 @@ def test_scripted_judge_scores_and_stores_every_judgement(sample_db, tmp_path):
     assert again["claims_judged"] == 0  # judged claims are not asked again
 
 
+def test_responses_without_claims_need_no_judge(sample_db, tmp_path):
+    import_traces(sample_db, _write_jsonl(tmp_path / "y.jsonl", [{"user_input": "Is it on?", "response": "Yes."},
+                                                                 {"user_input": "Is it off?", "response": ""}]))
+    assert unjudged_claims(sample_db) == 0
+    import_traces(sample_db, _write_jsonl(tmp_path / "z.jsonl", [{"user_input": "Why?", "response": "It is off now."}]))
+    assert unjudged_claims(sample_db) == 1
+
+
 def test_unparsed_reply_leaves_the_trace_unscored(sample_db, tmp_path):
     summary, _ = _judged_project(sample_db, tmp_path, ["supported", "I think so", "supported"])
     assert summary["unparsed"] == 1

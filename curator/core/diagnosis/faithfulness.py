@@ -134,12 +134,13 @@ def judge_traces(db: sqlite_utils.Database, backend: Backend, trace_ids: Optiona
 
 
 def unjudged_claims(db: sqlite_utils.Database) -> int:
-    """Claims without a verdict plus traces whose response is not split into claims yet."""
+    """Claims without a verdict plus the claims of responses not split yet (a response with no
+    claim, such as "Yes.", counts none, so it never makes the judge model load)."""
     claims = db.execute("SELECT COUNT(*) FROM claims c WHERE NOT EXISTS "
                         "(SELECT 1 FROM judgements j WHERE j.claim_id = c.id)").fetchone()[0]
-    unsplit = db.execute("SELECT COUNT(*) FROM traces t WHERE response != '' AND NOT EXISTS "
-                         "(SELECT 1 FROM claims c WHERE c.trace_id = t.id)").fetchone()[0]
-    return claims + unsplit
+    unsplit = db.execute("SELECT response FROM traces t WHERE response != '' AND NOT EXISTS "
+                         "(SELECT 1 FROM claims c WHERE c.trace_id = t.id)")
+    return claims + sum(len(split_claims(response)) for (response,) in unsplit)
 
 
 def backend_label(backend: Backend) -> str:
