@@ -120,6 +120,8 @@ ALLOWED = {
     "export": {"store", "corpus", "queries", *SHARED},
     # evaluation may read export's file formats (qrels, runs) but nothing of the front ends
     "evaluation": {"store", "corpus", "queries", "embedding", "retrieval", "export", *SHARED},
+    # diagnosis reads traces against the gold set; generation's backends are its judges
+    "diagnosis": {"store", "corpus", "queries", "generation", "retrieval", "evaluation", *SHARED},
     "demo": {"store", "corpus", "queries", "generation", "clustering", "review", "resources", *SHARED},
 }
 

@@ -15,7 +15,8 @@ from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QHBoxLayout, QLineEdit, QProgressBar, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from curator.gui import workers
-from curator.gui.generate_view import plain, show_error
+from curator.gui.generate_view import plain
+from curator.gui.task_view import show_error
 
 SOURCE_COLOURS = {"synthetic": QColor("#2563eb"), "log": QColor("#f59e0b"), "manual": QColor("#6b7280")}
 VERDICT_COLOURS = {"agrees": "#15803d", "uncertain": "#b45309", "disagrees": "#b91c1c"}

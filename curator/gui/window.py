@@ -127,6 +127,10 @@ class MainWindow(QMainWindow):
         self.adjudication_view.resolved.connect(self.queries_view.update_query)
         self.adjudication_view.resolved.connect(lambda _id: self.review_view.refresh())
         self.tabs.addTab(self.adjudication_view, "Adjudicate")
+        from curator.gui.diagnose_view import DiagnoseView  # a RAG system's traces on the 2x2
+
+        self.diagnose_view = DiagnoseView(self.db, reviewer=self.reviewer())
+        self.tabs.addTab(self.diagnose_view, "Diagnose")
         self.tabs.currentChanged.connect(self._tab_shown)
         self._focus_on_assigned_share()
         self.tabs.setCurrentWidget(self.review_view)

@@ -283,3 +283,61 @@ def m005_query_quality(db: sqlite_utils.Database) -> None:
     """A quality score per generated row and the signals behind it (generation.quality)."""
     db.execute("ALTER TABLE queries ADD COLUMN quality REAL")
     db.execute("ALTER TABLE queries ADD COLUMN quality_signals TEXT")
+
+
+@migrations()
+def m006_diagnosis_traces(db: sqlite_utils.Database) -> None:
+    """A RAG system's traces, the claims of their responses and every judgement of a claim.
+
+    ``judgements`` is append-only: the judge's verdict and each reviewer correction are rows,
+    the newest row of a claim is its verdict, and a correction keeps the verdict it replaced.
+    """
+    db.execute(
+        """CREATE TABLE traces (
+            id TEXT PRIMARY KEY,
+            external_id TEXT,
+            query_id TEXT REFERENCES queries(id),
+            matched_by TEXT NOT NULL,
+            question TEXT NOT NULL,
+            response TEXT NOT NULL DEFAULT '',
+            reference TEXT,
+            retrieved_ids TEXT NOT NULL DEFAULT '[]',
+            retrieved_texts TEXT NOT NULL DEFAULT '[]',
+            context_matches TEXT NOT NULL DEFAULT '[]',
+            reference_ids TEXT NOT NULL DEFAULT '[]',
+            context_recall REAL,
+            recall_basis TEXT,
+            faithfulness REAL,
+            human_label TEXT,
+            labelled_by TEXT,
+            labelled_at TEXT,
+            source_file TEXT,
+            line INTEGER,
+            timestamp TEXT,
+            created_at TEXT
+        )"""
+    )
+    db.execute("CREATE INDEX traces_query ON traces(query_id)")
+    db.execute(
+        """CREATE TABLE claims (
+            id INTEGER PRIMARY KEY,
+            trace_id TEXT NOT NULL REFERENCES traces(id),
+            ord INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            UNIQUE (trace_id, ord)
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE judgements (
+            id INTEGER PRIMARY KEY,
+            claim_id INTEGER NOT NULL REFERENCES claims(id),
+            verdict TEXT NOT NULL,
+            context_index INTEGER,
+            judge TEXT NOT NULL,
+            reviewer TEXT,
+            raw TEXT,
+            before TEXT,
+            at TEXT NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX judgements_claim ON judgements(claim_id, id)")

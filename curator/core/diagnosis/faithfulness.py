@@ -1,0 +1,194 @@
+"""Faithfulness of a trace's response: the share of its claims the retrieved contexts support.
+
+Claims: the response split into sentences. A sentence splitter is the first claim splitter,
+chosen for a small judge: asking a 135M model to decompose a response into atomic statements
+gives malformed lists, and a sentence is close to one claim in short RAG answers.
+Verdicts: each claim is judged against the retrieved contexts by a judge model whose reply is
+constrained by a grammar to ``supported`` or ``not supported``; requests go through the
+backend's ``iter_complete`` so a batching backend judges several claims at once, and all the
+claims of a trace share one prompt prefix (the contexts) for the prompt cache.
+The context a verdict relied on is the context sharing the most words with the claim (the
+one-word verdict has no room to name one). Every judgement is a ``judgements`` row; a
+reviewer's correction is a new row holding the verdict it replaced, so it is journaled.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterator, Optional
+
+import sqlite_utils
+
+from curator.core import store
+from curator.core.errors import InputError
+from curator.core.generation.backends import Backend, Request
+from curator.core.diagnosis.recall import coverage
+
+VERDICTS = ("supported", "not supported")
+VERDICT_GRAMMAR = 'root ::= "supported" | "not supported"\n'
+SYSTEM = "You check whether a claim is stated in the given passages. Reply with one verdict."
+# Contexts are cut so that prompt + reply fit a 2048-token context split over parallel slots.
+MAX_CONTEXT_CHARS = 1800
+MIN_CLAIM_WORDS = 3
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Za-z0-9])")
+_ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|Dr|Mr|Mrs|Ms|No|Fig)\.$")
+
+
+def split_claims(response: str) -> list[str]:
+    """Sentences of the response with at least three words (a lone "Yes." is not a claim),
+    questions left out (a question asserts nothing to check)."""
+    pieces, current = [], ""
+    for part in _SENTENCE_END.split(" ".join((response or "").split())):
+        current = f"{current} {part}".strip()
+        if not _ABBREVIATION.search(current):
+            pieces.append(current)
+            current = ""
+    if current:
+        pieces.append(current)
+    return [p for p in pieces if len(p.split()) >= MIN_CLAIM_WORDS and not p.rstrip("\"')").endswith("?")]
+
+
+def contexts_block(contexts: list[str], limit: int = MAX_CONTEXT_CHARS) -> str:
+    """Numbered passages, each cut to an equal share of the character budget."""
+    if not contexts:
+        return "(no passages)"
+    share = max(200, limit // len(contexts))
+    return "\n".join(f"[{i}] {' '.join(text.split())[:share]}" for i, text in enumerate(contexts, 1))
+
+
+def judge_messages(contexts: list[str], claim: str) -> list[dict]:
+    passages = contexts_block(contexts)
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"Passages:\n{passages}\n\nClaim: {claim}\n\n"
+                                        "Is the claim supported by the passages? Answer supported or not supported."}]
+
+
+def parse_verdict(text: str) -> Optional[str]:
+    """'supported' / 'not supported' from a reply, None when it is neither."""
+    words = " ".join((text or "").lower().replace("_", " ").split()).strip(" .!\"'")
+    if words.startswith("not supported") or words.startswith("unsupported"):
+        return "not supported"
+    if words.startswith("supported"):
+        return "supported"
+    return None
+
+
+def relied_on(contexts: list[str], claim: str) -> Optional[int]:
+    """1-based index of the context sharing most words with the claim (None without contexts)."""
+    if not contexts:
+        return None
+    scores = [coverage(claim, text) for text in contexts]
+    return scores.index(max(scores)) + 1
+
+
+def trace_contexts(db: sqlite_utils.Database, trace: dict) -> list[str]:
+    """The texts the system retrieved: as sent, else the chunks its ids name."""
+    texts = store.loads(trace["retrieved_texts"], [])
+    if texts:
+        return texts
+    ids = store.loads(trace["retrieved_ids"], [])
+    found = dict(db.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids)) if ids else {}
+    return [found[i] for i in ids if i in found]
+
+
+def _ensure_claims(db: sqlite_utils.Database, trace: dict) -> list[tuple[int, str]]:
+    rows = db.execute("SELECT id, text FROM claims WHERE trace_id = ? ORDER BY ord", [trace["id"]]).fetchall()
+    if rows or not trace["response"]:
+        return rows
+    with db.conn:
+        for ord_, text in enumerate(split_claims(trace["response"])):
+            db.execute("INSERT OR IGNORE INTO claims (trace_id, ord, text) VALUES (?,?,?)", [trace["id"], ord_, text])
+    return db.execute("SELECT id, text FROM claims WHERE trace_id = ? ORDER BY ord", [trace["id"]]).fetchall()
+
+
+def _pending_requests(db, traces: list[dict]) -> Iterator[Request]:
+    """One request per claim with no judgement yet (so an interrupted run resumes)."""
+    for trace in traces:
+        contexts = trace_contexts(db, trace)
+        for claim_id, text in _ensure_claims(db, trace):
+            if db.execute("SELECT 1 FROM judgements WHERE claim_id = ?", [claim_id]).fetchone():
+                continue
+            yield Request(judge_messages(contexts, text), max_tokens=4, temperature=0.0, grammar=VERDICT_GRAMMAR,
+                          tag=(trace["id"], claim_id, relied_on(contexts, text)))
+
+
+def judge_traces(db: sqlite_utils.Database, backend: Backend, trace_ids: Optional[list[str]] = None,
+                 on_progress: Optional[Callable[[int, int, str], None]] = None) -> dict:
+    """Judge every unjudged claim of the traces (all by default); each verdict commits at once."""
+    traces = _select_traces(db, trace_ids)
+    judge = backend_label(backend)
+    done = unparsed = 0
+    for request, reply in backend.iter_complete(_pending_requests(db, traces)):
+        trace_id, claim_id, context_index = request.tag
+        verdict = parse_verdict(reply)
+        unparsed += verdict is None
+        with db.conn:
+            db.execute("INSERT INTO judgements (claim_id, verdict, context_index, judge, raw, at) VALUES (?,?,?,?,?,?)",
+                       [claim_id, verdict or "unparsed", context_index, judge, reply, store.now()])
+        done += 1
+        if on_progress:
+            on_progress(done, 0, trace_id)
+    for trace in traces:
+        update_score(db, trace["id"])
+    return {"traces": len(traces), "claims_judged": done, "unparsed": unparsed, "judge": judge}
+
+
+def unjudged_claims(db: sqlite_utils.Database) -> int:
+    """Claims without a verdict plus the claims of responses not split yet (a response with no
+    claim, such as "Yes.", counts none, so it never makes the judge model load)."""
+    claims = db.execute("SELECT COUNT(*) FROM claims c WHERE NOT EXISTS "
+                        "(SELECT 1 FROM judgements j WHERE j.claim_id = c.id)").fetchone()[0]
+    unsplit = db.execute("SELECT response FROM traces t WHERE response != '' AND NOT EXISTS "
+                         "(SELECT 1 FROM claims c WHERE c.trace_id = t.id)")
+    return claims + sum(len(split_claims(response)) for (response,) in unsplit)
+
+
+def backend_label(backend: Backend) -> str:
+    path = getattr(backend, "model_path", None) or getattr(backend, "endpoint", None)
+    return f"{backend.id}:{getattr(path, 'name', path)}" if path else backend.id
+
+
+def _select_traces(db, trace_ids: Optional[list[str]]) -> list[dict]:
+    if trace_ids is None:
+        return store.rows(db, "SELECT * FROM traces ORDER BY created_at, id")
+    marks = ",".join("?" * len(trace_ids))
+    return store.rows(db, f"SELECT * FROM traces WHERE id IN ({marks}) ORDER BY created_at, id", trace_ids)
+
+
+def claim_verdicts(db: sqlite_utils.Database, trace_id: str) -> list[dict]:
+    """Each claim of a trace with its current (newest) judgement."""
+    return store.rows(
+        db,
+        """SELECT c.id AS claim_id, c.ord, c.text, j.verdict, j.context_index, j.judge, j.reviewer
+           FROM claims c LEFT JOIN judgements j ON j.id = (SELECT MAX(id) FROM judgements WHERE claim_id = c.id)
+           WHERE c.trace_id = ? ORDER BY c.ord""",
+        [trace_id],
+    )
+
+
+def update_score(db: sqlite_utils.Database, trace_id: str) -> Optional[float]:
+    """faithfulness = supported / judged claims; None until every claim has a verdict."""
+    verdicts = [c["verdict"] for c in claim_verdicts(db, trace_id)]
+    judged = [v for v in verdicts if v in VERDICTS]
+    score = (sum(v == "supported" for v in judged) / len(judged)) if judged and len(judged) == len(verdicts) else None
+    with db.conn:
+        db.execute("UPDATE traces SET faithfulness = ? WHERE id = ?", [score, trace_id])
+    return score
+
+
+def correct_verdict(db: sqlite_utils.Database, claim_id: int, verdict: str, reviewer: str) -> dict:
+    """A reviewer's verdict for a claim: a new judgement row keeping the one it replaces."""
+    if verdict not in VERDICTS:
+        raise InputError(f"unknown verdict {verdict!r}; use one of: {', '.join(VERDICTS)}")
+    row = db.execute("SELECT trace_id FROM claims WHERE id = ?", [claim_id]).fetchone()
+    if row is None:
+        raise InputError(f"no claim with id {claim_id}")
+    previous = store.rows(db, "SELECT verdict, judge, reviewer, context_index FROM judgements WHERE claim_id = ? "
+                              "ORDER BY id DESC LIMIT 1", [claim_id])
+    before = previous[0] if previous else None
+    with db.conn:
+        db.execute("INSERT INTO judgements (claim_id, verdict, context_index, judge, reviewer, before, at) "
+                   "VALUES (?,?,?,?,?,?,?)", [claim_id, verdict, before and before["context_index"], "reviewer",
+                                              reviewer, store.dumps(before), store.now()])
+    score = update_score(db, row[0])
+    return {"claim_id": claim_id, "trace_id": row[0], "verdict": verdict, "before": before, "faithfulness": score}

@@ -1,0 +1,87 @@
+"""The Diagnose tab on a real project: the 2x2 counts, a cell's traces, a trace's coloured claims."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from curator.core.diagnosis.faithfulness import judge_traces
+from curator.core.diagnosis.traces import import_traces
+from curator.core.generation.backends import FakeBackend
+from curator.core.queries.rows import add_query
+from curator.core.review.decisions import decide
+from curator.gui.diagnose_view import VERDICT_COLOURS, DiagnoseView
+
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "diagnose.png"
+
+
+def _project(db, tmp_path):
+    """Six traces: gold hits of 2 and supported claims of 2 chosen per quadrant."""
+    chunks = [r[0] for r in db.execute("SELECT id FROM chunks ORDER BY id LIMIT 6")]
+    texts = dict(db.execute("SELECT id, text FROM chunks"))
+    plan = [(2, 2), (2, 2), (0, 2), (0, 2), (0, 2), (2, 0), (0, 0)]
+    records = []
+    for i, (hits, supported) in enumerate(plan):
+        with db.conn:
+            qid = add_query(db, f"How do I set up tokens, variant {i}?", "manual", gold_chunk_ids=chunks[:2])
+        decide(db, qid, "approve", "ana")
+        retrieved = chunks[:hits] + chunks[4:6]
+        first = " ".join(texts[retrieved[0]].split()[:10]).rstrip(".")
+        claims = [f"{first}." if j < supported else f"The moon orbits variant {i} of claim {j}." for j in range(2)]
+        records.append({"query_id": qid, "user_input": f"How do I set up tokens, variant {i}?", "retrieved_context_ids": retrieved,
+                        "response": " ".join(claims)})
+    path = tmp_path / "traces.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records), encoding="utf-8")
+    import_traces(db, path)
+    judge_traces(db, FakeBackend(lambda m: "not supported" if "The moon" in m[-1]["content"] else "supported"))
+
+
+def test_grid_counts_cell_click_and_trace_detail(qtbot, sample_db, tmp_path):
+    _project(sample_db, tmp_path)
+    view = DiagnoseView(sample_db, reviewer="ana")
+    qtbot.addWidget(view)
+    view.resize(1100, 760)
+    view.show()
+    assert view.cells["healthy"].text().startswith("Healthy: 2")
+    assert view.cells["retrieval_failure"].text().startswith("Retrieval failure: 3")
+    assert view.cells["generation_failure"].text().startswith("Generation failure: 1")
+    assert view.cells["both_broken"].text().startswith("Both broken: 1")
+    assert "3 of 5 wrong answers are retrieval failures" in view.summary.text()
+    qtbot.mouseClick(view.cells["generation_failure"], Qt.LeftButton)
+    assert len(view.listed_trace_ids()) == 1 and view.cells["generation_failure"].isChecked()
+    qtbot.mouseClick(view.cells["healthy"], Qt.LeftButton)
+    assert len(view.listed_trace_ids()) == 2
+    view.trace_list.setCurrentRow(0)
+    page = view.detail.toHtml()
+    assert "★ gold" in page and "Gold chunks" in page
+    assert VERDICT_COLOURS["supported"] in page.lower()
+    qtbot.mouseClick(view.cells["both_broken"], Qt.LeftButton)
+    view.trace_list.setCurrentRow(0)
+    page = view.detail.toHtml()
+    assert VERDICT_COLOURS["not supported"] in page.lower() and "★ gold" not in page
+    qtbot.mouseClick(view.cells["generation_failure"], Qt.LeftButton)
+    view.trace_list.setCurrentRow(0)
+    marked = view.current_trace
+    qtbot.mouseClick(view.wrong_button, Qt.LeftButton)
+    assert sample_db.execute("SELECT human_label, labelled_by FROM traces WHERE id = ?", [marked]).fetchone() == (
+        "wrong", "ana")
+    assert "Calibrated" not in view.summary.text()  # marks of one kind separate nothing
+    qtbot.mouseClick(view.cells["healthy"], Qt.LeftButton)
+    view.trace_list.setCurrentRow(0)
+    qtbot.mouseClick(view.right_button, Qt.LeftButton)
+    assert "Calibrated on 2 marked traces" in view.summary.text()
+    view.recall_spin.setValue(1.0)  # every trace with a gold miss now has low recall
+    assert view.cells["healthy"].text().startswith("Healthy: 2")
+    view.faith_spin.setValue(1.0)
+    assert view.cells["generation_failure"].text().startswith("Generation failure: 1")
+    view.recall_spin.setValue(0.5)
+    view.faith_spin.setValue(0.7)
+    qtbot.mouseClick(view.cells["generation_failure"], Qt.LeftButton)
+    view.trace_list.setCurrentRow(0)
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    image = view.grab()
+    assert image.save(str(SCREENSHOT if os.environ.get("CURATOR_SCREENSHOTS") else tmp_path / "diagnose.png"))
