@@ -129,10 +129,13 @@ def test_newer_schema_refused_unmodified(tmp_path):
     assert not Path(str(path) + "-wal").exists()
 
 
-def test_empty_file_becomes_project(tmp_path):
+def test_empty_file_becomes_project_only_when_asked(tmp_path):
     path = tmp_path / "blank.curator"
     path.touch()
-    db = store.open_project(path)
+    with pytest.raises(NotAProject, match="an empty file"):
+        store.open_project(path)  # issue 20: a zero-byte file is not silently turned into a project
+    assert path.stat().st_size == 0
+    db = store.open_project(path, create=True)
     assert store.meta_get(db, "app") == store.APP_MARKER
     db.close()
 
