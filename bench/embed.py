@@ -62,9 +62,9 @@ def token_stats(texts: list[str]) -> str:
     from tokenizers import Tokenizer
     import zipfile
 
-    from curator.core.embedding.embed import _minilm_zip
+    from curator.core.embedding.embed import minilm_zip
 
-    with zipfile.ZipFile(_minilm_zip()) as zf:
+    with zipfile.ZipFile(minilm_zip()) as zf:
         tok = Tokenizer.from_str(zf.read("tokenizer.json").decode("utf-8"))
     lengths = np.array([len(e.ids) for e in tok.encode_batch(texts)])
     return f"tokens median={int(np.median(lengths))} mean={lengths.mean():.0f} max={lengths.max()} (truncated at 256)"

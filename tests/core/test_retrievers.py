@@ -110,8 +110,12 @@ def test_dense_reuses_cached_chunk_and_query_vectors(sample_db, monkeypatch):
 
 
 def test_dense_follows_the_active_cluster_runs_embedder(sample_db):
+    assert retrievers.project_embedder_spec(sample_db) == "minilm"  # no cluster run: the default
+    with sample_db.conn:
+        sample_db.execute("INSERT INTO cluster_runs (embedder, k, active) VALUES ('tfidf:abc', 2, 1)")
     assert retrievers.project_embedder_spec(sample_db) == "tfidf"
     with sample_db.conn:
+        sample_db.execute("UPDATE cluster_runs SET active = 0")
         sample_db.execute("INSERT INTO cluster_runs (embedder, k, active) VALUES ('minilm:all-MiniLM-L6-v2:np1', 2, 1)")
     assert retrievers.project_embedder_spec(sample_db) == "minilm"
 

@@ -115,18 +115,21 @@ def import_traces(db: sqlite_utils.Database, path, matcher: Optional[ChunkMatche
     if not path.is_file():
         raise InputError(f"{path}: no such traces file.")
     errors: list[str] = []
-    records = _records(path, errors)
     matcher = matcher or ChunkMatcher(db)
-    counts = {"file": str(path), "lines_read": len(records) + len(errors), "imported": 0, "unchanged": 0,
+    counts = {"file": str(path), "lines_read": 0, "imported": 0, "unchanged": 0,
               "matched_by_id": 0, "matched_by_text": 0, "unmatched": 0, "errors": errors}
-    for number, record in records:
+    records = 0
+    for number, record in _records(path, errors):  # streamed: the reader adds its messages to errors
+        records += 1
         try:
             trace = parse_trace(record)
         except ValueError as exc:
             errors.append(f"{path}:{number}: {exc}; line skipped.")
             continue
         _store_trace(db, path, number, trace, matcher, counts)
-    counts["skipped"] = len(errors)
+    # Lines the reader skipped never became records; its other messages (a decoding note) skip nothing.
+    counts["skipped"] = sum(message.endswith("line skipped.") for message in errors)
+    counts["lines_read"] = counts["imported"] + counts["unchanged"] + counts["skipped"]
     return counts
 
 

@@ -23,7 +23,8 @@ from typing import Optional
 
 import numpy as np
 
-from curator.core.embedding.embed import Embedder, MiniLMEmbedder, _minilm_zip, _read_safetensors, l2_normalise
+from curator.core.embedding.base import Embedder, l2_normalise
+from curator.core.embedding.minilm import MiniLMEmbedder, minilm_zip, read_safetensors
 from curator.core.errors import ModelFileError
 
 GGUF_FORMAT = 1  # bump when the conversion changes: the cache name includes it
@@ -111,7 +112,7 @@ def convert_minilm(zip_path: str, out_path: Path) -> None:
     with zipfile.ZipFile(zip_path) as zf:
         config = json.loads(zf.read("config.json"))
         tokenizer = json.loads(zf.read("tokenizer.json"))
-        weights = _read_safetensors(zf.read("model.safetensors"))
+        weights = read_safetensors(zf.read("model.safetensors"))
     out_path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out_path.parent, prefix=out_path.name, suffix=".part")
     os.close(fd)
@@ -132,7 +133,7 @@ def convert_minilm(zip_path: str, out_path: Path) -> None:
 
 def minilm_gguf_path(zip_path: Optional[str] = None) -> Path:
     """The cached GGUF of the installed MiniLM package, converted on first use."""
-    zip_path = zip_path or _minilm_zip()
+    zip_path = zip_path or minilm_zip()
     out = cache_dir() / "models" / f"all-MiniLM-L6-v2.{_file_sha1(zip_path)[:16]}.v{GGUF_FORMAT}.f32.gguf"
     if not out.is_file():
         convert_minilm(zip_path, out)
@@ -168,7 +169,7 @@ class MiniLMLlamaEmbedder(Embedder):
         from llama_cpp._utils import suppress_stdout_stderr
         from tokenizers import Tokenizer
 
-        zip_path = _minilm_zip()
+        zip_path = minilm_zip()
         with zipfile.ZipFile(zip_path) as zf:
             self._tok = Tokenizer.from_str(zf.read("tokenizer.json").decode("utf-8"))
         self._tok.enable_truncation(self.max_len)
