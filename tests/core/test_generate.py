@@ -85,6 +85,22 @@ def test_cancel_then_resume_reaches_target_without_duplicates(sample_db):
     assert len(texts) == len(set(texts)) == 12
 
 
+def test_resume_keeps_the_runs_seed_and_refuses_another_backend(sample_db):
+    class OtherBackend(FakeBackend):
+        id = "other"
+
+    cancel = CancelToken()
+    cancel.cancel()  # the run is recorded, then stops before its first row
+    first = generate(sample_db, GenerationConfig(count=6, seed=7, temperature=0.3), backend=FakeBackend(good_reply),
+                     cancel=cancel)
+    assert first["status"] == "cancelled"
+    with pytest.raises(InputError, match="start a new run without --resume"):
+        generate(sample_db, GenerationConfig(resume=True), backend=OtherBackend(good_reply))
+    config = GenerationConfig(resume=True, seed=99, temperature=1.5)
+    second = generate(sample_db, config, backend=FakeBackend(good_reply))
+    assert second["run_id"] == first["run_id"] and (config.seed, config.temperature) == (7, 0.3)
+
+
 def test_bad_model_files_are_refused_before_any_work(tmp_path):
     with pytest.raises(ModelFileError, match="not found"):
         check_gguf(tmp_path / "missing.gguf")

@@ -66,3 +66,30 @@ def test_document_bytes_are_recorded(empty_db, tmp_path):
     (tmp_path / "a.md").write_text("# Title\n\nSome body text here.\n")
     ingest(empty_db, [tmp_path / "a.md"])
     assert empty_db.execute("SELECT bytes FROM documents").fetchone()[0] > 0
+
+
+def test_two_folders_of_the_same_name_never_replace_each_others_files(empty_db, tmp_path):
+    first, second = tmp_path / "x" / "docs", tmp_path / "y" / "docs"
+    for folder, words in ((first, "rotating encryption keys"), (second, "booking a meeting room")):
+        folder.mkdir(parents=True)
+        (folder / "a.txt").write_text(f"A guide to {words}, written for this folder only.\n")
+    ingest(empty_db, [first])
+    report = ingest(empty_db, [second])
+    assert report.chunks_retired == 0 and "encryption keys" in _texts(empty_db)
+    assert [s["path"] for s in report.skipped] == [str(second / "a.txt")]
+    assert str(first / "a.txt") in report.skipped[0]["reason"] and "common parent" in report.skipped[0]["reason"]
+
+
+def test_a_corpus_that_moved_keeps_its_keys_and_chunk_ids(empty_db, tmp_path):
+    old, new = tmp_path / "old" / "docs", tmp_path / "new" / "docs"
+    old.mkdir(parents=True)
+    (old / "a.txt").write_text("Keys are rotated every ninety days.\n")
+    ingest(empty_db, [old])
+    ids = {r[0] for r in empty_db.execute("SELECT id FROM chunks")}
+    new.parent.mkdir()
+    old.rename(new)
+    (new / "a.txt").write_text("Keys are rotated every ninety days.\nOld keys are kept for a year.\n")
+    report = ingest(empty_db, [new])
+    assert report.skipped == [] and report.documents == 1
+    assert empty_db.execute("SELECT COUNT(*) FROM documents").fetchone()[0] == 1
+    assert ids & {r[0] for r in empty_db.execute("SELECT id FROM chunks")}

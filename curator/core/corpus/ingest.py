@@ -180,6 +180,28 @@ def _known_hashes(db) -> dict[str, tuple[str, str]]:
     return {r[0]: (r[1], r[2]) for r in db.execute("SELECT path, content_hash, chunk_params FROM documents")}
 
 
+def _known_sources(db) -> dict[str, str]:
+    """Document key of each stored file -> the file it was read from (a JSONL corpus's rows share one)."""
+    sources = {}
+    for path, fmt, source in db.execute(
+            "SELECT path, format, json_extract(metadata, '$.source_file') FROM documents WHERE metadata IS NOT NULL"):
+        if source:
+            sources[path.rsplit("#", 1)[0] if fmt == "jsonl" else path] = source
+    return sources
+
+
+def _key_taken(key: str, file: Path, sources: dict[str, str]) -> Optional[str]:
+    """The other file that holds this document key, if it still exists.
+
+    Keys are relative to the folder's parent, so ``x/docs`` and ``y/docs`` both give ``docs/a.txt``;
+    without this check the second folder silently replaced (and retired) the first one's files.
+    A key whose old file is gone is a corpus that moved: it keeps its key and chunk ids."""
+    owner = sources.get(key)
+    if owner and owner != str(file.resolve()) and Path(owner).exists():
+        return owner
+    return None
+
+
 def ingest(
     db: sqlite_utils.Database,
     paths: Iterable[str | Path],
@@ -192,9 +214,9 @@ def ingest(
     started = time.perf_counter()
     result = IngestReport()
     params = store.dumps({"chunk_size": chunk_size, "overlap": overlap, "chunker": "sentence-v1"})
-    known = _known_hashes(db)
+    known, sources = _known_hashes(db), _known_sources(db)
     files = list(iter_input_files(paths, result))
-    tasks = _changed_files(files, params, chunk_size, overlap, known, result, cancel)
+    tasks = _changed_files(files, params, chunk_size, overlap, known, sources, result, cancel)
     try:
         _store_all(db, tasks, len(files), params, result, on_progress, cancel)
     finally:
@@ -207,7 +229,7 @@ def ingest(
     return result
 
 
-def _changed_files(files, params, chunk_size, overlap, known, result, cancel) -> list[tuple]:
+def _changed_files(files, params, chunk_size, overlap, known, sources, result, cancel) -> list[tuple]:
     """Arguments of ``_prepare`` for every file that is new or changed; unchanged ones are counted."""
     tasks = []
     for file, key in files:
@@ -224,6 +246,12 @@ def _changed_files(files, params, chunk_size, overlap, known, result, cancel) ->
         content_hash = hashlib.sha256(raw).hexdigest()
         if file.suffix.lower() != ".jsonl" and known.get(key) == (content_hash, params):
             result.files_unchanged += 1
+            continue
+        owner = _key_taken(key, file, sources)
+        if owner:
+            result.skipped.append({"path": str(file), "reason": (
+                f"its document key {key!r} belongs to {owner}, another folder of the same name; ingest the "
+                "folders from their common parent folder, or rename one")})
             continue
         file_known = {k: v for k, v in known.items() if k.startswith(key + "#")} if file.suffix.lower() == ".jsonl" else {}
         tasks.append((file, key, content_hash, params, chunk_size, overlap, file_known))
@@ -328,6 +356,7 @@ def _prepare(file: Path, key: str, content_hash: str, params: str, chunk_size: i
         if known.get(doc_key) == (doc_hash, params):
             continue
         doc.key = doc_key
+        doc.metadata["source_file"] = str(file.resolve())  # tells a same-named folder elsewhere apart
         chunks = chunk_document(doc, chunk_size, overlap)
         doc.bytes = len(doc.text.encode("utf-8"))
         doc.sections = []  # not needed any more (doc.text is empty from here on)

@@ -366,13 +366,47 @@ def _refill_plan(plan: dict, mix: dict, progress: _Progress) -> dict:
     return refill
 
 
+def _last_run(db) -> dict:
+    rows = store.rows(db, "SELECT * FROM generation_runs ORDER BY id DESC LIMIT 1")
+    if not rows:
+        raise InputError("nothing to resume: this project has no generation run yet")
+    return rows[0]
+
+
+def _adopt_run_settings(db, config: GenerationConfig) -> None:
+    """A resumed run goes on with the settings it was started with (seed, sampling, cluster,
+    quality floor), so its rows stay one reproducible run whatever the resuming command says."""
+    run = _last_run(db)
+    params = store.loads(run["params"], {})
+    config.seed = run["seed"] if run["seed"] is not None else config.seed
+    for name in ("temperature", "max_tokens", "retries", "cluster", "min_quality"):
+        if name in params:
+            setattr(config, name, params[name])
+
+
+def _check_same_model(db, run: dict, backend: Backend) -> None:
+    """Refuse to resume a run on another backend or model file: its rows would mix two models
+    under one run record (and one manifest line)."""
+    described = backend.describe()
+    if backend.id != run["backend"]:
+        raise InputError(f"run {run['id']} was made with the {run['backend']} backend, not {backend.id}: "
+                         "resume it with the same --model or --endpoint, or start a new run without --resume")
+    model_path = described.get("model_path")
+    if model_path and run["model_sha256"] and _file_sha256(Path(model_path), db) != run["model_sha256"]:
+        raise InputError(f"run {run['id']} was made with {run['model_path']} (sha256 {run['model_sha256'][:12]}), "
+                         f"not {model_path}: resume it with that model file, or start a new run without --resume")
+    recorded = store.loads(run["params"], {}).get("endpoint")
+    if recorded and described.get("endpoint") and described["endpoint"] != recorded:
+        raise InputError(f"run {run['id']} was made against {recorded}, not {described['endpoint']}: resume it "
+                         "with the same --endpoint, or start a new run without --resume")
+
+
 def _resolve_run(db, config: GenerationConfig, backend: Backend) -> tuple[int, dict]:
     if config.resume:
-        row = db.execute("SELECT id, target, mix FROM generation_runs ORDER BY id DESC LIMIT 1").fetchone()
-        if row is None:
-            raise InputError("nothing to resume: this project has no generation run yet")
-        config.count = row[1]
-        return row[0], store.loads(row[2])
+        run = _last_run(db)
+        _check_same_model(db, run, backend)
+        config.count = run["target"]
+        return run["id"], store.loads(run["mix"])
     mix = config.mix or DEFAULT_MIX
     return _start_run(db, config, backend, mix), mix
 
@@ -515,6 +549,8 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     is judged and committed as it arrives, so a crash loses only the rows still in flight.
     ``events`` hears each accepted row, each rejected candidate and each progress step.
     """
+    if config.resume:
+        _adopt_run_settings(db, config)
     backend = backend or open_backend(config.model_path, config.endpoint, config.n_ctx, config.threads, config.seed,
                                       parallel=config.parallel)
     run_id, mix = _resolve_run(db, config, backend)
