@@ -62,3 +62,16 @@ def test_margins_are_high_for_a_clean_row_and_low_near_the_thresholds():
 def test_an_answer_without_content_words_is_named_as_such():
     assert filters.check_grounded("Yes, there is.", [LIST_CHUNK]) == "answer has no content words"
     assert filters.check_grounded("  ", [LIST_CHUNK]) == "empty reference answer"
+
+
+def test_an_answer_the_grammar_cut_off_is_rejected():
+    """Seen on the Python FAQ corpus: the bundled model ran into the answer's length bound."""
+    from curator.core.generation import prompts
+
+    cut = "In IP protocol, a host address names one machine on the network, and the rest of this answer goes on ("
+    cut = "In " + (cut * 3)[: prompts.ANSWER_TAIL_CHARS]
+    assert filters.check_answer_complete(cut) == "answer cut off at the grammar's length bound"
+    whole = cut[:-1] + "."  # the same length, ended as a sentence
+    assert filters.check_answer_complete(whole) is None
+    assert filters.check_answer_complete("It removes and returns the last item") is None  # short and unended is fine
+    assert "cut off" in _check("How do you remove the last element of a list in Python?", cut)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
+from curator.core.generation.prompts import ANSWER_TAIL_CHARS
+
 _WORD = re.compile(r"\w+")
 STOPWORDS = set("""a an the and or of to in on for with by at from is are was were be been it its this that
 these those what which who whom how when where why do does did can could should would will i you we they
@@ -176,6 +178,19 @@ def check_shape(question: str, query_type: str) -> Optional[str]:
     return None
 
 
+_SENTENCE_END = re.compile(r"""[.!?)\]"'`]$""")
+
+
+def check_answer_complete(answer: str, bound: int = ANSWER_TAIL_CHARS) -> Optional[str]:
+    """An answer that ran into the grammar's length bound without ending a sentence was cut
+    mid-thought ("... a host address ("); a gold set's reference answer must be whole."""
+    text = answer.strip()
+    tail = text.split(" ", 1)[1] if " " in text else ""
+    if len(tail) >= bound - 3 and not _SENTENCE_END.search(text):
+        return "answer cut off at the grammar's length bound"
+    return None
+
+
 def question_grounding(question: str, gold_texts: Iterable[str]) -> float:
     """Share of the question's content words found (stemmed) in its gold chunk(s)."""
     words = _stems(question)
@@ -198,7 +213,7 @@ def check_row(question: str, answer: str, query_type: str, gold_texts: list[str]
               check_repetition(question, answer), check_copies_chunk(question, source_text),
               check_question_grounded(question, query_type, gold_texts), duplicates.check(question)]
     if query_type != "unanswerable":
-        checks += [check_grounded(answer, gold_texts), check_restates(question, answer)]
+        checks += [check_answer_complete(answer), check_grounded(answer, gold_texts), check_restates(question, answer)]
     return next((reason for reason in checks if reason), None)
 
 

@@ -47,9 +47,10 @@ INSTRUCTIONS = {
 # - no '[' anywhere, which is how template echoes such as '[Insert query here]' begin.
 QUESTION_CHARS = 150
 ANSWER_CHARS = 160
+ANSWER_TAIL_CHARS = ANSWER_CHARS - 29  # the most the grammar lets an answer run after its first word
 _ANSWER_RULE = r"""
 answer ::= [A-Za-z"'(`] [!-Z\]-~]{0,24} " " [!-Z\]-~] [ -Z\]-~]{0,ANSWER}
-""".replace("ANSWER", str(ANSWER_CHARS - 30))
+""".replace("ANSWER", str(ANSWER_TAIL_CHARS - 1))  # a second word's first character, then the rest
 
 QUESTION_GRAMMAR = (f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 1}}} "?\\nAnswer: " answer "\\n"\n'
                     + r"""unit ::= [a-zA-Z0-9 '"(),/_+*=<>%#&$-] | "." [a-z0-9]""" + _ANSWER_RULE)
