@@ -8,7 +8,7 @@ from curator.core.generation import filters
 from curator.core.generation import prompts
 from curator.core.generation.backends import FakeBackend, LlamaCppBackend, check_gguf
 from curator.core.errors import InputError, ModelFileError
-from curator.core.generation.generate import GenerationConfig, allocate, generate, parse_mix
+from curator.core.generation.generate import DEFAULT_MIX, GenerationConfig, allocate, generate, parse_mix
 from curator.core.progress import CancelToken
 from scripted import good_reply
 
@@ -270,6 +270,9 @@ def test_a_type_that_cannot_fill_its_share_hands_its_rows_to_the_others(sample_d
     moved = sum(summary["kept_surplus"].values()) + sum(summary["refilled"].values())
     assert moved >= 2  # allocate(10, DEFAULT_MIX) gives keyword 2 rows
     assert "keyword" not in summary["kept_surplus"] and "keyword" not in summary["refilled"]
+    # unanswerable rows never fill in for answerable ones: the share the user asked for holds
+    assert "unanswerable" not in summary["kept_surplus"] and "unanswerable" not in summary["refilled"]
+    assert summary["by_type"].get("unanswerable", 0) <= allocate(10, DEFAULT_MIX)["unanswerable"]
 
 
 def test_a_run_that_stops_short_says_why_in_words(sample_db):

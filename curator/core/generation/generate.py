@@ -331,11 +331,16 @@ def _announce(db, events: GenerationEvents, query_id: str) -> None:
         events.accepted(get_query(db, query_id))
 
 
+# Types that may take the rows a short type could not produce. Unanswerable rows come easiest to
+# a small model; letting them fill in would quietly turn a 15% share into half the gold set.
+REFILL_TYPES = frozenset({"factoid", "keyword", "vague", "multi_hop"})
+
+
 def _keep_spare(db, task: Task, raw: str, progress: _Progress, duplicates, min_quality: float) -> None:
     """Judge an answer whose type is full; keep it (unstored) in case another type falls short."""
     progress.surplus += 1
-    if not raw:
-        return  # abandoned by the backend, never decoded to the end
+    if not raw or task.query_type not in REFILL_TYPES:
+        return  # abandoned by the backend (never decoded to the end), or a type that takes no extra rows
     candidate, reason = _judge(db, task, raw, duplicates, min_quality)
     if reason is None:
         progress.spares.append((task, candidate))
@@ -357,7 +362,7 @@ def _store_spares(db, run_id: int, plan: dict, progress: _Progress, events: Gene
 def _refill_plan(plan: dict, mix: dict, progress: _Progress) -> dict:
     """The rows short types still owe, moved to the types that filled their share (by mix weight)."""
     short = sum(plan.values())
-    donors = {t: w for t, w in mix.items() if w > 0 and plan.get(t, 0) == 0}
+    donors = {t: w for t, w in mix.items() if w > 0 and plan.get(t, 0) == 0 and t in REFILL_TYPES}
     if not short or not donors:
         return {}
     refill = {t: n for t, n in allocate(short, donors).items() if n > 0}
