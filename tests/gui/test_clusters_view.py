@@ -172,8 +172,9 @@ def test_cluster_list_counts(qtbot, project):
 
 
 def test_sampling_and_clustering_run_in_workers(view, qtbot):
+    """Sampling also ranks suggested gold for the queued rows (MiniLM: the first call converts and loads the model)."""
     view.size_spin.setValue(6)
-    with qtbot.waitSignal(view.task_finished, timeout=30000) as blocker:
+    with qtbot.waitSignal(view.task_finished, timeout=240000) as blocker:
         assert view.run_sampling() is not None
         assert view.busy() and not view.cluster_button.isEnabled()
     assert blocker.args[0] == "sample" and blocker.args[1]["queued"] == 6
