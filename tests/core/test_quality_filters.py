@@ -75,3 +75,31 @@ def test_an_answer_the_grammar_cut_off_is_rejected():
     assert filters.check_answer_complete(whole) is None
     assert filters.check_answer_complete("It removes and returns the last item") is None  # short and unended is fine
     assert "cut off" in _check("How do you remove the last element of a list in Python?", cut)
+
+
+@pytest.mark.parametrize("question, reason", [
+    ("What does the function do?", "refers to 'the function do'"),
+    ("How can we optimize the given code to reduce the number of characters in the output?", "refers to 'given code'"),
+    ("How do you make a thread-safe data structure in a thread-safe data structure?", "4-word phrase twice"),
+    ("What is the difference between a logger that can log with custom level and a logger that can log with a "
+     "custom level?", "4-word phrase twice"),
+])
+def test_rows_the_blind_labelling_rejected_are_filtered(question, reason):
+    """Accepted by the issue-14 filters on the Python FAQ corpus, rejected by a blind labeller."""
+    assert reason in (filters.check_self_reference(question) or filters.check_repetition(question, "An answer."))
+
+
+@pytest.mark.parametrize("question", ["What does the function sum() return?", "How do I read the code of a module?",
+                                      "What is the difference between a list and a tuple in Python?"])
+def test_named_code_and_plain_questions_pass(question):
+    assert filters.check_self_reference(question) is None and filters.check_repetition(question, "An answer.") is None
+
+
+def test_an_unanswerable_question_a_chunk_mostly_answers_is_rejected(sample_db):
+    from curator.core.generation.generate import _unanswerable_check
+
+    chunk_id, text = sample_db.execute("SELECT id, text FROM chunks WHERE active = 1 ORDER BY id LIMIT 1").fetchone()
+    words = sorted(filters.content_words(text))[:5]
+    mostly = f"Why does {words[0]} {words[1]} {words[2]} need larkspur zeppelin?"  # 3 of 5 words in the chunk
+    assert "may be answered by chunk" in _unanswerable_check(sample_db, mostly)
+    assert _unanswerable_check(sample_db, "Why do zeppelins migrate across volcanic tundra?") is None

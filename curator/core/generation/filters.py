@@ -13,6 +13,11 @@ these those what which who whom how when where why do does did can could should 
 my your our their me us them there here as if than then so not no yes any all some into about after before
 over under up down out off just also only very""".split())
 SELF_REFERENCE = re.compile(r"\b(the|this|that|given|above|following)\s+(passage|text|document|context|excerpt|article|paragraph|section)s?\b", re.I)
+# "What does the function do?", "optimize the given code": a question about code only the prompt showed.
+CODE_REFERENCE = re.compile(r"\b(this|given|above|following)\s+(code|function|example|snippet|program|script|method)s?\b"
+                            r"|\bthe\s+(code|function|example|snippet|program|script)\s+(do|does|did|return|returns|work|works"
+                            r"|mean|means|print|prints|output|outputs)\b|\bthe\s+(code|example|snippet)\s*\?$", re.I)
+LOOP_GRAM = 4  # a question that says the same four words twice is a small model looping
 COPY_SPAN_TOKENS = 8
 NEAR_DUPLICATE_JACCARD = 0.8
 MIN_GROUNDING = 0.5
@@ -48,7 +53,7 @@ def check_placeholder(question: str) -> Optional[str]:
 
 
 def check_self_reference(question: str) -> Optional[str]:
-    match = SELF_REFERENCE.search(question)
+    match = SELF_REFERENCE.search(question) or CODE_REFERENCE.search(question)
     return f"refers to '{match.group(0)}' instead of standing alone" if match else None
 
 
@@ -144,8 +149,16 @@ def repetition_share(text: str) -> float:
     return 1 - len(set(grams)) / len(grams) if len(grams) >= 4 else 0.0
 
 
+def _repeats_a_phrase(text: str, n: int = LOOP_GRAM) -> bool:
+    words = tokens(text)
+    grams = [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
+    return len(grams) != len(set(grams))
+
+
 def check_repetition(question: str, answer: str) -> Optional[str]:
     """A small model stuck in a loop ("a question about answering a question about ...")."""
+    if _repeats_a_phrase(question):
+        return f"degenerate repetition in the question (a {LOOP_GRAM}-word phrase twice)"
     for label, text in (("question", question), ("answer", answer)):
         share = repetition_share(text)
         if share >= MAX_REPEATED:
