@@ -105,9 +105,10 @@ def _rows(db) -> list[dict]:
 def usable_share(labels_path: Path) -> dict:
     labels = [json.loads(line) for line in labels_path.read_text().splitlines() if line.strip()]
     by = {}
-    for item in labels:
-        by.setdefault(item.get("code", "?"), {}).setdefault(item["label"], 0)
-        by[item.get("code", "?")][item["label"]] += 1
+    for item in labels:  # one group per code and labelling batch: batches came from different runs
+        group = item.get("code", "?") + (f" / {item['batch']}" if item.get("batch") else "")
+        by.setdefault(group, {}).setdefault(item["label"], 0)
+        by[group][item["label"]] += 1
     return {code: {**counts, "usable_share": round((counts.get("as_is", 0) + counts.get("small_edit", 0))
                                                     / max(1, sum(counts.values())), 3)} for code, counts in by.items()}
 
