@@ -20,7 +20,7 @@ from curator.core.retrieval import ranking
 from curator.core.retrieval.retrievers import HybridRetriever, Retriever
 
 DEFAULT_K = 5
-DENSE_WEIGHT = 2.0  # see bench/suggest.py: the dense run is the better one on real questions
+DENSE_WEIGHT = 4.0  # bench/suggest.py, Python FAQ: hit@5 0.893 at x4, 0.858 at x2, dense alone 0.899, bm25 0.627
 _BATCH = 64
 
 # Queued, pending rows whose gold is empty or points at a retired/unknown chunk.
