@@ -108,11 +108,17 @@ class LlamaCppBackend(Backend):
     id = "llama-cpp"
 
     def __init__(self, model_path: Union[str, Path], n_ctx: int = 2048, n_threads: Optional[int] = None,
-                 seed: int = 0, parallel: int = 1):
+                 seed: int = 0, parallel: int = 1, source_model_path: Union[str, Path, None] = None,
+                 n_threads_batch: Optional[int] = None):
         self.model_path = check_gguf(model_path)
+        # The file model_path was made from (a repacked copy's original), named in the run record.
+        self.source_model_path = Path(source_model_path) if source_model_path else None
         # llama-cpp-python's defaults (n_ctx=512, half the cores) are too small and too slow.
         self.n_ctx = n_ctx
         self.n_threads = n_threads or physical_cores()
+        # Prompt evaluation (batches of tokens) and decode (a token per sequence) may want different
+        # pools; bench/generate.py measures both. By default both use every physical core.
+        self.n_threads_batch = n_threads_batch or n_threads or physical_cores()
         self.seed = seed
         self.parallel = max(1, parallel)
         self._llm = None
@@ -127,7 +133,7 @@ class LlamaCppBackend(Backend):
             try:
                 with _extra_buffer_types(_use_extra_buffer_types()):
                     self._llm = Llama(model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                                      n_threads_batch=self.n_threads, seed=self.seed, verbose=False)
+                                      n_threads_batch=self.n_threads_batch, seed=self.seed, verbose=False)
             except (ValueError, RuntimeError) as exc:
                 raise ModelFileError(f"{self.model_path}: llama.cpp could not load this model ({exc}).") from None
         return self._llm
@@ -190,8 +196,11 @@ class LlamaCppBackend(Backend):
         return list(seen["prompt"]), [s.encode("utf-8") for s in stops]
 
     def describe(self) -> dict:
-        return {"backend": self.id, "model_path": str(self.model_path), "n_ctx": self.n_ctx,
-                "n_threads": self.n_threads, "parallel": self.parallel}
+        described = {"backend": self.id, "model_path": str(self.model_path), "n_ctx": self.n_ctx,
+                     "n_threads": self.n_threads, "n_threads_batch": self.n_threads_batch, "parallel": self.parallel}
+        if self.source_model_path is not None:
+            described["source_model_path"] = str(self.source_model_path)
+        return described
 
 
 class _Captured(Exception):
