@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from curator.core.generation import prompts, repack
-from curator.core.generation.backends import LlamaCppBackend, open_backend
+from curator.core.generation.backends import LlamaCppBackend, Request, open_backend
 
 
 @pytest.fixture
@@ -108,10 +108,31 @@ def test_greedy_replies_of_the_copy_match_the_source(own_cache, bundled_model):
     """
     replies = {}
     for name, path in (("source", bundled_model), ("copy", repack.bundled_model_files().path)):
-        backend = LlamaCppBackend(path, n_ctx=1024)
-        replies[name] = [backend.complete(prompts.build_messages("factoid", [p]), temperature=0.0,
-                                          max_tokens=prompts.MAX_REPLY_TOKENS,
-                                          grammar=prompts.QUESTION_GRAMMAR) for p in FIXED_PASSAGES]
+        # Through the batch decoder (one sequence per prompt, the same layout for both files): its
+        # grammar check costs a token, not a vocabulary scan, so the test stays quick.
+        backend = LlamaCppBackend(path, n_ctx=1024, parallel=len(FIXED_PASSAGES))
+        replies[name] = backend.complete_many([
+            Request(prompts.build_messages("factoid", [p]), max_tokens=prompts.MAX_REPLY_TOKENS, temperature=0.0,
+                    grammar=prompts.QUESTION_GRAMMAR) for p in FIXED_PASSAGES])
     assert all(prompts.parse_output(r) for r in replies["copy"])
     first_words = [a.split()[:4] == b.split()[:4] for a, b in zip(replies["source"], replies["copy"])]
     assert sum(first_words) >= 2, json.dumps(replies, indent=1)
+
+
+def test_run_record_and_manifest_name_both_files_and_hashes(own_cache, bundled_model, sample_db, tmp_path):
+    from curator.core.export.writers import export
+    from curator.core.generation.generate import DEFAULT_MIX, GenerationConfig, _start_run
+    from curator.core.queries.rows import add_query
+    from curator.core.review.decisions import decide
+
+    backend = open_backend()  # the repacked bundled model; nothing is decoded here
+    run_id = _start_run(sample_db, GenerationConfig(), backend, DEFAULT_MIX)
+    chunk_id = sample_db.execute("SELECT id FROM chunks LIMIT 1").fetchone()[0]
+    with sample_db.conn:
+        query_id = add_query(sample_db, "How long are audit entries kept?", "synthetic", reference="ninety days",
+                             gold_chunk_ids=[chunk_id], source_chunk_ids=[chunk_id], run_id=run_id)
+    decide(sample_db, query_id, "approve", "ana")
+    run = export(sample_db, tmp_path / "gold.jsonl")["generation_runs"][0]
+    assert run["model_path"] == str(backend.model_path) and run["source_model_path"] == str(bundled_model)
+    assert run["model_sha256"] == repack.file_sha256(backend.model_path)
+    assert run["source_model_sha256"] == repack.file_sha256(bundled_model) != run["model_sha256"]

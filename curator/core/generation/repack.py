@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-from curator.core.embedding.minilm_gguf import cache_dir
 from curator.core.errors import ModelFileError
+from curator.core.files import cache_dir, current_umask
 
 REPACK_FORMAT = 1  # bump when the conversion changes: the cache name includes it
 # llama.cpp's llama_ftype values (llama.h) of the types we write, by name.
@@ -88,12 +88,6 @@ def _remove_stale_parts(out: Path) -> None:
                 part.unlink()
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -109,7 +103,9 @@ def quantize_copy(source: Union[str, Path], out: Union[str, Path], type_name: st
     """Write ``source`` requantized to ``type_name`` at ``out``, atomically; return ``out``.
 
     The bytes go to ``out.<pid>.<random>.part`` in the same folder and are renamed into place only
-    once llama.cpp has written them all, so readers see either no file or a whole one.
+    once llama.cpp has written them all, so readers see either no file or a whole one. (Not
+    files.atomic_file: its temporary name carries no pid, and a killed writer's leftover, as big
+    as the model, could not be told from a live writer's and cleared.)
     """
     import llama_cpp
 
@@ -128,7 +124,7 @@ def quantize_copy(source: Union[str, Path], out: Union[str, Path], type_name: st
             failed = llama_cpp.llama_model_quantize(str(source).encode(), tmp.encode(), ctypes.byref(params))
         if failed:
             raise ModelFileError(f"{source}: llama.cpp could not write a {type_name} copy (error {failed}).")
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it owner-only; a model file is not secret
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes it owner-only; a model file is not secret
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):
