@@ -34,7 +34,7 @@ def _render_summary(s: dict) -> str:
 @click.option("--mix", "mix_text", help="Type weights, e.g. factoid=0.4,keyword=0.2,vague=0.15,multi_hop=0.1,unanswerable=0.15")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--resume", is_flag=True, help="Continue the last run to its target without duplicates.")
-@click.option("--threads", type=click.IntRange(1, 256), help="CPU threads (default: physical cores).")
+@click.option("--threads", type=click.IntRange(1, 256), help="CPU threads (default: the physical cores other processes leave free).")
 @click.option("--parallel", type=click.IntRange(1, 64),
               help="Rows generated at once: sequences decoded together, or requests in flight with --endpoint "
                    "(default: 8 local, 4 remote; 1 = one at a time).")

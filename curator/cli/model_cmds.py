@@ -35,7 +35,7 @@ def model() -> None:
 @click.option("--type", "type_name", default="q8_0", show_default=True, type=click.Choice(["q8_0", "q4_0"]),
               help="Weights' type of the copy: q8_0 keeps a 4- or 8-bit model's weights; q4_0 loses precision.")
 @click.option("--cache", "into_cache", is_flag=True, help="Write the copy in the user's cache, not beside FILE.")
-@click.option("--threads", type=click.IntRange(1, 256), help="CPU threads for the measurement (default: physical cores).")
+@click.option("--threads", type=click.IntRange(1, 256), help="CPU threads for the measurement (default: the physical cores other processes leave free).")
 @json_option
 def optimize(model_file, type_name, into_cache, threads, as_json):
     """Write a copy of FILE whose weights llama.cpp's CPU kernels repack, and measure both.

@@ -11,10 +11,11 @@ from typing import Optional
 
 from curator.core.generation.backends.base import Backend, FakeBackend, Messages, Request, RequestSource
 from curator.core.generation.backends.http import HttpBackend
-from curator.core.generation.backends.llama_cpp import DEFAULT_PARALLEL, LlamaCppBackend, check_gguf, physical_cores
+from curator.core.generation.backends.llama_cpp import (DEFAULT_PARALLEL, LlamaCppBackend, check_gguf, free_cores,
+                                                        physical_cores)
 
 __all__ = ["Backend", "DEFAULT_PARALLEL", "FakeBackend", "HttpBackend", "LlamaCppBackend", "Messages", "Request",
-           "RequestSource", "check_gguf", "open_backend", "physical_cores"]
+           "RequestSource", "check_gguf", "free_cores", "open_backend", "physical_cores"]
 
 
 def open_backend(model_path: Optional[str] = None, endpoint: Optional[str] = None, n_ctx: int = 2048,
