@@ -27,7 +27,12 @@ def _render(r: dict) -> str:
 
 @click.group("model")
 def model() -> None:
-    """Model files: write faster copies of a GGUF model."""
+    """Model files: write faster copies of a GGUF model.
+
+    \b
+    Example:
+        curator model optimize ~/models/my-model.Q4_1.gguf --cache
+    """
 
 
 @model.command()
