@@ -1,16 +1,20 @@
-"""Generation benchmark: raw llama.cpp decode vs the pipeline, one at a time vs batched.
+"""Generation benchmark: today's one-at-a-time Q4_1 path against the repacked Q8_0 copy, batched.
 
 Run: .venv/bin/python bench/generate.py [--rows 6] [--parallel 8] [--rounds 1]
 
-Everything is measured in one process with one loaded model and the same threads; the
-reference (one request at a time, llama-cpp-python's high-level API) and the batched path
-(several llama.cpp sequences per decode) alternate round by round, so load from other
-processes hits both alike. Prints figures; asserts nothing.
+Prints, in one run: the Q8_0 copy (made or reused); raw prompt and decode tokens/s of both files
+with 1 and N sequences; greedy replies of the copy against the source on a fixed prompt set;
+n_threads / n_threads_batch choices per phase; then pipeline rounds on the same chunks and seeds,
+the reference (bundled Q4_1, one request at a time, llama-cpp-python's high-level API) and the
+candidate (Q8_0 copy, N llama.cpp sequences per decode) alternating, so load from other processes
+hits both alike: accepted rows/min, acceptance, prompt tokens evaluated per accepted row,
+pipeline overhead, peak memory. The load average is printed with the figures. Asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import tempfile
@@ -21,6 +25,8 @@ from curator.core.generation import prompts
 from curator.core.generation.backends import LlamaCppBackend, Request
 from curator.core.generation.backends.llama_batch import common_prefix
 from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.generation.optimize import measure_speed
+from curator.core.generation.repack import bundled_model_files
 from curator.core.corpus.ingest import ingest
 from curator.core.resources import bundled_model_path, sample_corpus_dir
 from curator.core.store import open_project
@@ -130,13 +136,6 @@ def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int,
             "prompt_tokens": prompt_tokens, "new_prompt_tokens": prompt_tokens - reused}
 
 
-def batching_bound(run: dict, ceiling: float, one_sequence: float) -> float:
-    """How much faster per request perfect batching could make this run's work: the prompt
-    tokens it evaluated already run at the batch ceiling, only the generated ones can gain."""
-    prompt, generated = run["new_prompt_tokens"], run["tokens"]
-    return (prompt / ceiling + generated / one_sequence) / ((prompt + generated) / ceiling)
-
-
 def _print_run(name: str, run: dict, raw: float) -> None:
     candidates = run["accepted"] + run["rejected"]
     print(f"  {name}: {run['accepted']} accepted, {run['rejected']} rejected, {run['surplus']} surplus in "
@@ -158,55 +157,120 @@ def _make_template(folder: Path) -> Path:
     return template
 
 
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.1f} / {five:.1f} / {fifteen:.1f} (1/5/15 min) on {os.cpu_count()} CPUs"
+
+
+def raw_rates(backend: LlamaCppBackend, parallel: int, passage: str) -> dict:
+    """Prompt tokens/s (one batch, empty cache) and decode tokens/s with 1 and ``parallel`` sequences."""
+    prompt_eval_seconds(backend, passage, reset=True)  # warm-up
+    cold, tokens = prompt_eval_seconds(backend, passage, reset=True)
+    rates = {"prompt": tokens / cold, 1: raw_decode(backend), parallel: raw_batched_decode(backend, parallel)}
+    backend.parallel = 1
+    return rates
+
+
+def greedy_replies(backend: LlamaCppBackend, passages: list[str], parallel: int) -> list[str]:
+    """Greedy factoid replies on fixed passages, through the batch decoder (same layout for any file)."""
+    backend.parallel = parallel
+    requests = [Request(prompts.build_messages("factoid", [p]), max_tokens=prompts.MAX_REPLY_TOKENS,
+                        temperature=0.0, grammar=prompts.QUESTION_GRAMMAR) for p in passages]
+    texts = backend.complete_many(requests)
+    backend.parallel = 1
+    return texts
+
+
+def first_divergence(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def _print_match(source: list[str], copy: list[str]) -> None:
+    same = sum(a == b for a, b in zip(source, copy))
+    print(f"greedy replies, Q8_0 copy vs Q4_1 source, {len(source)} fixed prompts: {same} identical "
+          f"({same / len(source):.0%})")
+    for i, (a, b) in enumerate(zip(source, copy)):
+        if a != b:
+            at = first_divergence(a, b)
+            print(f"  first divergence: prompt {i}, character {at}: Q4_1 {a[max(0, at - 30):at + 30]!r} / "
+                  f"Q8_0 {b[max(0, at - 30):at + 30]!r}")
+            break
+
+
+def _print_threads(path: Path) -> None:
+    """n_threads (decode, a token per pass) and n_threads_batch (prompt) choices, interleaved twice."""
+    cores = len(os.sched_getaffinity(0))
+    print(f"threads ({cores} CPUs here; 4 threads cannot be measured on this machine):")
+    for threads in sorted({1, 2, cores}) * 2:
+        speed = measure_speed(path, threads)
+        print(f"  {threads} thread(s): prompt {speed['prompt_tokens_per_s']:.0f} tokens/s, "
+              f"one-sequence decode {speed['decode_tokens_per_s']:.0f} tokens/s ({load_average()})")
+
+
+def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int) -> dict:
+    """Alternate the runners round by round on the same seeds; sums per runner."""
+    totals = {name: {"seconds": 0.0, "model": 0.0, "accepted": 0, "candidates": 0, "new_prompt_tokens": 0}
+              for name in runners}
+    for round_no in range(rounds):
+        print(f"pipeline round {round_no + 1} ({rows} rows, seed {round_no}; {load_average()}):")
+        for name, (backend, parallel, raw_decode_rate) in runners.items():
+            run = pipeline(template, backend, parallel, rows, seed=round_no)
+            _print_run(name, run, raw_decode_rate)
+            for key in ("seconds", "model", "accepted", "new_prompt_tokens"):
+                totals[name][key] += run[key]
+            totals[name]["candidates"] += run["accepted"] + run["rejected"]
+    return totals
+
+
+def _print_totals(reference: dict, candidate: dict) -> None:
+    def per_min(t, key):
+        return 60 * t[key] / t["seconds"]
+
+    print(f"candidate vs reference: {per_min(candidate, 'accepted') / per_min(reference, 'accepted'):.2f}x accepted "
+          f"rows/min ({per_min(candidate, 'accepted'):.1f} vs {per_min(reference, 'accepted'):.1f}), "
+          f"{per_min(candidate, 'candidates') / per_min(reference, 'candidates'):.2f}x candidates/min")
+    for name, t in (("reference", reference), ("candidate", candidate)):
+        print(f"  {name}: acceptance {t['accepted'] / max(1, t['candidates']):.0%} ({t['accepted']} of "
+              f"{t['candidates']}), {t['new_prompt_tokens'] / max(1, t['accepted']):.0f} prompt tokens evaluated per "
+              f"accepted row, pipeline overhead {(t['seconds'] - t['model']) / t['model']:.1%} of model time")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=6, help="accepted rows per pipeline run")
     parser.add_argument("--parallel", type=int, default=8, help="sequences decoded together on the batched path")
-    parser.add_argument("--rounds", type=int, default=1, help="alternating reference/batched pipeline rounds")
+    parser.add_argument("--rounds", type=int, default=1, help="alternating reference/candidate pipeline rounds")
     args = parser.parse_args()
-    backend = LlamaCppBackend(bundled_model_path(), n_ctx=2048)
-    print(f"model {backend.model_path.name}, threads {backend.n_threads}, n_ctx {backend.n_ctx}")
-    raw = {1: raw_decode(backend), args.parallel: raw_batched_decode(backend, args.parallel)}
-    print(f"raw decode: {raw[1]:.1f} tokens/s one sequence; {raw[args.parallel]:.1f} tokens/s aggregate over "
-          f"{args.parallel} sequences ({raw[args.parallel] / raw[1]:.2f}x)")
-
+    print(load_average())
+    start = time.perf_counter()
+    files = bundled_model_files()
+    print(f"Q8_0 copy {files.path} ({time.perf_counter() - start:.1f} s to make or find; source {files.source.name})")
+    q4 = LlamaCppBackend(files.source, n_ctx=2048)
+    q8 = LlamaCppBackend(files.path, n_ctx=2048)
+    print(f"threads {q4.n_threads} (prompt {q4.n_threads_batch}; the free cores, generation's default), n_ctx {q4.n_ctx}")
     passage = (sample_corpus_dir() / "api" / "rate_limits.rst").read_text()[:1500]
-    prompt_eval_seconds(backend, passage, reset=True)  # warm-up
-    cold, prompt_tokens = prompt_eval_seconds(backend, passage, reset=True)
-    warm, _ = prompt_eval_seconds(backend, passage + " ", reset=False)
-    print(f"prompt eval, empty cache: {cold * 1000:.0f} ms for {prompt_tokens} tokens; shared prefix cached: "
-          f"{warm * 1000:.0f} ms ({cold / warm:.1f}x)")
-    # A prompt is one big batch, so its rate is what this CPU does with this model when batching
-    # is perfect: no number of parallel sequences can decode faster than that.
-    ceiling = prompt_tokens / cold
-    print(f"batch ceiling: prompt eval runs at {ceiling:.0f} tokens/s, {ceiling / raw[1]:.2f}x the one-sequence "
-          f"decode rate; batched decode reached {raw[args.parallel] / ceiling:.0%} of that ceiling")
+    raws = {}
+    for name, backend in (("Q4_1", q4), ("Q8_0", q8)):
+        raw = raws[name] = raw_rates(backend, args.parallel, passage)
+        print(f"raw {name}: prompt {raw['prompt']:.0f} tokens/s; decode {raw[1]:.1f} tokens/s one sequence, "
+              f"{raw[args.parallel]:.1f} aggregate over {args.parallel} ({load_average()})")
 
     folder = Path(tempfile.mkdtemp())
-    totals = {1: {"seconds": 0.0, "accepted": 0, "candidates": 0}, args.parallel: {"seconds": 0.0, "accepted": 0, "candidates": 0}}
     try:
         template = _make_template(folder)
-        for round_no in range(args.rounds):
-            print(f"pipeline round {round_no + 1} ({args.rows} rows, seed {round_no}):")
-            for parallel in (1, args.parallel):
-                run = pipeline(template, backend, parallel, args.rows, seed=round_no)
-                _print_run("one at a time" if parallel == 1 else f"batched x{parallel}", run, raw[parallel])
-                if parallel == 1:
-                    print(f"    bound: decoding at the batch ceiling, this work would run at most "
-                          f"{batching_bound(run, ceiling, raw[1]):.2f}x faster than one at a time")
-                totals[parallel]["seconds"] += run["seconds"]
-                totals[parallel]["accepted"] += run["accepted"]
-                totals[parallel]["candidates"] += run["accepted"] + run["rejected"]
+        db = open_project(template)
+        fixed = [r[0][:1200] for r in db.execute("SELECT text FROM chunks WHERE tokens >= 60 ORDER BY id LIMIT 16")]
+        db.close()
+        _print_match(greedy_replies(q4, fixed, args.parallel), greedy_replies(q8, fixed, args.parallel))
+        _print_threads(files.path)
+        runners = {"reference Q4_1 one at a time": (q4, 1, raws["Q4_1"][1]),
+                   f"candidate Q8_0 batched x{args.parallel}": (q8, args.parallel, raws["Q8_0"][args.parallel])}
+        totals = _pipeline_rounds(template, runners, args.rows, args.rounds)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    one, many = totals[1], totals[args.parallel]
-    print(f"batched x{args.parallel} vs one at a time: {(many['accepted'] / many['seconds']) / (one['accepted'] / one['seconds']):.2f}x "
-          f"accepted rows/min, {(many['candidates'] / many['seconds']) / (one['candidates'] / one['seconds']):.2f}x candidates/min")
-    stats = backend._decoder.stats if backend._decoder else None
-    if stats and stats["prompt_tokens"]:
-        print(f"batched prompt tokens taken from cached prefixes: {stats['reused_tokens']} of {stats['prompt_tokens']} "
-              f"({stats['reused_tokens'] / stats['prompt_tokens']:.0%})")
-    print(f"peak memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    _print_totals(*totals.values())
+    print(f"peak memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB (both models loaded); "
+          f"{load_average()}")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ def _render_summary(s: dict) -> str:
 @click.option("--mix", "mix_text", help="Type weights, e.g. factoid=0.4,keyword=0.2,vague=0.15,multi_hop=0.1,unanswerable=0.15")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--resume", is_flag=True, help="Continue the last run to its target without duplicates.")
-@click.option("--threads", type=click.IntRange(1, 256), help="CPU threads (default: physical cores).")
+@click.option("--threads", type=click.IntRange(1, 256), help="CPU threads (default: the physical cores other processes leave free).")
 @click.option("--parallel", type=click.IntRange(1, 64),
               help="Rows generated at once: sequences decoded together, or requests in flight with --endpoint "
                    "(default: 8 local, 4 remote; 1 = one at a time).")
@@ -43,9 +43,11 @@ def _render_summary(s: dict) -> str:
 @click.option("--cluster", type=int, help="Seed generation with the chunks behind this cluster's real queries.")
 @click.option("--min-quality", default=0.0, show_default=True, type=click.FloatRange(0, 1),
               help="Reject rows whose quality score (BM25 round trip + filter margins, 0..1) is below this.")
+@click.option("--no-repack", is_flag=True,
+              help="Run the bundled model from its Q4_1 file, not the faster Q8_0 copy cached on first use.")
 @json_option
 def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, threads, parallel, retries, cluster,
-             min_quality, as_json):
+             min_quality, no_repack, as_json):
     """Reverse-generate queries, reference answers and gold chunk ids with a local model.
 
     Every accepted row is committed at once; Ctrl-C stops cleanly and --resume goes on.
@@ -61,7 +63,7 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
         raise click.UsageError("use --model or --endpoint, not both")
     config = GenerationConfig(count=count, mix=parse_mix(mix_text) if mix_text else None, seed=seed,
                               model_path=model_path, endpoint=endpoint, threads=threads, resume=resume, cluster=cluster,
-                              parallel=parallel, retries=retries, min_quality=min_quality)
+                              parallel=parallel, retries=retries, min_quality=min_quality, repack=not no_repack)
     with project(project_path) as db:
         summary = run_generate(db, config, on_progress=progress_printer("generate"))
     emit(summary, as_json, _render_summary)

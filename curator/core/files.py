@@ -13,6 +13,13 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 
+def cache_dir() -> Path:
+    """The user's cache folder for curator (XDG_CACHE_HOME or ~/.cache, then curator/): converted and
+    repacked model files, numba's compiled kernels."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "curator"
+
+
 def current_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)

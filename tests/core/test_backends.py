@@ -209,3 +209,21 @@ def test_real_retry_of_a_prompt_reuses_all_its_cached_cells(bundled_model, sampl
     prompt_tokens = len(backend.chat_prompt(messages)[0])
     assert answered == [first, retry]
     assert backend._decoder.stats == {"prompt_tokens": 2 * prompt_tokens, "reused_tokens": prompt_tokens - 1}
+
+
+def test_threads_default_to_the_cores_other_processes_leave_free(monkeypatch, bundled_model):
+    """Under OpenMP a thread waiting for a descheduled one spins: on a loaded machine fewer threads
+    run faster (bench/generate.py); on an idle one every physical core is used."""
+    from curator.core.generation.backends import llama_cpp as module
+
+    monkeypatch.setattr(module, "physical_cores", lambda: 2)
+    monkeypatch.setattr(module.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    monkeypatch.setattr(module.os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    assert module.free_cores() == 2
+    monkeypatch.setattr(module.os, "getloadavg", lambda: (8.5, 8.0, 8.0))
+    assert module.free_cores() == 1
+    monkeypatch.setattr(module.os, "getloadavg", lambda: (1.2, 1.0, 1.0))
+    assert module.free_cores() == 1
+    backend = module.LlamaCppBackend(bundled_model)
+    assert backend.n_threads == backend.n_threads_batch == 1
+    assert module.LlamaCppBackend(backend.model_path, n_threads=2).n_threads_batch == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from curator.core.generation import filters
@@ -137,9 +139,15 @@ def test_real_bundled_model_generates_rows_with_valid_gold(sample_db, bundled_mo
         assert (not gold_ids) if qtype == "unanswerable" else gold_ids and gold_ids <= chunk_ids
     reasons = [r[0] for r in sample_db.execute("SELECT reason FROM rejected_candidates")]
     assert all(reasons)
-    run = sample_db.execute("SELECT model_sha256, model_size, prompts, status FROM generation_runs").fetchone()
-    assert len(run[0]) == 64 and run[1] == bundled_model.stat().st_size and "Question" in run[2]
+    run = sample_db.execute("SELECT model_sha256, model_size, prompts, status, params, model_path "
+                            "FROM generation_runs").fetchone()
+    # The bundled model runs from its repacked Q8_0 copy; the record names that file and the original.
+    assert len(run[0]) == 64 and run[1] == Path(run[5]).stat().st_size and "Question" in run[2]
     assert run[3] in {"complete", "exhausted"}
+    params = eval_json(run[4])
+    assert params["source_model_path"] == str(bundled_model) and run[5] != str(bundled_model)
+    assert params["source_model_size"] == bundled_model.stat().st_size and len(params["source_model_sha256"]) == 64
+    assert params["source_model_sha256"] != run[0]
 
 
 def eval_json(text):

@@ -26,14 +26,9 @@ import numpy as np
 from curator.core.embedding.base import Embedder, l2_normalise
 from curator.core.embedding.minilm import MiniLMEmbedder, minilm_zip, read_safetensors
 from curator.core.errors import ModelFileError
+from curator.core.files import cache_dir  # noqa: F401 (clustering imports it from here too)
 
 GGUF_FORMAT = 1  # bump when the conversion changes: the cache name includes it
-
-
-def cache_dir() -> Path:
-    """The user's cache folder for curator (XDG_CACHE_HOME or ~/.cache, then curator/)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "curator"
 
 
 def _file_sha1(path: str) -> str:

@@ -186,6 +186,9 @@ def _manifest(db, rows: list[dict], fmt: str, files: dict[str, Path], filters: d
     for run in runs:
         for key in ("params", "prompts", "mix"):
             run[key] = store.loads(run[key])
+        # A repacked model (generation.repack) ran from a copy: name the original file and hash too.
+        run["source_model_path"] = run["params"].get("source_model_path", run["model_path"])
+        run["source_model_sha256"] = run["params"].get("source_model_sha256", run["model_sha256"])
     cluster_run = store.rows(db, "SELECT id, embedder, params, k FROM cluster_runs WHERE active = 1")
     return {
         "curator_version": __version__, "created_at": store.now(), "format": fmt, "filters": filters,

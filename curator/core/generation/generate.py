@@ -6,7 +6,6 @@ row in flight; ``resume`` continues the last run to its target without duplicate
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
 import time
@@ -22,6 +21,7 @@ from curator.core.generation import filters
 from curator.core.generation import prompts
 from curator.core.generation import quality
 from curator.core.generation.backends import Backend, Request, open_backend
+from curator.core.generation.repack import file_sha256
 from curator.core.errors import BadOption, InputError
 from curator.core.queries.rows import add_query, get_query
 from curator.core.corpus.search import search_chunks
@@ -57,6 +57,7 @@ class GenerationConfig:
     parallel: Optional[int] = None  # requests generated together (default: the backend's own)
     retries: int = RETRIES_PER_CHUNK  # new seeds for a rejected (type, chunk) before moving on
     min_quality: float = 0.0  # rows scoring below it are rejected (generation.quality); 0 keeps all
+    repack: bool = True  # run the bundled model from its cached Q8_0 copy (generation.repack); False: the Q4_1 file
 
 
 def _ignore(*_args) -> None:
@@ -193,12 +194,18 @@ def _file_sha256(path: Path, db: sqlite_utils.Database) -> str:
     cached = store.meta_get(db, key)
     if cached:
         return cached
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    store.meta_set(db, key, digest.hexdigest())
-    return digest.hexdigest()
+    digest = file_sha256(path)
+    store.meta_set(db, key, digest)
+    return digest
+
+
+def _source_model(db: sqlite_utils.Database, described: dict) -> dict:
+    """The file a repacked model was made from, with its hash (empty when the model ran as it is)."""
+    source = described.get("source_model_path")
+    if not source:
+        return {}
+    return {"source_model_path": source, "source_model_sha256": _file_sha256(Path(source), db),
+            "source_model_size": Path(source).stat().st_size}
 
 
 def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Backend, mix: dict) -> int:
@@ -207,10 +214,11 @@ def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Bac
     size = sha = None
     if model_path:
         size, sha = Path(model_path).stat().st_size, _file_sha256(Path(model_path), db)
+    # model_path/model_sha256 name the file that ran; a repacked copy's original is in params too.
     params = {"temperature": config.temperature, "max_tokens": config.max_tokens, "n_ctx": config.n_ctx,
               "retries": config.retries, "threads": described.get("n_threads"), "cluster": config.cluster,
               "min_quality": config.min_quality, "quality": quality.DEFINITION,
-              **described}
+              **described, **_source_model(db, described)}
     with db.conn:
         cursor = db.execute(
             """INSERT INTO generation_runs (created_at, backend, model_path, model_size, model_sha256, params, seed,
@@ -564,7 +572,7 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     if config.resume:
         _adopt_run_settings(db, config)
     backend = backend or open_backend(config.model_path, config.endpoint, config.n_ctx, config.threads, config.seed,
-                                      parallel=config.parallel)
+                                      parallel=config.parallel, repack=config.repack)
     run_id, mix = _resolve_run(db, config, backend)
     done = _accepted_by_type(db, run_id)
     plan = {t: max(0, n - done.get(t, 0)) for t, n in allocate(config.count, mix).items()}

@@ -21,6 +21,7 @@ class BatchHost(Protocol):
 
     n_ctx: int
     n_threads: int
+    n_threads_batch: int
 
     @property
     def llm(self): ...
@@ -90,7 +91,7 @@ class BatchDecoder:
         params.n_ctx = self.n_cells
         params.n_batch = params.n_ubatch = N_BATCH
         params.n_seq_max = parallel
-        params.n_threads = params.n_threads_batch = backend.n_threads
+        params.n_threads, params.n_threads_batch = backend.n_threads, backend.n_threads_batch
         params.kv_unified = True  # one cell pool, so sequences can share prefix cells
         self.ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
         self.batch = _internals.LlamaBatch(n_tokens=N_BATCH, embd=0, n_seq_max=1, verbose=False)

@@ -35,6 +35,24 @@ def physical_cores() -> int:
     return len(cores) or os.cpu_count() or 1
 
 
+def free_cores() -> int:
+    """Physical cores not already kept busy by other processes (1-minute load average), at least 1.
+
+    Why: this build runs ggml's threads under OpenMP, and a thread waiting at a barrier for one the
+    OS has descheduled spins. On the shared 2-core machine here (load average ~8.5), bench/generate.py
+    measured the bundled model at 1 thread against 2: prompt 245-265 vs 112-170 tokens/s (Q8_0),
+    164-167 vs 44-131 (Q4_1); one-sequence decode 49-50 vs 23-27 (Q8_0), 61-65 vs 26-32 (Q4_1).
+    On an idle machine every physical core is free, and that is what this returns.
+    """
+    cores = physical_cores()
+    try:
+        busy = int(os.getloadavg()[0] + 0.5)
+    except OSError:
+        return cores
+    logical = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or cores)
+    return max(1, min(cores, logical - busy))
+
+
 def check_gguf(path: Union[str, Path]) -> Path:
     """Refuse a missing, truncated or non-GGUF model file before any work starts."""
     path = Path(path).expanduser()
@@ -108,11 +126,18 @@ class LlamaCppBackend(Backend):
     id = "llama-cpp"
 
     def __init__(self, model_path: Union[str, Path], n_ctx: int = 2048, n_threads: Optional[int] = None,
-                 seed: int = 0, parallel: int = 1):
+                 seed: int = 0, parallel: int = 1, source_model_path: Union[str, Path, None] = None,
+                 n_threads_batch: Optional[int] = None):
         self.model_path = check_gguf(model_path)
+        # The file model_path was made from (a repacked copy's original), named in the run record.
+        self.source_model_path = Path(source_model_path) if source_model_path else None
         # llama-cpp-python's defaults (n_ctx=512, half the cores) are too small and too slow.
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or physical_cores()
+        # Decode (a token per sequence per pass) and prompt evaluation (batches of tokens) each get a
+        # pool; bench/generate.py measures both phases. By default both take the free cores: on the
+        # 2-core machine measured, the best count was the same for both phases (see free_cores).
+        self.n_threads = n_threads or free_cores()
+        self.n_threads_batch = n_threads_batch or self.n_threads
         self.seed = seed
         self.parallel = max(1, parallel)
         self._llm = None
@@ -127,7 +152,7 @@ class LlamaCppBackend(Backend):
             try:
                 with _extra_buffer_types(_use_extra_buffer_types()):
                     self._llm = Llama(model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                                      n_threads_batch=self.n_threads, seed=self.seed, verbose=False)
+                                      n_threads_batch=self.n_threads_batch, seed=self.seed, verbose=False)
             except (ValueError, RuntimeError) as exc:
                 raise ModelFileError(f"{self.model_path}: llama.cpp could not load this model ({exc}).") from None
         return self._llm
@@ -190,8 +215,11 @@ class LlamaCppBackend(Backend):
         return list(seen["prompt"]), [s.encode("utf-8") for s in stops]
 
     def describe(self) -> dict:
-        return {"backend": self.id, "model_path": str(self.model_path), "n_ctx": self.n_ctx,
-                "n_threads": self.n_threads, "parallel": self.parallel}
+        described = {"backend": self.id, "model_path": str(self.model_path), "n_ctx": self.n_ctx,
+                     "n_threads": self.n_threads, "n_threads_batch": self.n_threads_batch, "parallel": self.parallel}
+        if self.source_model_path is not None:
+            described["source_model_path"] = str(self.source_model_path)
+        return described
 
 
 class _Captured(Exception):
