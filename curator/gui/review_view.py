@@ -23,6 +23,7 @@ from curator.core.generation import quality
 from curator.core.queries.rows import get_query
 from curator.core.retrieval.suggest import suggestions
 from curator.core.review.sample import queue_entry
+from curator.core.clustering.reads import cluster_table
 from curator.core.store.gold import GoldMissing
 from curator.gui.gold_dialog import GoldDialog
 from curator.gui.highlight import content_words, highlight
@@ -150,6 +151,8 @@ class ReviewView(QWidget):
     """The review tab. ``decided`` is emitted with the query id after every change."""
 
     decided = Signal(str)
+    whole_queue = Signal()  # "Whole queue" pressed: the map selection is dropped everywhere
+    next_step = Signal(str)  # the empty state's button: "corpus", "generate" or "clusters"
 
     def __init__(self, db: sqlite_utils.Database, reviewer: str, parent=None) -> None:
         super().__init__(parent)
@@ -160,6 +163,7 @@ class ReviewView(QWidget):
         self.focus: Optional[set[str]] = None  # a map selection the reviewer works through, or None
         self.focus_reason = ""
         self.gold_dialog: Optional[GoldDialog] = None
+        self._labels: Optional[dict] = None
         self.note_dialog: Optional[NoteDialog] = None
         self.setFocusPolicy(Qt.StrongFocus)
         self._build()
@@ -175,7 +179,7 @@ class ReviewView(QWidget):
         self.focus_label = plain_label()
         clear = QPushButton("Whole queue")
         clear.setFocusPolicy(Qt.NoFocus)
-        clear.clicked.connect(lambda: self.set_focus(None))
+        clear.clicked.connect(self._whole_queue)
         bar.addWidget(self.focus_label, 1)
         bar.addWidget(clear)
         self.focus_bar.hide()
@@ -225,13 +229,19 @@ class ReviewView(QWidget):
         col.addWidget(plain_label("Gold chunk(s) with surrounding text", bold=True))
         col.addWidget(self.chunks, 1)
         col.addWidget(self.message)
+        self.next_step_button = QPushButton()
+        self.next_step_button.setFocusPolicy(Qt.NoFocus)
+        self.next_step_button.clicked.connect(lambda: self.next_step.emit(self._next_step()[1]))
+        self.next_step_button.hide()
+        col.addWidget(self.next_step_button)
         col.addLayout(self._decision_buttons())
         col.addWidget(self.keys_hint)
         side = QWidget()
         scol = QVBoxLayout(side)
         scol.addWidget(plain_label("Progress", bold=True))
         scol.addWidget(self.progress_label)
-        scol.addWidget(plain_label("Last ten decisions", bold=True))
+        self.history_label = plain_label(bold=True)
+        scol.addWidget(self.history_label)
         self.history = QListWidget()
         self.history.setFocusPolicy(Qt.NoFocus)
         scol.addWidget(self.history, 1)
@@ -297,6 +307,23 @@ class ReviewView(QWidget):
             nxt = next_pending(self.db, after, within=self.focus)
         self.show_query(nxt)
 
+    def _whole_queue(self) -> None:
+        self.set_focus(None)
+        self.whole_queue.emit()
+
+    def set_reviewer(self, name: str) -> None:
+        """Decide, undo and list history as another reviewer from now on (Review > Change reviewer)."""
+        self.reviewer = name
+        self.load_initial()
+
+    def _next_step(self) -> tuple[str, str]:
+        """(button caption, tab) for an empty queue: the earliest pipeline stage still missing."""
+        if not self.db.execute("SELECT 1 FROM chunks WHERE active = 1 LIMIT 1").fetchone():
+            return "Add documents in the Corpus tab…", "corpus"
+        if not self.db.execute("SELECT 1 FROM queries LIMIT 1").fetchone():
+            return "Generate queries (or import a log)…", "generate"
+        return "Cluster the queries and build a review queue…", "clusters"
+
     def set_focus(self, query_ids: Optional[Collection[str]], why: str = "selected on the map") -> None:
         """Review only these queries (a map selection, or this reviewer's share of an overlap plan);
         None or empty: the whole queue."""
@@ -323,26 +350,43 @@ class ReviewView(QWidget):
         q = self.current
         if self.focus is not None:
             self._update_focus_bar()
+        self.next_step_button.setVisible(q is None and self.focus is None)
         if q is None:
             self.status_label.setText(
                 "Nothing left to review. Build a queue in the Clusters tab or generate more queries." if self.focus is None
                 else "Every selected query is reviewed. 'Whole queue' goes back to the rest.")
+            self.next_step_button.setText(self._next_step()[0])
             self.question.setPlainText("")
             self.why_label.setText("")
             self.reference.setPlainText("")
             self.chunks.setPlainText("")
         else:
-            who = f" · by {q['reviewer']}" if q.get("reviewer") else ""
-            note = f" · note: {q['note']}" if q.get("note") else ""
-            self.status_label.setText(f"{q['status'].upper()} · {q['query_type']} · {q['source']} · "
-                                      f"cluster {q.get('cluster') if q.get('cluster') is not None else '-'}{who}{note}"
-                                      f"{quality_note(q)}")
+            self.status_label.setText(self._header(q))
             self.question.setPlainText(q["text"])
             self.why_label.setText(why_queued(q, queue_entry(self.db, q["id"])))
             self.reference.setPlainText(q.get("reference") or "")
             self._render_chunks(q)
         self._render_suggestions(q)
         self._render_side()
+
+    def _header(self, q: dict) -> str:
+        """STATUS · type · source · cluster label · by whom · note, each word once (a log
+        query's type and source are both "log")."""
+        parts = [q["status"].upper(), *dict.fromkeys([q["query_type"], q["source"]])]
+        if q.get("cluster") is not None:
+            label = self._cluster_labels().get(q["cluster"])
+            parts.append(f"cluster {q['cluster']}: {label}" if label else f"cluster {q['cluster']}")
+        if q.get("reviewer"):
+            parts.append(f"by {q['reviewer']}")
+        if q.get("note"):
+            parts.append(f"note: {q['note']}")
+        return " · ".join(parts) + quality_note(q)
+
+    def _cluster_labels(self) -> dict:
+        """Cluster number -> label of the active run, read once until the next refresh."""
+        if self._labels is None:
+            self._labels = {row["cluster"]: row["label"] for row in cluster_table(self.db)}
+        return self._labels
 
     def _render_chunks(self, q: dict) -> None:
         """Plain text only; highlighting is applied as character formats, never HTML."""
@@ -392,6 +436,7 @@ class ReviewView(QWidget):
             lines.append(f"  cluster {name}: {row['reviewed'] or 0} / {row['queued']}")
         self.progress_label.setText("\n".join(lines))
         self.history.clear()
+        self.history_label.setText(f"Last ten decisions by {self.reviewer}")
         for entry in decisions.history(self.db, self.reviewer, limit=10):
             mark = {"done": "", "merged": " (merged)"}.get(entry["state"], " (undone)")
             self.history.addItem(f"{entry['action']}{mark}: {entry['text'][:60]}")
@@ -561,4 +606,5 @@ class ReviewView(QWidget):
 
     def refresh(self) -> None:
         """Re-read the current row (another tab may have changed it)."""
+        self._labels = None  # a new clustering run may have renamed the clusters
         self.show_query(self.current["id"] if self.current else next_pending(self.db))
