@@ -38,14 +38,19 @@ def project_file(db: sqlite_utils.Database) -> Path:
 
 def summary(result: IngestReport) -> str:
     """One line a user can act on: what was stored, what was skipped, what the project holds now."""
-    parts = [f"Ingested {result.files_ingested} files ({result.chunks_added} new chunks"
+    parts = [f"Ingested {plural(result.files_ingested, 'file')} ({plural(result.chunks_added, 'new chunk')}"
              f"{f', {result.chunks_retired} retired' if result.chunks_retired else ''})",
              f"{result.files_unchanged} unchanged"]
     if result.skipped or result.line_errors:
-        parts.append(f"{len(result.skipped)} skipped, {len(result.line_errors)} bad lines (listed below)")
+        parts.append(f"{plural(len(result.skipped), 'file')} skipped, {plural(len(result.line_errors), 'bad line')} "
+                     "(listed below)")
     if result.queries_stale:
         parts.append(f"{result.queries_stale} queries have a gold chunk that is gone: review them again")
     return "; ".join(parts) + f". The project holds {result.total_documents} documents, {result.total_chunks} chunks."
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def dropped_paths(mime) -> list[str]:
@@ -204,7 +209,7 @@ class CorpusView(TaskView, QWidget):
             self.skipped_list.addItem(QListWidgetItem(f"{entry['path']} — {entry['reason']}"))
         for line in lines:
             self.skipped_list.addItem(QListWidgetItem(line))
-        self.skipped_label.setText(f"Skipped {len(skipped)} files and {len(lines)} lines:")
+        self.skipped_label.setText(f"Skipped: {plural(len(skipped), 'file')}, {plural(len(lines), 'bad line')}")
         self.skipped_label.setVisible(bool(skipped or lines))
         self.skipped_list.setVisible(bool(skipped or lines))
 

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
 from curator.core.queries.logs import detect_fields, import_log
 from curator.core.queries.rows import get_query, list_queries
 from curator.gui import workers
-from curator.gui.corpus_view import project_file
+from curator.gui.corpus_view import plural, project_file
 from curator.gui.empty_state import EmptyStack, EmptyState
 from curator.gui.import_log_dialog import ImportLogDialog
 from curator.gui.models import COLUMNS, HEADERS, ID_ROLE, QueryFilterProxy, QueryTableModel
@@ -41,8 +41,9 @@ def import_summary(result: dict) -> str:
     name = Path(result["file"]).name
     if result.get("already_imported"):
         return f"{name} was already imported ({result.get('first_imported_at') or 'earlier'}); nothing changed."
-    skipped = f"; {result['skipped']} lines skipped (listed below)" if result["skipped"] else ""
-    return (f"Imported {result['imported']} queries from {name} ({result['merged']} repeats merged, "
+    skipped = f"; {plural(result['skipped'], 'line')} skipped (listed below)" if result["skipped"] else ""
+    return (f"Imported {plural(result['imported'], 'query').replace('querys', 'queries')} from {name} "
+            f"({result['merged']} repeats merged, "
             f"{result['negative']} with negative feedback){skipped}.")
 
 

@@ -219,6 +219,7 @@ class ReviewView(QWidget):
         col = QVBoxLayout(main)
         col.addWidget(self.focus_bar)
         col.addWidget(self.status_label)
+        col.addLayout(self._next_step_row())
         col.addWidget(plain_label("Question", bold=True))
         col.addWidget(self.question)
         col.addWidget(self.why_label)
@@ -229,11 +230,6 @@ class ReviewView(QWidget):
         col.addWidget(plain_label("Gold chunk(s) with surrounding text", bold=True))
         col.addWidget(self.chunks, 1)
         col.addWidget(self.message)
-        self.next_step_button = QPushButton()
-        self.next_step_button.setFocusPolicy(Qt.NoFocus)
-        self.next_step_button.clicked.connect(lambda: self.next_step.emit(self._next_step()[1]))
-        self.next_step_button.hide()
-        col.addWidget(self.next_step_button)
         col.addLayout(self._decision_buttons())
         col.addWidget(self.keys_hint)
         side = QWidget()
@@ -260,6 +256,17 @@ class ReviewView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(splitter)
+
+    def _next_step_row(self) -> QHBoxLayout:
+        """The empty queue's way on: one button to the tab that makes the next stage."""
+        self.next_step_button = QPushButton()
+        self.next_step_button.setFocusPolicy(Qt.NoFocus)
+        self.next_step_button.clicked.connect(lambda: self.next_step.emit(self._next_step()[2]))
+        self.next_step_button.hide()
+        row = QHBoxLayout()
+        row.addWidget(self.next_step_button)
+        row.addStretch(1)
+        return row
 
     def _decision_buttons(self) -> QHBoxLayout:
         """The decisions as buttons for mouse users, each naming its key; they never take focus."""
@@ -316,13 +323,14 @@ class ReviewView(QWidget):
         self.reviewer = name
         self.load_initial()
 
-    def _next_step(self) -> tuple[str, str]:
-        """(button caption, tab) for an empty queue: the earliest pipeline stage still missing."""
+    def _next_step(self) -> tuple[str, str, str]:
+        """(what is missing, button caption, tab) for an empty queue: the earliest stage not done."""
         if not self.db.execute("SELECT 1 FROM chunks WHERE active = 1 LIMIT 1").fetchone():
-            return "Add documents in the Corpus tab…", "corpus"
+            return "Nothing to review yet: the project has no documents.", "Add documents in the Corpus tab…", "corpus"
         if not self.db.execute("SELECT 1 FROM queries LIMIT 1").fetchone():
-            return "Generate queries (or import a log)…", "generate"
-        return "Cluster the queries and build a review queue…", "clusters"
+            return ("Nothing to review yet: the project has no queries.", "Generate queries from the corpus…",
+                    "generate")
+        return ("Nothing left to review in the queue.", "Cluster the queries and build a review queue…", "clusters")
 
     def set_focus(self, query_ids: Optional[Collection[str]], why: str = "selected on the map") -> None:
         """Review only these queries (a map selection, or this reviewer's share of an overlap plan);
@@ -351,11 +359,13 @@ class ReviewView(QWidget):
         if self.focus is not None:
             self._update_focus_bar()
         self.next_step_button.setVisible(q is None and self.focus is None)
+        if q is None and self.focus is None:
+            missing, caption, _tab = self._next_step()
+            self.status_label.setText(missing)
+            self.next_step_button.setText(caption)
         if q is None:
-            self.status_label.setText(
-                "Nothing left to review. Build a queue in the Clusters tab or generate more queries." if self.focus is None
-                else "Every selected query is reviewed. 'Whole queue' goes back to the rest.")
-            self.next_step_button.setText(self._next_step()[0])
+            if self.focus is not None:
+                self.status_label.setText("Every selected query is reviewed. 'Whole queue' goes back to the rest.")
             self.question.setPlainText("")
             self.why_label.setText("")
             self.reference.setPlainText("")

@@ -80,7 +80,7 @@ def test_add_folder_ingests_in_a_worker_and_lists_the_skipped_files(qtbot, empty
     listed = [view.skipped_list.item(i).text() for i in range(view.skipped_list.count())]
     assert any("broken.pdf" in line and " — " in line for line in listed)
     assert any("passages.jsonl:2" in line for line in listed)  # the bad line, as file:line
-    assert view.skipped_list.isVisibleTo(view) and "1 skipped" in view.status.text()
+    assert view.skipped_list.isVisibleTo(view) and "1 file skipped" in view.status.text()
     assert view.reingest_button.isEnabled() and not view.busy()
 
 
