@@ -617,4 +617,10 @@ class ReviewView(QWidget):
     def refresh(self) -> None:
         """Re-read the current row (another tab may have changed it)."""
         self._labels = None  # a new clustering run may have renamed the clusters
-        self.show_query(self.current["id"] if self.current else next_pending(self.db))
+        current = self.current["id"] if self.current else None
+        if current is not None and self.focus is None and not self._in_review_order(current):
+            current = None  # a queue was built since this row was shown: start on the queue
+        self.show_query(current or next_pending(self.db))
+
+    def _in_review_order(self, query_id: str) -> bool:
+        return any(row["query_id"] == query_id for row in review_order(self.db))

@@ -300,3 +300,33 @@ def test_the_queries_tab_says_when_the_map_filters_it_and_whole_queue_clears_it(
     assert cleared and cleared[-1] == []  # the map's selection is dropped, which clears every filter
     assert win.queries_view.visible_count() == 5 and not win.queries_view.filter_bar.isVisibleTo(win.queries_view)
     win.close()
+
+
+def test_review_header_names_the_cluster_once_and_a_new_queue_is_reviewed_from_its_start(qtbot, sample_project_path,
+                                                                                         tmp_path):
+    from curator.core.clustering.cluster import cluster_queries
+
+    db = open_project(sample_project_path)
+    texts = ["how do I sync offline", "sync stuck on spinner", "sync never finishes", "refund my annual plan",
+             "refund after cancelling", "money back for plan", "install on ubuntu", "install on macos",
+             "install fails on windows"]
+    ids = [add_query(db, text, "log") for text in texts]
+    db.close()
+    win = window(qtbot, tmp_path, sample_project_path, reviewer="ana")
+    review = win.review_view
+    first = review.current["id"]
+    assert review.status_label.text().startswith("PENDING · log") and "log · log" not in review.status_label.text()
+    db = open_project(sample_project_path)
+    cluster_queries(db, k=3, seed=0, embedder="tfidf")
+    build_queue(db, size=4)
+    queued = [r[0] for r in db.execute("SELECT query_id FROM review_queue ORDER BY position")]
+    db.close()
+    win.clusters_view.project_changed.emit()  # what the Clusters tab sends after sampling
+    current = review.current
+    assert current["id"] in queued and (first in queued or current["id"] == queued[0])
+    db = open_project(sample_project_path)
+    label = db.execute("SELECT label FROM clusters WHERE cluster = ? AND run_id = (SELECT MAX(id) FROM cluster_runs)",
+                       [current["cluster"]]).fetchone()[0]
+    db.close()
+    assert f"cluster {current['cluster']}: {label}" in review.status_label.text()  # "cluster 2: sync · spinner · ..."
+    win.close()
