@@ -15,7 +15,7 @@ from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMainWindow, QMessageBox, QTabWidget
 
 from curator.core.errors import CuratorError
-from curator.core.review.identity import ENV_VAR, default_reviewer, remember_reviewer
+from curator.core.review.identity import ENV_VAR, default_reviewer, remember_reviewer, stored_reviewer
 from curator.core.store import open_project
 from curator.gui.corpus_view import CorpusView
 from curator.gui.empty_state import EmptyState
@@ -73,8 +73,20 @@ class MainWindow(QMainWindow):
         """The reviewer's name: the one the CLI uses too (core's ``default_reviewer``), so
         ``curator undo`` finds the window's decisions; tests and ``--reviewer`` inject one."""
         if not self._reviewer:
+            self._adopt_old_window_name()
             self._reviewer = default_reviewer()
         return self._reviewer
+
+    def _adopt_old_window_name(self) -> None:
+        """Earlier versions kept the window's reviewer name in Qt's settings only: store it where the
+        CLI reads it too, once, so the name a reviewer has been deciding under stays theirs."""
+        old = self.settings.value("reviewer")
+        if old and stored_reviewer() is None:
+            try:
+                remember_reviewer(str(old))
+            except CuratorError:
+                return  # an unusable old value: the login name it is
+        self.settings.remove("reviewer")
 
     def change_reviewer(self) -> None:
         name, ok = QInputDialog.getText(self, "Change reviewer", "Your name (recorded with every decision, "

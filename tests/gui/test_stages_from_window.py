@@ -330,3 +330,13 @@ def test_review_header_names_the_cluster_once_and_a_new_queue_is_reviewed_from_i
     db.close()
     assert f"cluster {current['cluster']}: {label}" in review.status_label.text()  # "cluster 2: sync · spinner · ..."
     win.close()
+
+
+def test_a_name_the_window_kept_in_qt_settings_becomes_the_shared_one(qtbot, sample_project_path, tmp_path):
+    settings = QSettings(str(tmp_path / "old.ini"), QSettings.IniFormat)
+    settings.setValue("reviewer", "erin")  # where earlier versions kept it, out of the CLI's sight
+    win = MainWindow(sample_project_path, settings=settings)
+    qtbot.addWidget(win)
+    assert win.reviewer() == "erin" and identity.default_reviewer() == "erin"
+    assert settings.value("reviewer") is None
+    win.close()
