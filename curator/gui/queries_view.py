@@ -63,6 +63,8 @@ class QueriesView(TaskView, QWidget):
         self.project_path = Path(project_path) if project_path else project_file(db)
         self.init_tasks()
         self.import_dialog: Optional[ImportLogDialog] = None
+        self._detected: Optional[dict] = None
+        self.task_finished.connect(self._task_announced)
         self.last_import: Optional[dict] = None
         self.model = QueryTableModel()
         self.proxy = QueryFilterProxy(self)
@@ -198,10 +200,16 @@ class QueriesView(TaskView, QWidget):
                              finished=self._fields_detected, cancelled=lambda: self.status.setText("Cancelled."))
 
     def _fields_detected(self, detected: dict) -> tuple:
+        self._detected = detected  # the dialog opens once the view is idle, so its OK can start the import
+        return (detected,)
+
+    def _task_announced(self, _result) -> None:
+        detected, self._detected = self._detected, None
+        if detected is None:
+            return
         self.import_dialog = ImportLogDialog(detected, self)
         self.import_dialog.accepted.connect(lambda: self.start_import(detected["file"], **self.import_dialog.choices()))
         self.import_dialog.open()  # not exec(): the event loop (and a test) goes on
-        return (detected,)
 
     def start_import(self, path: str, **choices):
         return self.run_task(import_log, path, message=f"Importing {Path(path).name}…", finished=self._imported,

@@ -7,6 +7,7 @@ leads to the tab that does the next step.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -111,8 +112,6 @@ class MainWindow(QMainWindow):
         return True
 
     def _reviewer_note(self) -> str:
-        import os
-
         env = os.environ.get(ENV_VAR, "").strip()
         if env and env != self._reviewer:
             return (f"Reviewing as {self._reviewer}; ${ENV_VAR} is set to {env}, so the command line still uses {env} "
