@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import getpass
-
 import click
 
 from curator.cli.common import emit, json_option, project
+from curator.core.review.identity import DEFAULT_HELP as REVIEWER_DEFAULT_HELP, default_reviewer
 
-reviewer_option = click.option("--reviewer", default=lambda: getpass.getuser(), show_default="your login name",
+reviewer_option = click.option("--reviewer", default=default_reviewer, show_default=REVIEWER_DEFAULT_HELP,
                                help="Who made the decision (recorded in the journal).")
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import getpass
-
 import click
 
 from curator.cli.common import emit, json_option, project, table
+from curator.core.review.identity import DEFAULT_HELP as REVIEWER_DEFAULT_HELP, default_reviewer
 
 
 def _fmt(value) -> str:
@@ -113,7 +112,7 @@ def conflicts(project_path, include_resolved, as_json):
 @click.option("--question", help="The final question text.")
 @click.option("--answer", help="The final reference answer.")
 @click.option("--gold", help="Comma-separated final gold chunk ids.")
-@click.option("--judge", default=lambda: getpass.getuser(), show_default="your login name",
+@click.option("--judge", default=default_reviewer, show_default=REVIEWER_DEFAULT_HELP,
               help="Who adjudicates (recorded in the journal).")
 @json_option
 def adjudicate(project_path, query_id, pick, status, question, answer, gold, judge, as_json):
@@ -162,7 +161,7 @@ def overlap(project_path, reviewers, share, seed, as_json):
 
 @click.command()
 @click.argument("project_path", metavar="PROJECT")
-@click.option("--reviewer", default=lambda: getpass.getuser(), show_default="your login name")
+@click.option("--reviewer", default=default_reviewer, show_default=REVIEWER_DEFAULT_HELP)
 @json_option
 def assigned(project_path, reviewer, as_json):
     """The query ids the overlap plan gives to a reviewer, in queue order.

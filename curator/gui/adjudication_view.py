@@ -5,24 +5,28 @@ E edits, Space moves on, Ctrl+Z undoes); the display widgets take no focus, and 
 box has focus it consumes typed keys, so a pick never fires while typing. Every final
 decision goes through ``curator.core.review.adjudicate.resolve``, a journaled ``adjudicate``
 decision committed at once. All user text is shown as plain text, never as rich text.
+"Merge another copy…" runs core's ``merge`` on a chosen .curator file in a worker and shows
+what it brought in; the conflicts it found are listed at once.
 """
 
 from __future__ import annotations
 
-import getpass
 from pathlib import Path
 from typing import Optional
 
 import sqlite_utils
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLineEdit, QListWidget, QPlainTextEdit, QSplitter,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QFrame, QHBoxLayout, QLineEdit, QListWidget, QPlainTextEdit,
+                               QProgressBar, QPushButton, QSplitter, QVBoxLayout, QWidget)
 
 from curator.core.review import adjudicate
 from curator.core.corpus import documents
 from curator.core.review import decisions
+from curator.core.review.identity import default_reviewer
 from curator.core.errors import CuratorError
+from curator.gui import workers
 from curator.gui.review_view import EditKeys, plain_label
+from curator.gui.task_view import TaskView
 
 HINT = "A take left · B take right · E edit (Ctrl+Enter saves, Esc cancels) · Space next · Ctrl+Z undo"
 
@@ -67,16 +71,37 @@ class DecisionPanel(QFrame):
         self.note.setText(f"note: {decision['note']}" if decision.get("note") else "")
 
 
-class AdjudicationView(QWidget):
+def merge_task(db: sqlite_utils.Database, other: str, *, on_progress=None, cancel=None) -> dict:
+    """Core's merge (one pass, no progress of its own) as a task for the worker."""
+    from curator.core.review.merge import merge
+
+    return workers.one_step("merging", lambda: merge(db, other), on_progress, cancel)
+
+
+def merge_summary(result: dict) -> str:
+    who = ", ".join(r for r in result["reviewers"] if r) or "no named reviewer"
+    return (f"Merged {Path(result['other']).name} ({who}): {result['other_decided']} decided there, "
+            f"{result['matched']} of them here too, {result['decisions_imported']} decisions imported, "
+            f"{result['adopted']} rows taken over, {len(result['conflicts'])} conflicts to adjudicate"
+            + (f", {result['unmatched']} not in this project" if result["unmatched"] else "") + ".")
+
+
+class AdjudicationView(TaskView, QWidget):
     """The adjudication tab. ``resolved`` is emitted with the query id after every change."""
 
     resolved = Signal(str)
+    merged = Signal(object)  # core's merge report: other views re-read the project
+    task_finished = Signal(object)
+    task_failed = Signal(str, str)
+    failure_title = "Merge failed"
 
     def __init__(self, db: sqlite_utils.Database, project_path: str | Path, reviewer: Optional[str] = None,
                  parent=None) -> None:
         super().__init__(parent)
         self.db, self.project_path = db, Path(project_path)
-        self.judge = reviewer or getpass.getuser()
+        self.init_tasks()
+        self.last_merge: Optional[dict] = None
+        self.judge = reviewer or default_reviewer()
         self.conflicts: list[dict] = []
         self.index = 0
         self.editing = False
@@ -109,7 +134,46 @@ class AdjudicationView(QWidget):
         splitter.setStretchFactor(1, 3)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
+        layout.addLayout(self._merge_bar())
+        layout.addWidget(self.progress)
         layout.addWidget(splitter)
+
+    def _merge_bar(self) -> QHBoxLayout:
+        self.merge_button = QPushButton("Merge another copy…")
+        self.merge_button.setToolTip("Bring in another reviewer's decisions from their copy of this project "
+                                     "(opened read-only; re-merging changes nothing).")
+        self.merge_button.setFocusPolicy(Qt.NoFocus)
+        self.merge_button.clicked.connect(self.choose_copy)
+        self.status = plain_label()
+        self.status.setWordWrap(True)
+        self.progress = QProgressBar()
+        self.progress.setVisible(False)
+        bar = QHBoxLayout()
+        bar.addWidget(self.merge_button)
+        bar.addWidget(self.status, 1)
+        return bar
+
+    # -- merge -----------------------------------------------------------------------------
+    def choose_copy(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Merge another reviewer's copy", str(self.project_path.parent),
+                                              "Curator project (*.curator);;All files (*)")
+        if path:
+            self.merge_copy(path)
+
+    def merge_copy(self, path: str):
+        return self.run_task(merge_task, str(path), message=f"Merging {Path(path).name}…",
+                             finished=self._merged, cancelled=lambda: self.status.setText("Cancelled."))
+
+    def _merged(self, result: dict) -> tuple:
+        self.last_merge = result
+        self.status.setText("\n".join([merge_summary(result), *result["warnings"], *result["errors"]]))
+        self.reload()
+        self.merged.emit(result)
+        return (result,)
+
+    def set_busy(self, busy: bool, message: str = "") -> None:
+        self.merge_button.setEnabled(not busy)
+        super().set_busy(busy, message)
 
     def _build_editor(self) -> None:
         self.editor = QFrame()
@@ -161,7 +225,7 @@ class AdjudicationView(QWidget):
     def _render(self) -> None:
         conflict = self.current
         if conflict is None:
-            self.status_label.setText("No open conflicts. Merge another reviewer's copy to find some.")
+            self.status_label.setText("No open conflicts. Merge another reviewer's copy (the button above) to find some.")
             self.question_label.setText("")
             self.left.show_decision("A", None, [])
             self.right.show_decision("B", None, [])

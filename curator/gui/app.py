@@ -11,7 +11,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     parser = argparse.ArgumentParser(prog="curator-gui", description="Curator reviewer app. Example: python -m curator.gui demo.curator")
     parser.add_argument("project", nargs="?", help="project file to open")
-    parser.add_argument("--reviewer", help="reviewer name (otherwise asked once)")
+    parser.add_argument("--reviewer", help="reviewer name for this session (otherwise $CURATOR_REVIEWER, "
+                        "the name set with Review > Change reviewer, or your login name, as in the CLI)")
     parser.add_argument("--benchmark-startup", action="store_true", help="print seconds until the window is shown, then quit")
     args = parser.parse_args(argv)
     from PySide6.QtCore import QTimer

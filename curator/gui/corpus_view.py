@@ -1,22 +1,123 @@
-"""The Corpus tab: documents, their chunks, full-text search and a chunk viewer."""
+"""The Corpus tab: add files and folders (dialogs or drag and drop), documents, chunks, search.
+
+Ingest is core's own ``ingest`` (the CLI's), run in a worker through ``TaskView``: progress,
+cancel (files stored before the cancel are kept), then the skipped-files report, each file
+with its reason, so a bad file is named and the rest of the batch goes on.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import sqlite_utils
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QLineEdit, QListWidget, QListWidgetItem, QPlainTextEdit, QSplitter,
-                               QVBoxLayout, QWidget)
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLineEdit, QListWidget, QListWidgetItem,
+                               QPlainTextEdit, QProgressBar, QPushButton, QSplitter, QVBoxLayout, QWidget)
 
 from curator.core.corpus import documents
 from curator.core.corpus import search
+from curator.core.corpus.ingest import IngestReport, corpus_sources, ingest, reingest
+from curator.core.corpus.loaders import SUPPORTED_SUFFIXES
+from curator.gui.empty_state import EmptyStack, EmptyState
 from curator.gui.models import plain_tooltip
 from curator.gui.review_view import plain_label
+from curator.gui.task_view import TaskView
+
+FORMATS = " ".join(sorted(SUPPORTED_SUFFIXES))
+FORMATS_LINE = f"Formats: {FORMATS} (a BEIR corpus.jsonl keeps its ids; other files are skipped)"
+FILE_FILTER = f"Documents ({' '.join('*' + s for s in sorted(SUPPORTED_SUFFIXES))});;All files (*)"
+EMPTY_TEXT = ("No documents yet. Add the folder of documents you want questions about, "
+              "or drop files and folders here.\n" + FORMATS_LINE)
 
 
-class CorpusView(QWidget):
-    def __init__(self, db: sqlite_utils.Database, parent=None) -> None:
+def project_file(db: sqlite_utils.Database) -> Path:
+    """The file a connection has open (the worker opens its own connection on it)."""
+    return Path(db.execute("PRAGMA database_list").fetchone()[2])
+
+
+def summary(result: IngestReport) -> str:
+    """One line a user can act on: what was stored, what was skipped, what the project holds now."""
+    parts = [f"Ingested {plural(result.files_ingested, 'file')} ({plural(result.chunks_added, 'new chunk')}"
+             f"{f', {result.chunks_retired} retired' if result.chunks_retired else ''})",
+             f"{result.files_unchanged} unchanged"]
+    if result.skipped or result.line_errors:
+        parts.append(f"{plural(len(result.skipped), 'file')} skipped, {plural(len(result.line_errors), 'bad line')} "
+                     "(listed below)")
+    if result.queries_stale:
+        parts.append(f"{result.queries_stale} queries have a gold chunk that is gone: review them again")
+    return "; ".join(parts) + f". The project holds {result.total_documents} documents, {result.total_chunks} chunks."
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def dropped_paths(mime) -> list[str]:
+    """Local files and folders in a drag; anything else (a web link, text) gives none."""
+    if not mime.hasUrls():
+        return []
+    urls = mime.urls()
+    return [url.toLocalFile() for url in urls] if all(url.isLocalFile() for url in urls) else []
+
+
+class CorpusView(TaskView, QWidget):
+    project_changed = Signal()  # documents were added or changed: other views re-read
+    task_finished = Signal(object)  # core's IngestReport
+    task_failed = Signal(str, str)
+    failure_title = "Ingest failed"
+    cancel_message = "Cancelling: files already stored are kept…"
+
+    def __init__(self, db: sqlite_utils.Database, project_path: Optional[str | Path] = None, parent=None) -> None:
         super().__init__(parent)
         self.db = db
+        self.project_path = Path(project_path) if project_path else project_file(db)
+        self.init_tasks()
+        self.last_report: Optional[IngestReport] = None
+        self.setAcceptDrops(True)
+        self._build()
+        self.reload()
+
+    # -- layout ----------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.stack = EmptyStack(self._content(), EmptyState(EMPTY_TEXT, [("Add folder…", self.add_folder),
+                                                                         ("Add files…", self.add_files)]))
+        layout = QVBoxLayout(self)
+        layout.addLayout(self._ingest_bar())
+        layout.addWidget(self.status)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.skipped_label)
+        layout.addWidget(self.skipped_list)
+        layout.addWidget(self.stack, 1)
+
+    def _ingest_bar(self) -> QHBoxLayout:
+        self.add_files_button = QPushButton("Add files…")
+        self.add_files_button.clicked.connect(self.add_files)
+        self.add_folder_button = QPushButton("Add folder…")
+        self.add_folder_button.clicked.connect(self.add_folder)
+        self.reingest_button = QPushButton("Re-ingest")
+        self.reingest_button.setToolTip("Read every folder and file added so far again: changed files update "
+                                        "their chunks, unchanged ones are skipped.")
+        self.reingest_button.clicked.connect(self.reingest)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel)
+        self.cancel_button.setEnabled(False)
+        self.formats = plain_label(FORMATS_LINE)
+        self.status = plain_label()
+        self.status.setWordWrap(True)
+        self.progress = QProgressBar()
+        self.progress.setVisible(False)
+        self.skipped_label = plain_label(bold=True)
+        self.skipped_list = QListWidget()
+        self.skipped_list.setMaximumHeight(120)
+        self._show_skipped(None)
+        bar = QHBoxLayout()
+        for button in (self.add_files_button, self.add_folder_button, self.reingest_button, self.cancel_button):
+            bar.addWidget(button)
+        bar.addWidget(self.formats, 1)
+        return bar
+
+    def _content(self) -> QWidget:
         self.search_box = QLineEdit(placeholderText="Search all chunks (full text)…")
         self.search_box.textChanged.connect(self.run_search)
         self.documents = QListWidget()
@@ -35,11 +136,84 @@ class CorpusView(QWidget):
         split.addWidget(self.chunk_list)
         split.addWidget(right)
         split.setSizes([260, 320, 520])
-        layout = QVBoxLayout(self)
+        content = QWidget()
+        layout = QVBoxLayout(content)
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.search_box)
         layout.addWidget(split)
-        self.reload()
+        return content
 
+    # -- adding documents --------------------------------------------------------------------
+    def add_files(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self, "Add files to the corpus", "", FILE_FILTER)
+        if paths:
+            self.ingest_paths(paths)
+
+    def add_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Add a folder of documents")
+        if path:
+            self.ingest_paths([path])
+
+    def ingest_paths(self, paths: list[str]):
+        """Ingest these files and folders in a worker; None if a task is already running."""
+        names = ", ".join(Path(p).name for p in paths[:3]) + (" …" if len(paths) > 3 else "")
+        return self.run_task(ingest, list(paths), message=f"Ingesting {names}…", finished=self._finished,
+                             cancelled=self._cancelled)
+
+    def reingest(self):
+        return self.run_task(reingest, message="Re-ingesting the corpus…", finished=self._finished,
+                             cancelled=self._cancelled)
+
+    def dragEnterEvent(self, event) -> None:
+        if dropped_paths(event.mimeData()) and not self.busy():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        paths = dropped_paths(event.mimeData())
+        if paths and self.ingest_paths(paths) is not None:
+            event.acceptProposedAction()
+
+    # -- task outcome --------------------------------------------------------------------------
+    def set_busy(self, busy: bool, message: str = "") -> None:
+        for button in (self.add_files_button, self.add_folder_button, *self.stack.empty.buttons):
+            button.setEnabled(not busy)
+        self.reingest_button.setEnabled(not busy and bool(corpus_sources(self.db)))
+        self.cancel_button.setEnabled(busy)
+        super().set_busy(busy, message)
+
+    def show_task_progress(self, done: int, total: int, message: str) -> None:
+        super().show_task_progress(done, total, message)
+        if message and message != "done":
+            self.status.setText(f"Ingesting {done} of {total}: {message}")
+
+    def _finished(self, result: IngestReport) -> tuple:
+        self.last_report = result
+        self.status.setText(summary(result))
+        self._show_skipped(result)
+        self._after_change()
+        return (result,)
+
+    def _cancelled(self) -> None:
+        self.status.setText("Cancelled: the files stored before the cancel are kept; Re-ingest picks up the rest.")
+        self._after_change()
+
+    def _after_change(self) -> None:
+        self.reload()
+        self.project_changed.emit()
+
+    def _show_skipped(self, result: Optional[IngestReport]) -> None:
+        self.skipped_list.clear()
+        skipped = result.skipped if result else []
+        lines = result.line_errors if result else []
+        for entry in skipped:
+            self.skipped_list.addItem(QListWidgetItem(f"{entry['path']} — {entry['reason']}"))
+        for line in lines:
+            self.skipped_list.addItem(QListWidgetItem(line))
+        self.skipped_label.setText(f"Skipped: {plural(len(skipped), 'file')}, {plural(len(lines), 'bad line')}")
+        self.skipped_label.setVisible(bool(skipped or lines))
+        self.skipped_list.setVisible(bool(skipped or lines))
+
+    # -- documents and chunks ------------------------------------------------------------------
     def reload(self) -> None:
         self.documents.clear()
         for doc in documents.list_documents(self.db):
@@ -48,6 +222,8 @@ class CorpusView(QWidget):
             self.documents.addItem(item)
         if self.documents.count():
             self.documents.setCurrentRow(0)
+        self.stack.show_empty(self.documents.count() == 0)
+        self.reingest_button.setEnabled(not self.busy() and bool(corpus_sources(self.db)))
 
     def _fill_chunks(self, rows: list[dict]) -> None:
         self.chunk_list.clear()

@@ -67,6 +67,19 @@ def read_manifest(out: str, fmt: str) -> Optional[dict]:
         return None
 
 
+MIN_AUROC_ROWS = 10  # below this many rows of each kind, one row moves the AUROC by 0.05 or more
+
+
+def auroc_note(result: dict) -> str:
+    """' · unanswerable AUROC 0.81', only with enough rows of both kinds to mean something."""
+    auroc = result.get("unanswerable_auroc")
+    if auroc is None:
+        return ""
+    if min(result["unanswerable_queries"], result["answerable_queries"]) < MIN_AUROC_ROWS:
+        return f" · unanswerable AUROC needs {MIN_AUROC_ROWS}+ unanswerable and answerable rows"
+    return f" · unanswerable AUROC {auroc:.2f}"
+
+
 def metric_columns(ks: list[int]) -> tuple[tuple[str, str], ...]:
     k_route = 5 if 5 in ks else max(ks)
     return (("slice", "Slice"), ("queries", "Queries"), ("mrr", "MRR"),
@@ -234,7 +247,13 @@ class EvaluateView(TaskView, QWidget):
         results.addWidget(chart_pane)
         self.validity = ValidityPanel(self.project_path)
         results.addWidget(self.validity)
-        results.setSizes([260, 240, 300])
+        # floors below the panes' own minimum hints, so the tab fits a 1024x640 window; the
+        # metrics pane keeps room for the overall row and a few slices
+        for pane, floor in ((results.widget(0), 150), (chart_pane, 80), (self.validity, 80)):
+            pane.setMinimumHeight(floor)
+        results.setChildrenCollapsible(False)
+        results.setStretchFactor(0, 2)
+        results.setSizes([260, 200, 200])
         splitter = QSplitter()
         splitter.addWidget(left)
         splitter.addWidget(results)
@@ -345,11 +364,9 @@ class EvaluateView(TaskView, QWidget):
         self.chart_k.blockSignals(False)
         self._draw_chart()
         if result:
-            auroc = result.get("unanswerable_auroc")
             self.summary.setText(
                 f"Eval run {result.get('eval_run', '?')} · {result['retriever']} · {result['answerable_queries']} "
-                f"answerable, {result['unanswerable_queries']} unanswerable"
-                + (f" · unanswerable AUROC {auroc:.2f}" if auroc is not None else "")
+                f"answerable, {result['unanswerable_queries']} unanswerable" + auroc_note(result)
                 + (f" · {_when(when)}" if when else "") + "".join(f"\n{w}" for w in result.get("warnings", [])[:3]))
 
     def _draw_chart(self) -> None:

@@ -125,7 +125,15 @@ def record_table(model: RecordTableModel, stretch: Sequence[int] = (1,)) -> QTab
     for column in stretch:
         if 0 <= column < model.columnCount():
             hh.setSectionResizeMode(column, QHeaderView.Stretch)
+    hh.setMinimumSectionSize(readable_width(hh, model))
     return table
+
+
+def readable_width(header: QHeaderView, model: RecordTableModel) -> int:
+    """The narrowest a column may get: its widest header title in full. A stretched column in a
+    narrow table otherwise shrank to a sliver ("andidat"); now the table scrolls sideways."""
+    titles = [str(model.headerData(c, Qt.Horizontal) or "") for c in range(model.columnCount())]
+    return max([header.fontMetrics().horizontalAdvance(t) for t in titles] + [40]) + 24
 
 
 def path_row(edit: QLineEdit, choose: QPushButton, on_choose: Callable[[], None]) -> QHBoxLayout:

@@ -23,6 +23,7 @@ from curator.core.generation import quality
 from curator.core.queries.rows import get_query
 from curator.core.retrieval.suggest import suggestions
 from curator.core.review.sample import queue_entry
+from curator.core.clustering.reads import cluster_table
 from curator.core.store.gold import GoldMissing
 from curator.gui.gold_dialog import GoldDialog
 from curator.gui.highlight import content_words, highlight
@@ -150,6 +151,8 @@ class ReviewView(QWidget):
     """The review tab. ``decided`` is emitted with the query id after every change."""
 
     decided = Signal(str)
+    whole_queue = Signal()  # "Whole queue" pressed: the map selection is dropped everywhere
+    next_step = Signal(str)  # the empty state's button: "corpus", "generate" or "clusters"
 
     def __init__(self, db: sqlite_utils.Database, reviewer: str, parent=None) -> None:
         super().__init__(parent)
@@ -160,6 +163,7 @@ class ReviewView(QWidget):
         self.focus: Optional[set[str]] = None  # a map selection the reviewer works through, or None
         self.focus_reason = ""
         self.gold_dialog: Optional[GoldDialog] = None
+        self._labels: Optional[dict] = None
         self.note_dialog: Optional[NoteDialog] = None
         self.setFocusPolicy(Qt.StrongFocus)
         self._build()
@@ -175,7 +179,7 @@ class ReviewView(QWidget):
         self.focus_label = plain_label()
         clear = QPushButton("Whole queue")
         clear.setFocusPolicy(Qt.NoFocus)
-        clear.clicked.connect(lambda: self.set_focus(None))
+        clear.clicked.connect(self._whole_queue)
         bar.addWidget(self.focus_label, 1)
         bar.addWidget(clear)
         self.focus_bar.hide()
@@ -215,6 +219,7 @@ class ReviewView(QWidget):
         col = QVBoxLayout(main)
         col.addWidget(self.focus_bar)
         col.addWidget(self.status_label)
+        col.addLayout(self._next_step_row())
         col.addWidget(plain_label("Question", bold=True))
         col.addWidget(self.question)
         col.addWidget(self.why_label)
@@ -231,7 +236,8 @@ class ReviewView(QWidget):
         scol = QVBoxLayout(side)
         scol.addWidget(plain_label("Progress", bold=True))
         scol.addWidget(self.progress_label)
-        scol.addWidget(plain_label("Last ten decisions", bold=True))
+        self.history_label = plain_label(bold=True)
+        scol.addWidget(self.history_label)
         self.history = QListWidget()
         self.history.setFocusPolicy(Qt.NoFocus)
         scol.addWidget(self.history, 1)
@@ -250,6 +256,17 @@ class ReviewView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(splitter)
+
+    def _next_step_row(self) -> QHBoxLayout:
+        """The empty queue's way on: one button to the tab that makes the next stage."""
+        self.next_step_button = QPushButton()
+        self.next_step_button.setFocusPolicy(Qt.NoFocus)
+        self.next_step_button.clicked.connect(lambda: self.next_step.emit(self._next_step()[2]))
+        self.next_step_button.hide()
+        row = QHBoxLayout()
+        row.addWidget(self.next_step_button)
+        row.addStretch(1)
+        return row
 
     def _decision_buttons(self) -> QHBoxLayout:
         """The decisions as buttons for mouse users, each naming its key; they never take focus."""
@@ -297,6 +314,24 @@ class ReviewView(QWidget):
             nxt = next_pending(self.db, after, within=self.focus)
         self.show_query(nxt)
 
+    def _whole_queue(self) -> None:
+        self.set_focus(None)
+        self.whole_queue.emit()
+
+    def set_reviewer(self, name: str) -> None:
+        """Decide, undo and list history as another reviewer from now on (Review > Change reviewer)."""
+        self.reviewer = name
+        self.load_initial()
+
+    def _next_step(self) -> tuple[str, str, str]:
+        """(what is missing, button caption, tab) for an empty queue: the earliest stage not done."""
+        if not self.db.execute("SELECT 1 FROM chunks WHERE active = 1 LIMIT 1").fetchone():
+            return "Nothing to review yet: the project has no documents.", "Add documents in the Corpus tab…", "corpus"
+        if not self.db.execute("SELECT 1 FROM queries LIMIT 1").fetchone():
+            return ("Nothing to review yet: the project has no queries.", "Generate queries from the corpus…",
+                    "generate")
+        return ("Nothing left to review in the queue.", "Cluster the queries and build a review queue…", "clusters")
+
     def set_focus(self, query_ids: Optional[Collection[str]], why: str = "selected on the map") -> None:
         """Review only these queries (a map selection, or this reviewer's share of an overlap plan);
         None or empty: the whole queue."""
@@ -323,26 +358,45 @@ class ReviewView(QWidget):
         q = self.current
         if self.focus is not None:
             self._update_focus_bar()
+        self.next_step_button.setVisible(q is None and self.focus is None)
+        if q is None and self.focus is None:
+            missing, caption, _tab = self._next_step()
+            self.status_label.setText(missing)
+            self.next_step_button.setText(caption)
         if q is None:
-            self.status_label.setText(
-                "Nothing left to review. Build a queue in the Clusters tab or generate more queries." if self.focus is None
-                else "Every selected query is reviewed. 'Whole queue' goes back to the rest.")
+            if self.focus is not None:
+                self.status_label.setText("Every selected query is reviewed. 'Whole queue' goes back to the rest.")
             self.question.setPlainText("")
             self.why_label.setText("")
             self.reference.setPlainText("")
             self.chunks.setPlainText("")
         else:
-            who = f" · by {q['reviewer']}" if q.get("reviewer") else ""
-            note = f" · note: {q['note']}" if q.get("note") else ""
-            self.status_label.setText(f"{q['status'].upper()} · {q['query_type']} · {q['source']} · "
-                                      f"cluster {q.get('cluster') if q.get('cluster') is not None else '-'}{who}{note}"
-                                      f"{quality_note(q)}")
+            self.status_label.setText(self._header(q))
             self.question.setPlainText(q["text"])
             self.why_label.setText(why_queued(q, queue_entry(self.db, q["id"])))
             self.reference.setPlainText(q.get("reference") or "")
             self._render_chunks(q)
         self._render_suggestions(q)
         self._render_side()
+
+    def _header(self, q: dict) -> str:
+        """STATUS · type · source · cluster label · by whom · note, each word once (a log
+        query's type and source are both "log")."""
+        parts = [q["status"].upper(), *dict.fromkeys([q["query_type"], q["source"]])]
+        if q.get("cluster") is not None:
+            label = self._cluster_labels().get(q["cluster"])
+            parts.append(f"cluster {q['cluster']}: {label}" if label else f"cluster {q['cluster']}")
+        if q.get("reviewer"):
+            parts.append(f"by {q['reviewer']}")
+        if q.get("note"):
+            parts.append(f"note: {q['note']}")
+        return " · ".join(parts) + quality_note(q)
+
+    def _cluster_labels(self) -> dict:
+        """Cluster number -> label of the active run, read once until the next refresh."""
+        if self._labels is None:
+            self._labels = {row["cluster"]: row["label"] for row in cluster_table(self.db)}
+        return self._labels
 
     def _render_chunks(self, q: dict) -> None:
         """Plain text only; highlighting is applied as character formats, never HTML."""
@@ -392,6 +446,7 @@ class ReviewView(QWidget):
             lines.append(f"  cluster {name}: {row['reviewed'] or 0} / {row['queued']}")
         self.progress_label.setText("\n".join(lines))
         self.history.clear()
+        self.history_label.setText(f"Last ten decisions by {self.reviewer}")
         for entry in decisions.history(self.db, self.reviewer, limit=10):
             mark = {"done": "", "merged": " (merged)"}.get(entry["state"], " (undone)")
             self.history.addItem(f"{entry['action']}{mark}: {entry['text'][:60]}")
@@ -561,4 +616,11 @@ class ReviewView(QWidget):
 
     def refresh(self) -> None:
         """Re-read the current row (another tab may have changed it)."""
-        self.show_query(self.current["id"] if self.current else next_pending(self.db))
+        self._labels = None  # a new clustering run may have renamed the clusters
+        current = self.current["id"] if self.current else None
+        if current is not None and self.focus is None and not self._in_review_order(current):
+            current = None  # a queue was built since this row was shown: start on the queue
+        self.show_query(current or next_pending(self.db))
+
+    def _in_review_order(self, query_id: str) -> bool:
+        return any(row["query_id"] == query_id for row in review_order(self.db))

@@ -1,20 +1,50 @@
-"""The main window: File menu with recent projects, one tab per view, geometry restored."""
+"""The main window: File / Edit / Review / Help menus, one tab per view, geometry restored.
+
+The tabs are wired so that each stage's result reaches the views that read it (an ingest, a
+log import or a merge re-reads the queries and the queue), and every empty state's button
+leads to the tab that does the next step.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMainWindow, QMessageBox, QTabWidget
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMainWindow, QMessageBox, QTabWidget
 
 from curator.core.errors import CuratorError
+from curator.core.review.identity import ENV_VAR, default_reviewer, remember_reviewer, stored_reviewer
 from curator.core.store import open_project
 from curator.gui.corpus_view import CorpusView
+from curator.gui.empty_state import EmptyState
 from curator.gui.queries_view import QueriesView
 from curator.gui.review_view import ReviewView
 
 MAX_RECENT = 8
+PROJECT_SUFFIX = ".curator"
+START_TEXT = "No project open. Create a project for a folder of documents, or open one you have."
+MENU_SHORTCUTS = (  # (key, what): the Help menu's list, beside the review view's own keys
+    ("Ctrl+N", "new project"), ("Ctrl+O", "open project"), ("Ctrl+Q", "quit"),
+    ("Ctrl+Z", "undo the last decision (Review, Adjudicate)"), ("Ctrl+Shift+Z", "redo"),
+)
+ADJUDICATE_KEYS = (("A / B", "take the left / right decision"), ("E", "edit the final decision"),
+                   ("Space", "next conflict"), ("Ctrl+Z", "undo"))
+
+
+def with_suffix(path: str) -> str:
+    """A new project's file name ends in .curator even when the dialog was given a bare name."""
+    return path if path.lower().endswith(PROJECT_SUFFIX) else path + PROJECT_SUFFIX
+
+
+def shortcuts_text() -> str:
+    from curator.gui.review_view import KEYS
+
+    sections = (("Window", MENU_SHORTCUTS), ("Review tab", KEYS), ("Adjudicate tab", ADJUDICATE_KEYS))
+    return "\n\n".join(f"{title}\n" + "\n".join(f"  {key:<14} {what}" for key, what in keys)
+                        for title, keys in sections)
 
 
 class MainWindow(QMainWindow):
@@ -37,19 +67,56 @@ class MainWindow(QMainWindow):
         if project:
             self.open_path(project)
         else:
-            self.tabs.addTab(QLabel("Open or create a project with the File menu."), "Start")
+            self.start = EmptyState(START_TEXT, [("New project…", self.new_project), ("Open project…", self.choose_project)])
+            self.tabs.addTab(self.start, "Start")
 
     def reviewer(self) -> str:
-        """The reviewer's name, asked once and kept in QSettings (tests inject it)."""
-        if self._reviewer:
-            return self._reviewer
-        name = self.settings.value("reviewer")
-        if not name:
-            name, ok = QInputDialog.getText(self, "Reviewer", "Your name (recorded with every decision):")
-            name = name.strip() if ok and name.strip() else "reviewer"
-            self.settings.setValue("reviewer", name)
-        self._reviewer = str(name)
+        """The reviewer's name: the one the CLI uses too (core's ``default_reviewer``), so
+        ``curator undo`` finds the window's decisions; tests and ``--reviewer`` inject one."""
+        if not self._reviewer:
+            self._adopt_old_window_name()
+            self._reviewer = default_reviewer()
         return self._reviewer
+
+    def _adopt_old_window_name(self) -> None:
+        """Earlier versions kept the window's reviewer name in Qt's settings only: store it where the
+        CLI reads it too, once, so the name a reviewer has been deciding under stays theirs."""
+        old = self.settings.value("reviewer")
+        if old and stored_reviewer() is None:
+            try:
+                remember_reviewer(str(old))
+            except CuratorError:
+                return  # an unusable old value: the login name it is
+        self.settings.remove("reviewer")
+
+    def change_reviewer(self) -> None:
+        name, ok = QInputDialog.getText(self, "Change reviewer", "Your name (recorded with every decision, "
+                                        "also used by the command line):", text=self.reviewer())
+        if ok:
+            self.set_reviewer(name)
+
+    def set_reviewer(self, name: str) -> bool:
+        """Store NAME for the window and the CLI and decide as NAME from now on."""
+        try:
+            remember_reviewer(name)
+        except CuratorError as exc:
+            QMessageBox.warning(self, "Reviewer not changed", str(exc))
+            return False
+        self._reviewer = name.strip()
+        if self.db is not None:
+            self.review_view.set_reviewer(self._reviewer)
+            self.adjudication_view.judge = self._reviewer
+            self.adjudication_view.reload()
+            self.diagnose_view.reviewer = self._reviewer
+        self.statusBar().showMessage(self._reviewer_note(), 10000)
+        return True
+
+    def _reviewer_note(self) -> str:
+        env = os.environ.get(ENV_VAR, "").strip()
+        if env and env != self._reviewer:
+            return (f"Reviewing as {self._reviewer}; ${ENV_VAR} is set to {env}, so the command line still uses {env} "
+                    "unless you pass --reviewer.")
+        return f"Reviewing as {self._reviewer} (the command line uses this name too)."
 
     def _menus(self) -> None:
         menu = self.menuBar().addMenu("&File")
@@ -59,6 +126,47 @@ class MainWindow(QMainWindow):
         menu.addSeparator()
         menu.addAction("&Quit", self.close, "Ctrl+Q")
         self._fill_recent()
+        self._edit_menu()
+        review = self.menuBar().addMenu("&Review")
+        self.change_reviewer_action = review.addAction("Change &reviewer…", self.change_reviewer)
+        help_menu = self.menuBar().addMenu("&Help")
+        help_menu.addAction("&Keyboard shortcuts…", self.show_shortcuts, "F1")
+        help_menu.addAction("&About Curator", self.show_about)
+
+    def _edit_menu(self) -> None:
+        """Undo and redo of review decisions. The keys show in the menu but stay the views' own
+        (a widget-only shortcut on the window): bound here, Ctrl+Z would also fire inside an
+        edit box, where it must undo typing, not a decision."""
+        menu = self.menuBar().addMenu("&Edit")
+        self.undo_action = menu.addAction("&Undo last decision", lambda: self._edit("undo"))
+        self.redo_action = menu.addAction("&Redo", lambda: self._edit("redo"))
+        for action, key in ((self.undo_action, QKeySequence.Undo), (self.redo_action, "Ctrl+Shift+Z")):
+            action.setShortcut(QKeySequence(key))
+            action.setShortcutContext(Qt.WidgetShortcut)
+
+    def _edit(self, what: str) -> None:
+        if self.db is None:
+            return
+        view = self.tabs.currentWidget()
+        target = view if view is self.adjudication_view and what == "undo" else self.review_view
+        getattr(target, what)()
+
+    def show_shortcuts(self) -> QMessageBox:
+        box = QMessageBox(QMessageBox.Information, "Keyboard shortcuts", "Keyboard shortcuts", QMessageBox.Ok, self)
+        box.setTextFormat(Qt.PlainText)
+        box.setInformativeText(shortcuts_text())
+        box.open()  # not exec(): never block the event loop
+        self._dialog = box
+        return box
+
+    def show_about(self) -> None:
+        from curator import __version__
+
+        box = QMessageBox(QMessageBox.Information, "About Curator",
+                          f"Curator {__version__}: an offline workbench for retrieval-evaluation gold sets.",
+                          QMessageBox.Ok, self)
+        box.open()
+        self._dialog = box
 
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
@@ -72,7 +180,7 @@ class MainWindow(QMainWindow):
     def new_project(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "New project", "", "Curator project (*.curator)")
         if path:
-            self.open_path(path, create=True)
+            self.open_path(with_suffix(path), create=True)
 
     def choose_project(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open project", "", "Curator project (*.curator);;All files (*)")
@@ -97,8 +205,8 @@ class MainWindow(QMainWindow):
 
     def _build_tabs(self) -> None:
         self.tabs.clear()
-        self.corpus_view = CorpusView(self.db)
-        self.queries_view = QueriesView(self.db)
+        self.corpus_view = CorpusView(self.db, self.project_path)
+        self.queries_view = QueriesView(self.db, self.project_path)
         self.review_view = ReviewView(self.db, self.reviewer())
         self.review_view.decided.connect(self.queries_view.update_query)
         self.queries_view.open_query.connect(self._review_query)
@@ -131,10 +239,32 @@ class MainWindow(QMainWindow):
 
         self.diagnose_view = DiagnoseView(self.db, reviewer=self.reviewer())
         self.tabs.addTab(self.diagnose_view, "Diagnose")
+        self._wire_stages()
         self.tabs.currentChanged.connect(self._tab_shown)
         self._focus_on_assigned_share()
         self.tabs.setCurrentWidget(self.review_view)
         self.review_view.setFocus()
+
+    def _wire_stages(self) -> None:
+        """Each stage's result reaches the views that read it; each empty state leads on."""
+        for changed in (self.corpus_view.project_changed, self.queries_view.project_changed,
+                        self.adjudication_view.merged):
+            changed.connect(lambda *_: self.project_changed())
+        self.queries_view.generate_requested.connect(lambda: self.tabs.setCurrentWidget(self.generate_view))
+        self.queries_view.filter_cleared.connect(self.clusters_view.map.clear_selection)
+        self.review_view.whole_queue.connect(self.clusters_view.map.clear_selection)
+        self.review_view.next_step.connect(self.go_to_stage)
+
+    def project_changed(self) -> None:
+        """Documents or queries arrived from another tab: every view that shows them re-reads."""
+        self.queries_view.reload()
+        self.review_view.refresh()
+        self.generate_view.reload()
+        self.clusters_view.reload()
+
+    def go_to_stage(self, stage: str) -> None:
+        views = {"corpus": self.corpus_view, "generate": self.generate_view, "clusters": self.clusters_view}
+        self.tabs.setCurrentWidget(views[stage])
 
     def _focus_on_assigned_share(self) -> None:
         """With a blind-overlap plan in the project, a reviewer sees only the queries it gives them."""

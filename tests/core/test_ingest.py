@@ -240,3 +240,21 @@ def test_a_changed_jsonl_passage_keeps_its_id_and_takes_its_new_text(empty_db, t
     from curator.core.corpus.search import search_chunks
     assert [h["id"] for h in search_chunks(empty_db, "plums orchard")] == ["d1"]
     assert search_chunks(empty_db, "apples oranges") == []
+
+
+def test_reingest_reads_the_recorded_sources_with_their_chunk_params(empty_db, corpus):
+    from curator.core.corpus.ingest import corpus_sources, reingest
+    from curator.core.errors import InputError
+
+    with pytest.raises(InputError, match="add files or a folder first"):
+        reingest(empty_db)
+    ingest(empty_db, [corpus], chunk_size=64, overlap=8)
+    ingest(empty_db, [corpus], chunk_size=64, overlap=8)  # the same root twice is recorded once
+    assert corpus_sources(empty_db) == [str(corpus.absolute())]
+    before = _ids(empty_db)
+    r = reingest(empty_db)
+    assert (r.files_seen, r.files_unchanged, r.chunks_added) == (2, 2, 0)  # 64/8 again, not the defaults: nothing re-chunked
+    (corpus / "sub" / "b.txt").write_text(_sentences("delta", 30))
+    r = reingest(empty_db)
+    assert r.files_ingested == 1 and r.chunks_retired > 0 and _ids(empty_db) != before
+    assert sorted(d["path"] for d in list_documents(empty_db)) == ["corpus/a.md", "corpus/sub/b.txt"]

@@ -89,3 +89,45 @@ def test_bundled_sample_log(empty_db):
     assert neg["sync stuck on blue spinning cloud"] == 1
     assert neg["sync indicator keeps spinning and never finishes"] == 1
     assert import_log(empty_db, path)["already_imported"] is True
+
+
+def test_detect_fields_shows_the_mapping_import_would_use(tmp_path):
+    from curator.core.queries.logs import detect_fields
+
+    log = tmp_path / "log.csv"
+    log.write_text("When,Question,Thumbs,Extra\n2026-01-01T00:00:00,how do I sync,down,x\n"
+                   "2026-01-01T00:01:00,reset password,up,y\n")
+    found = detect_fields(log)
+    assert found["fields"] == ["extra", "question", "thumbs", "when"] and found["records"] == 2
+    assert found["mapping"] == {"query": "question", "feedback": "thumbs", "timestamp": None, "session": None}
+    with pytest.raises(InputError, match="cannot read"):
+        detect_fields(tmp_path / "missing.csv")
+
+
+def test_import_reports_progress_and_a_cancel_keeps_the_committed_groups(empty_db, tmp_path, monkeypatch):
+    from curator.core.progress import CancelToken, Cancelled
+    from curator.core.queries import logs
+
+    monkeypatch.setattr(logs, "COMMIT_EVERY", 3)
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps({"query": f"question number {i}"}) + "\n" for i in range(10)))
+    token, calls = CancelToken(), []
+
+    def progress(done, total, _message):
+        calls.append((done, total))
+        token.cancel()  # cancel after the first committed group
+
+    with pytest.raises(Cancelled):
+        import_log(empty_db, log, on_progress=progress, cancel=token)
+    assert calls == [(3, 10)]
+    assert empty_db.execute("SELECT COUNT(*) FROM queries").fetchone()[0] == 3
+    calls.clear()
+    result = import_log(empty_db, log, on_progress=lambda d, t, m: calls.append((d, t)))
+    assert result["imported"] == 7 and calls[-1] == (10, 10)  # continued where the cancel stopped it
+
+
+def test_an_empty_field_name_means_the_log_has_none_of_that_role(empty_db, tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"query": "how do I sync", "feedback": "down"}) + "\n")
+    result = import_log(empty_db, log, feedback_field="")
+    assert result["fields"]["feedback"] is None and result["negative"] == 0

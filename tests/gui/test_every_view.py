@@ -92,3 +92,35 @@ def test_generation_from_the_window_refreshes_the_queries_tab(qtbot, project_tem
     qtbot.waitUntil(lambda: not view.busy(), timeout=10000)
     assert win.queries_view.model.rowCount() == before + 3
     win.close()
+
+
+def test_a_1024x640_window_shows_several_metrics_rows_and_no_collapsed_column(qtbot, project_template, tmp_path):
+    from curator.gui.evaluate_view import MIN_AUROC_ROWS, auroc_note
+
+    path = tmp_path / "p.curator"
+    shutil.copy(project_template, path)
+    win = MainWindow(path, settings=QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat), reviewer="ana")
+    qtbot.addWidget(win)
+    win.resize(1024, 640)
+    win.show()
+    qtbot.waitExposed(win)
+    assert win.height() <= 640, win.minimumSizeHint()  # no tab forces a taller window
+    win.tabs.setCurrentWidget(win.evaluate_view)
+    qtbot.wait(50)
+    table = win.evaluate_view.metrics_table
+    shown = [r for r in range(table.model().rowCount())
+             if table.visualRect(table.model().index(r, 0)).bottom() <= table.viewport().height()]
+    assert len(shown) >= 3, len(shown)  # the overall row and slices, not the overall row alone
+    win.tabs.setCurrentWidget(win.generate_view)
+    qtbot.wait(50)
+    for table in (win.generate_view.rejected_table, win.generate_view.rows_table):
+        header = table.horizontalHeader()
+        titles = [table.model().headerData(c, 1) for c in range(table.model().columnCount())]
+        for column, title in enumerate(titles):  # every header title fits its column
+            assert header.sectionSize(column) >= header.fontMetrics().horizontalAdvance(title), title
+    # two unanswerable rows make no AUROC worth showing; enough rows of both kinds do
+    few = {"unanswerable_auroc": 0.69, "unanswerable_queries": 2, "answerable_queries": 8}
+    assert "needs" in auroc_note(few) and "0.69" not in auroc_note(few)
+    enough = {**few, "unanswerable_queries": MIN_AUROC_ROWS, "answerable_queries": MIN_AUROC_ROWS}
+    assert auroc_note(enough) == " · unanswerable AUROC 0.69"
+    win.close()

@@ -140,3 +140,32 @@ for i in range(400):
     merged = db.execute("SELECT COUNT(*) FROM decisions WHERE state = 'merged'").fetchone()[0]
     db.close()
     assert merged == 400 and final["errors"] == [] and all(r["errors"] == [] for r in results)
+
+
+_WRITER = """
+import sys
+from curator.core.queries.rows import add_query
+from curator.core.store import open_project
+db = open_project(sys.argv[1])
+for i in range(300):
+    add_query(db, f"question {i} from the other process", "log")
+db.close()
+"""
+
+
+def test_opening_the_project_again_keeps_the_open_connections_safe(tmp_path):
+    """Opening a project in a second connection (what every GUI worker does) must not drop the
+    first one's locks: with them gone, another process closing its connection took itself for the
+    last one and removed the WAL under the app ("database disk image is malformed")."""
+    path = tmp_path / "p.curator"
+    app = open_project(path, create=True)  # the window's connection, kept open throughout
+    assert app.execute("SELECT COUNT(*) FROM queries").fetchone()[0] == 0
+    open_project(path).close()  # a worker thread's connection
+    child = python_child(_WRITER, str(path))
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err
+    worker = open_project(path)
+    add_query(worker, "one more from a worker thread", "log")
+    worker.close()
+    assert app.execute("SELECT COUNT(*) FROM queries").fetchone()[0] == 301
+    app.close()

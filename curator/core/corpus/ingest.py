@@ -215,7 +215,9 @@ def ingest(
     result = IngestReport()
     params = store.dumps({"chunk_size": chunk_size, "overlap": overlap, "chunker": "sentence-v1"})
     known, sources = _known_hashes(db), _known_sources(db)
+    paths = list(paths)
     files = list(iter_input_files(paths, result))
+    _remember_sources(db, paths)
     tasks = _changed_files(files, params, chunk_size, overlap, known, sources, result, cancel)
     try:
         _store_all(db, tasks, len(files), params, result, on_progress, cancel)
@@ -227,6 +229,42 @@ def ingest(
         " (SELECT COUNT(*) FROM queries WHERE stale = 1)").fetchone()
     result.seconds = round(time.perf_counter() - started, 3)
     return result
+
+
+SOURCES_KEY = "corpus_sources"
+
+
+def corpus_sources(db: sqlite_utils.Database) -> list[str]:
+    """The files and folders ingested so far (absolute paths, first ingest first)."""
+    return store.loads(store.meta_get(db, SOURCES_KEY), [])
+
+
+def _remember_sources(db, paths: list) -> None:
+    """Record where the corpus came from, so a re-ingest can read the same roots again
+    (document keys are relative to each root's parent, so the roots themselves must be kept)."""
+    known = corpus_sources(db)
+    # absolute() keeps the argument's own last part, so its keys stay the same; "." and ".."
+    # have none (their keys are relative to the folder itself), so they are not recorded
+    added = [str(Path(p).absolute()) for p in paths if Path(p).exists() and Path(p).name not in ("", "..")]
+    merged = list(dict.fromkeys(known + added))
+    if merged != known:
+        store.meta_set(db, SOURCES_KEY, store.dumps(merged))
+
+
+def reingest(db: sqlite_utils.Database, on_progress: Optional[ProgressCallback] = None,
+             cancel: Optional[CancelToken] = None, **options) -> IngestReport:
+    """Ingest every recorded source again: changed files update their chunks, unchanged ones are skipped."""
+    sources = corpus_sources(db)
+    if not sources:
+        raise InputError("nothing to re-ingest: this project has no recorded corpus folder; add files or a folder first.")
+    return ingest(db, sources, on_progress=on_progress, cancel=cancel, **{**_last_chunk_params(db), **options})
+
+
+def _last_chunk_params(db) -> dict:
+    """The chunk size and overlap of the latest ingest, so a re-ingest does not re-chunk every file."""
+    row = db.execute("SELECT chunk_params FROM documents ORDER BY ingested_at DESC LIMIT 1").fetchone()
+    params = store.loads(row[0], {}) if row else {}
+    return {key: params[key] for key in ("chunk_size", "overlap") if key in params}
 
 
 def _changed_files(files, params, chunk_size, overlap, known, sources, result, cancel) -> list[tuple]:

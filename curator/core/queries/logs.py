@@ -26,6 +26,7 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
+from curator.core.progress import CancelToken, ProgressCallback, report
 from curator.core.corpus.loaders import decode_line, decode_lines, parse_json_object, read_bytes
 from curator.core.queries.rows import add_query, make_query_id
 
@@ -146,8 +147,9 @@ def _csv_records(path: Path, lines: Iterable[tuple[int, str]], delimiter: str,
 
 
 def _pick(fields: set[str], explicit: Optional[str], candidates: tuple[str, ...]) -> Optional[str]:
-    if explicit:
-        return explicit.lower()
+    """The explicit field, else the first known name present; "" means "this log has none"."""
+    if explicit is not None:
+        return explicit.lower() or None
     return next((c for c in candidates if c in fields), None)
 
 
@@ -197,16 +199,35 @@ def _entry(record: dict, number: int, pick: dict, redact_pii: bool, rephrased: s
             "negative": bool(signals)}
 
 
-def _fields(path: Path) -> set[str]:
+def _fields(path: Path) -> tuple[set[str], int]:
+    """Every field name in the file (lower case) and how many records it holds."""
     fields: set[str] = set()
-    for _, record in _records(path, []):
+    count = 0
+    for count, (_, record) in enumerate(_records(path, []), start=1):
         fields.update(k.lower() for k in record)
-    return fields
+    return fields, count
+
+
+def _mapping(fields: set[str], query_field=None, feedback_field=None, timestamp_field=None, session_field=None) -> dict:
+    return {"query": _pick(fields, query_field, QUERY_FIELDS),
+            "feedback": _pick(fields, feedback_field, FEEDBACK_FIELDS),
+            "timestamp": _pick(fields, timestamp_field, TIMESTAMP_FIELDS),
+            "session": _pick(fields, session_field, SESSION_FIELDS)}
+
+
+def detect_fields(path) -> dict:
+    """What ``import_log`` would use: every field of the file and the one it picks for each role
+    (None where no known name is present), so a front end can show the mapping before importing."""
+    path = Path(path)
+    _file_digest(path)  # the same clear message as import_log for a file that cannot be read
+    fields, records = _fields(path)
+    return {"file": str(path), "fields": sorted(fields), "records": records, "mapping": _mapping(fields)}
 
 
 def import_log(db: sqlite_utils.Database, path, query_field: Optional[str] = None,
                feedback_field: Optional[str] = None, timestamp_field: Optional[str] = None,
-               session_field: Optional[str] = None, redact_pii: bool = False, rephrase_window_s: float = 300) -> dict:
+               session_field: Optional[str] = None, redact_pii: bool = False, rephrase_window_s: float = 300,
+               on_progress: Optional[ProgressCallback] = None, cancel: Optional[CancelToken] = None) -> dict:
     """Import one log file; malformed lines are reported as file:line and skipped.
 
     The file is streamed (three passes: fields, rephrases, rows) and rows commit in groups of
@@ -220,17 +241,28 @@ def import_log(db: sqlite_utils.Database, path, query_field: Optional[str] = Non
         return {"file": str(path), "lines_read": 0, "imported": 0, "merged": 0, "skipped": 0, "negative": 0,
                 "fields": first.get("fields", {}), "errors": [], "already_imported": True,
                 "first_imported_at": first.get("at"), "sha1": digest}
-    fields = _fields(path)
-    qf = _pick(fields, query_field, QUERY_FIELDS)
-    if qf is None:
+    fields, records = _fields(path)
+    pick = _mapping(fields, query_field, feedback_field, timestamp_field, session_field)
+    if pick["query"] is None:
         raise InputError(f"{path}: no query column found (looked for {', '.join(QUERY_FIELDS)}); use --query-field.")
-    pick = {"query": qf, "feedback": _pick(fields, feedback_field, FEEDBACK_FIELDS),
-            "timestamp": _pick(fields, timestamp_field, TIMESTAMP_FIELDS),
-            "session": _pick(fields, session_field, SESSION_FIELDS)}
     rephrased = _rephrased_lines(path, pick, rephrase_window_s) if pick["session"] and pick["timestamp"] else set()
     errors: list[str] = []
+    progress = _GroupProgress(records, on_progress, cancel)
     return _store_entries(db, path, _entries(path, pick, redact_pii, rephrased, errors), errors, pick, digest,
-                          first.get("done_through", 0))
+                          first.get("done_through", 0), progress)
+
+
+class _GroupProgress:
+    """Reports records done after each committed group and honours a cancel there: the import
+    mark already says how far it got, so running the import again continues from that line."""
+
+    def __init__(self, total: int, on_progress: Optional[ProgressCallback], cancel: Optional[CancelToken]) -> None:
+        self.total, self.on_progress, self.cancel = total, on_progress, cancel
+
+    def group_done(self, done: int) -> None:
+        report(self.on_progress, min(done, self.total), self.total, "importing")
+        if self.cancel is not None:
+            self.cancel.check()
 
 
 def _entries(path: Path, pick: dict, redact_pii: bool, rephrased: set[int], errors: list[str]) -> Iterator[dict]:
@@ -254,7 +286,7 @@ def _file_digest(path: Path) -> str:
 
 
 def _store_entries(db, path: Path, entries: Iterator[dict], errors: list[str], fields: dict, digest: str,
-                   done_through: int) -> dict:
+                   done_through: int, progress: _GroupProgress) -> dict:
     counts = {"imported": 0, "merged": 0, "negative": 0, "seen": 0}
     batch: list[dict] = []
     for entry in entries:
@@ -264,7 +296,9 @@ def _store_entries(db, path: Path, entries: Iterator[dict], errors: list[str], f
         batch.append(entry)
         if len(batch) >= COMMIT_EVERY:
             _commit_group(db, path, batch, fields, digest, counts, complete=False)
+            progress.group_done(counts["seen"] + len(errors))
     _commit_group(db, path, batch, fields, digest, counts, complete=True)
+    report(progress.on_progress, progress.total, progress.total, "done")
     return {"file": str(path), "lines_read": counts["seen"] + len(errors), "imported": counts["imported"],
             "merged": counts["merged"], "skipped": len(errors), "negative": counts["negative"], "fields": fields,
             "errors": errors, "already_imported": False, "sha1": digest}

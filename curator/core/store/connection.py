@@ -18,6 +18,29 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def _looks_like_sqlite(path: Path) -> bool:
+    """Whether SQLite reads the file as a database, asked through SQLite itself (read-only).
+
+    Never a plain open() and close(): closing any descriptor on the file drops every POSIX lock
+    this process holds on it, the app's open connections' included (SQLite keeps its own
+    descriptors open while locks are held for that reason). A worker thread opening the project
+    then let another process (the clustering worker, the CLI) believe its connection was the
+    last one: closing, it checkpointed and removed the WAL under the app, whose connection read
+    "database disk image is malformed" from then on."""
+    probe = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    try:
+        probe.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc):
+            # unreadable as a database, so no healthy connection can lose a lock to this read:
+            # the header only tells a damaged project from a file that never was one
+            return _has_sqlite_header(path)
+        # locked, or on read-only media: a SQLite file all the same; opening it says more
+    finally:
+        probe.close()
+    return True
+
+
+def _has_sqlite_header(path: Path) -> bool:
     with open(path, "rb") as fh:
         return fh.read(16) == SQLITE_MAGIC
 
