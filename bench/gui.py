@@ -23,6 +23,9 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Settings (recent projects) go to a throwaway folder, never the user's own (curator.gui.settings);
+# the app processes started from here inherit it.
+os.environ["CURATOR_CONFIG_DIR"] = tempfile.mkdtemp(prefix="curator-bench-settings-")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402

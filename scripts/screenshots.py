@@ -20,6 +20,9 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Settings (recent projects) go to a throwaway folder, never the user's own (curator.gui.settings);
+# the app processes started from here inherit it.
+os.environ["CURATOR_CONFIG_DIR"] = tempfile.mkdtemp(prefix="curator-bench-settings-")
 
 from PySide6.QtCore import QSettings  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402

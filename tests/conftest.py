@@ -11,9 +11,30 @@ import pytest
 # Qt must never look for a real screen in tests or CI.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+import settings_guard  # noqa: E402
+
+# Before anything makes a QSettings: the suite writes settings only under a temporary folder.
+REAL_SETTINGS_DIRS, TEST_SETTINGS_DIR = settings_guard.isolate()
+
 from curator.core.corpus.ingest import ingest  # noqa: E402
 from curator.core.resources import bundled_model_path, sample_corpus_dir  # noqa: E402
 from curator.core.store import open_project  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _real_settings_untouched():
+    """Fails the test after which the user's real settings folder changed."""
+    before = settings_guard.snapshot(REAL_SETTINGS_DIRS)
+    yield
+    touched = settings_guard.changes(before, settings_guard.snapshot(REAL_SETTINGS_DIRS))
+    if touched:
+        pytest.fail(f"this test wrote the user's real settings: {', '.join(touched)}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_test_settings():
+    yield
+    shutil.rmtree(TEST_SETTINGS_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

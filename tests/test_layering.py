@@ -122,6 +122,8 @@ ALLOWED = {
     "evaluation": {"store", "corpus", "queries", "embedding", "retrieval", "export", *SHARED},
     # diagnosis reads traces against the gold set; generation's backends are its judges
     "diagnosis": {"store", "corpus", "queries", "generation", "retrieval", "evaluation", *SHARED},
+    # doctor looks at the installed pieces: the bundled model, MiniLM's weights, generation's GGUF check
+    "doctor": {"resources", "generation", "embedding", *SHARED},
     "demo": {"store", "corpus", "queries", "generation", "clustering", "review", "resources", *SHARED},
 }
 

@@ -44,8 +44,10 @@ def export(project_path, out, fmt, status, query_type, source, split_spec, seed,
 
 def _render_eval(r: dict) -> str:
     k_cols = [f"recall@{k}" for k in r["ks"]] + ["mrr", f"ndcg@{max(r['ks'])}"]
-    rows = [{"slice": name, "n": s["queries"], **{c: f"{s.get(c, 0):.3f}" for c in k_cols}, "routing": s["routing"]}
-            for name, s in r["slices"].items()]
+    from curator.core.evaluation.evaluate import slice_title
+
+    rows = [{"slice": slice_title(name, s), "n": s["queries"], **{c: f"{s.get(c, 0):.3f}" for c in k_cols},
+             "routing": s["routing"]} for name, s in r["slices"].items()]
     auroc = r["unanswerable_auroc"]
     embedder = (r.get("params") or {}).get("embedder")
     lines = [f"eval run {r['eval_run']}: {r['retriever']}" + (f" ({embedder})" if embedder else "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from curator.cli.common import emit, json_option, progress_printer, project, table
+from curator.core.errors import CuratorError
 from curator.core.generation.generate import RETRIES_PER_CHUNK
 
 
@@ -51,6 +52,8 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
     """Reverse-generate queries, reference answers and gold chunk ids with a local model.
 
     Every accepted row is committed at once; Ctrl-C stops cleanly and --resume goes on.
+    Exits 1, saying why, when nothing could be asked (no chunks: ingest first; every
+    chunk already used for the types wanted) or when a run ends without a row.
 
     \b
     Example:
@@ -67,6 +70,8 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
     with project(project_path) as db:
         summary = run_generate(db, config, on_progress=progress_printer("generate"))
     emit(summary, as_json, _render_summary)
+    if summary["status"] == "exhausted" and summary["accepted_this_session"] == 0:  # a run that made nothing failed
+        raise CuratorError(f"run {summary['run_id']} made no rows: {summary['stopped_short']}")
 
 
 @click.command()

@@ -17,9 +17,20 @@ def has_display() -> bool:
     return True
 
 
+def gui_command(project_path: str | None) -> list[str]:
+    return [sys.executable, "-m", "curator.gui"] + ([project_path] if project_path else [])
+
+
 def open_gui_if_possible(project_path: str | None) -> None:
+    """Become the app: on POSIX the process is replaced (exec), so its id, its signals (Ctrl-C,
+    a SIGTERM from a desktop or a supervisor) and its exit code are the app's; a parent that
+    waited on a child instead left the window running, orphaned, when it was killed."""
     if not has_display():
         click.echo("No display found: the project is ready; open it with 'curator gui PROJECT' on a desktop.")
         return
-    args = [sys.executable, "-m", "curator.gui"] + ([project_path] if project_path else [])
-    raise SystemExit(subprocess.call(args))
+    args = gui_command(project_path)
+    if os.name != "posix":  # Windows' execv starts a new process and returns: wait on it instead
+        raise SystemExit(subprocess.call(args))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(args[0], args)

@@ -193,10 +193,10 @@ def demo(project_path: str, count: int, headless: bool, as_json: bool) -> None:
 
 # Each stage keeps its commands in its own module; they register themselves here.
 from curator.cli import (  # noqa: E402
-    cluster_cmds, diagnose_cmds, export_cmds, generate_cmds, review_cmds, sample_cmds, trust_cmds, validate_cmds,
+    cluster_cmds, diagnose_cmds, doctor_cmds, export_cmds, generate_cmds, model_cmds, review_cmds, sample_cmds,
+    trust_cmds, validate_cmds,
 )
-from curator.cli import model_cmds  # noqa: E402
 
 for _module in (generate_cmds, sample_cmds, cluster_cmds, review_cmds, export_cmds, trust_cmds, validate_cmds,
-                diagnose_cmds, model_cmds):
+                diagnose_cmds, doctor_cmds, model_cmds):
     _module.register(cli)

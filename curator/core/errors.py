@@ -28,3 +28,8 @@ class BadOption(InputError):
     def __init__(self, option: str, message: str) -> None:
         super().__init__(message)
         self.option = option
+
+
+class NothingToGenerate(CuratorError):
+    """A generation run that could not ask the model anything (no chunks, or every chunk already
+    used for the types wanted): refused before the model is loaded, with the reason and the fix."""

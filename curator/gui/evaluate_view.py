@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, Q
 
 from curator.core.evaluation.evaluate import eval_runs
 from curator.core.export.writers import exports as past_exports
-from curator.core.evaluation.evaluate import RECALL_HEALTHY, RETRIEVERS
+from curator.core.evaluation.evaluate import RECALL_HEALTHY, RETRIEVERS, slice_title
 from curator.core.errors import InputError
 from curator.core.evaluation import metrics
 from curator.core.evaluation.metrics import DEFAULT_KS
@@ -91,13 +91,13 @@ def slice_rows(result: dict) -> list[dict]:
     """Overall first, then types, sources and clusters, each a dict of its metrics."""
     slices = result.get("slices") or {}
     order = sorted(slices, key=lambda name: (name != "overall", name.split(":")[0], name))
-    return [{"slice": name, **slices[name]} for name in order]
+    return [{**slices[name], "slice": slice_title(name, slices[name])} for name in order]
 
 
 def cluster_bars(result: dict, k: int) -> list[tuple[str, float, float]]:
     """(cluster label, Recall@k, MRR) per cluster slice."""
     slices = result.get("slices") or {}
-    return [(name.split(":", 1)[1], float(s.get(f"recall@{k}", 0.0)), float(s.get("mrr", 0.0)))
+    return [(s.get("label") or name.split(":", 1)[1], float(s.get(f"recall@{k}", 0.0)), float(s.get("mrr", 0.0)))
             for name, s in sorted(slices.items()) if name.startswith("cluster:")]
 
 

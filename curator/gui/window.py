@@ -22,6 +22,7 @@ from curator.gui.corpus_view import CorpusView
 from curator.gui.empty_state import EmptyState
 from curator.gui.queries_view import QueriesView
 from curator.gui.review_view import ReviewView
+from curator.gui.settings import app_settings
 
 MAX_RECENT = 8
 PROJECT_SUFFIX = ".curator"
@@ -51,7 +52,7 @@ class MainWindow(QMainWindow):
     def __init__(self, project: Optional[str | Path] = None, settings: Optional[QSettings] = None,
                  reviewer: Optional[str] = None) -> None:
         super().__init__()
-        self.settings = settings or QSettings("Curator", "Curator")
+        self.settings = settings or app_settings()
         self._reviewer = reviewer
         self.db = None
         self.project_path: Optional[Path] = None

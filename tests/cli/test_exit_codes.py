@@ -88,3 +88,21 @@ def test_gui_on_a_missing_file_without_a_display_fails(tmp_path):
 def test_bad_option_values_are_usage_errors(gold_project, tmp_path, args, option):
     args = [a.format(p=gold_project, out=tmp_path / "gold.jsonl") for a in args]
     _one_line_error(_run(args), 2, f"Invalid value for '{option}'")
+
+
+def test_generate_on_an_empty_project_fails_and_says_ingest_first(tmp_path):
+    project = tmp_path / "empty.curator"
+    assert _run(["init", str(project)]).exit_code == 0
+    _one_line_error(_run(["generate", str(project), "--count", "3"]), 1, "no chunks: ingest a corpus first")
+
+
+def test_generate_that_makes_no_row_exits_1_with_the_reason(sample_project_path, monkeypatch):
+    """A run that judged candidates but kept none printed its summary and exited 0; now it fails."""
+    from curator.core.generation import generate as generation
+    from curator.core.generation.backends import FakeBackend
+
+    always_bad = FakeBackend(lambda messages: "Sure! Here is a question about the passage.")
+    monkeypatch.setattr(generation, "open_backend", lambda *args, **kwargs: always_bad)
+    result = _run(["generate", str(sample_project_path), "--count", "2", "--mix", "factoid=1"])
+    _one_line_error(result, 1, "run 1 made no rows", "stopped at 0 rows")
+    assert "run 1 exhausted: accepted 0" in result.stdout  # the summary is still printed

@@ -107,3 +107,24 @@ def test_cancel_stops_the_worker_mid_run_and_stores_nothing(tmp_path):
     again = cluster_project(path, k=3, seed=0)  # a fresh worker takes over
     assert again["k"] == 3 and sum(again["sizes"]) == 966
     db.close()
+
+
+def test_the_map_is_laid_out_from_the_cluster_fit(tmp_path):
+    """Issue 17: the unsupervised 2-D map scattered a cluster's colour; laid out from the cluster
+    fit, the same clusters (same labels) form regions: a higher 2-D silhouette by label."""
+    import re
+
+    from pydoc_data.topics import topics
+
+    db = open_project(tmp_path / "p.curator", create=True)
+    with db.conn:
+        for area in ("exceptions", "import", "lambda", "numbers", "string-methods", "with"):
+            parts = [s for s in re.split(r"(?<=[.:])\s+", " ".join(topics[area].split())) if 20 < len(s) < 200]
+            for i, sentence in enumerate(parts[:12]):
+                add_query(db, f"{sentence} {i}", "manual")
+    runs = {layout: cluster_queries(db, embedder="tfidf", k=6, seed=0, layout=layout) for layout in ("free", "clusters")}
+    labels = {layout: [r[0] for r in db.execute("SELECT cluster FROM query_clusters WHERE run_id = ? ORDER BY query_id",
+                                                [run["run_id"]])] for layout, run in runs.items()}
+    assert runs["clusters"]["method"] == "umap" and labels["free"] == labels["clusters"]
+    assert runs["clusters"]["map_silhouette"] > runs["free"]["map_silhouette"] + 0.1, runs
+    db.close()

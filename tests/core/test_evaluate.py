@@ -101,3 +101,24 @@ def test_auroc_counts_ties_as_half_and_matches_the_pairwise_definition():
     pairs = sum((p > n) + 0.5 * (p == n) for p in positive for n in negative) / (len(positive) * len(negative))
     assert _auroc(positive, negative) == pytest.approx(pairs) == (3 + 2.5 + 2.5 + 0.5) / 12
     assert _auroc([], negative) is None
+
+
+def test_cluster_slices_are_keyed_by_cluster_id_with_the_label_as_a_field(gold_db):
+    """Issue 17: labels repeat and change; a script reads clusters by id."""
+    from curator.core.clustering.cluster import cluster_queries
+
+    run = cluster_queries(gold_db, embedder="tfidf", k=2, seed=0)
+    result = evaluate(gold_db, "bm25")
+    clusters = {name: s for name, s in result["slices"].items() if name.startswith("cluster:")}
+    stored = dict(gold_db.execute("SELECT cluster, label FROM clusters WHERE run_id = ?", [run["run_id"]]).fetchall())
+    assert clusters and {int(name.split(":")[1]) for name in clusters} <= set(stored)
+    for name, s in clusters.items():
+        assert s["label"] == stored[int(name.split(":")[1])]
+    assert sum(s["queries"] for s in clusters.values()) == result["slices"]["overall"]["queries"]
+    assert all("label" not in s for name, s in result["slices"].items() if not name.startswith("cluster:"))
+
+
+def test_before_clustering_every_row_is_in_the_unclustered_slice(gold_db):
+    result = evaluate(gold_db, "bm25")
+    assert result["slices"]["cluster:unclustered"]["label"] == "unclustered"
+    assert result["slices"]["cluster:unclustered"]["queries"] == result["slices"]["overall"]["queries"]

@@ -76,3 +76,31 @@ def test_failed_export_leaves_previous_file_intact(labelled_db, tmp_path, monkey
         export(db, target)
     assert target.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def _json_text_inside(value, where="manifest") -> list[str]:
+    """Paths of string values that are themselves a JSON object or list (JSON inside JSON)."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _json_text_inside(v, f"{where}.{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _json_text_inside(v, f"{where}[{i}]")]
+    if isinstance(value, str) and value.strip()[:1] in "{[":
+        try:
+            json.loads(value)
+        except ValueError:
+            return []
+        return [where]
+    return []
+
+
+def test_the_manifest_holds_objects_not_json_strings(labelled_db, tmp_path):
+    from curator.core.clustering.cluster import cluster_queries
+
+    db, _, _ = labelled_db
+    cluster_queries(db, embedder="tfidf", k=2, seed=0)
+    export(db, tmp_path / "gold.jsonl")
+    manifest = json.loads((tmp_path / "gold.jsonl.manifest.json").read_text())
+    assert _json_text_inside(manifest) == []
+    assert isinstance(manifest["cluster_run"]["params"], dict) and manifest["cluster_run"]["params"]["k"] == 2
+    assert manifest["chunker"] and all(isinstance(c, dict) for c in manifest["chunker"])
+    assert _json_text_inside({"a": ['{"k": 1}']}) == ["manifest.a[0]"]  # the check itself can fail

@@ -9,7 +9,8 @@ import pytest
 from curator.core.generation import filters
 from curator.core.generation import prompts
 from curator.core.generation.backends import FakeBackend, LlamaCppBackend, check_gguf
-from curator.core.errors import InputError, ModelFileError
+from curator.core.corpus.ingest import ingest
+from curator.core.errors import InputError, ModelFileError, NothingToGenerate
 from curator.core.generation.generate import DEFAULT_MIX, GenerationConfig, allocate, generate, parse_mix
 from curator.core.progress import CancelToken
 from scripted import good_reply
@@ -303,3 +304,40 @@ def test_real_model_replies_are_never_cut_or_empty(sample_db, bundled_model):
     assert all(raw.endswith("\n") and prompts.parse_output(raw) for raw in raws)  # every reply ran to its end
     scores = [r[0] for r in sample_db.execute("SELECT quality FROM queries WHERE source = 'synthetic'")]
     assert scores and all(0.0 <= s <= 1.0 for s in scores)
+
+
+def _runs(db) -> int:
+    return db.execute("SELECT COUNT(*) FROM generation_runs").fetchone()[0]
+
+
+def test_generate_on_an_empty_project_says_ingest_first_before_loading_a_model(empty_db, tmp_path):
+    """Issue 17: no more 'Run 1 exhausted: 0 rows accepted' without a reason. The missing model
+    file proves the check comes first: loading it would raise ModelFileError instead."""
+    config = GenerationConfig(count=5, model_path=str(tmp_path / "never-opened.gguf"))
+    with pytest.raises(NothingToGenerate, match="no chunks: ingest a corpus first"):
+        generate(empty_db, config)
+    assert _runs(empty_db) == 0  # a refused run leaves no 'exhausted' row behind
+
+
+def test_generate_when_every_chunk_is_used_says_so_and_names_the_types(sample_db):
+    first = generate(sample_db, GenerationConfig(count=500, seed=3, mix={"factoid": 1}), backend=FakeBackend(good_reply))
+    assert first["status"] == "exhausted" and first["accepted"] > 0
+    with pytest.raises(NothingToGenerate, match="every chunk was already used for factoid queries") as refused:
+        generate(sample_db, GenerationConfig(count=5, seed=4, mix={"factoid": 1}), backend=FakeBackend(good_reply))
+    assert "--mix" in str(refused.value) and _runs(sample_db) == 1
+    generate(sample_db, GenerationConfig(count=2, seed=4, mix={"keyword": 1}), backend=FakeBackend(good_reply))
+    assert _runs(sample_db) == 2  # the chunks are still free for another type: that run is not refused
+
+
+def test_generate_when_no_chunk_has_enough_prose_says_so(empty_db, tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "short.md").write_text("# Title\n\nToo short to ask about.\n")
+    ingest(empty_db, [tmp_path / "docs"])
+    with pytest.raises(NothingToGenerate, match=r"none of the 1 chunks is worth asking about \(each needs 30\+"):
+        generate(empty_db, GenerationConfig(count=3), backend=FakeBackend(good_reply))
+
+
+def test_resuming_a_complete_run_is_not_refused(sample_db):
+    generate(sample_db, GenerationConfig(count=2, seed=3, mix={"factoid": 1}), backend=FakeBackend(good_reply))
+    again = generate(sample_db, GenerationConfig(resume=True), backend=FakeBackend(good_reply))
+    assert again["status"] == "complete" and again["accepted_this_session"] == 0

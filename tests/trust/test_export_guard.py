@@ -138,3 +138,23 @@ def test_an_unwritable_target_is_one_line_not_a_traceback(sample_project_path, t
     result = CliRunner().invoke(cli, ["export", str(sample_project_path), str(a_file / "gold.jsonl")])
     assert result.exit_code == 1 and "could not be written" in result.output, result.output
     assert not isinstance(result.exception, OSError)
+
+
+@pytest.mark.parametrize("umask", [0o002, 0o027])
+def test_every_exported_file_and_folder_gets_the_umask_permissions(gold_db, tmp_path, umask):
+    """Not 0600/0700 (mkstemp, mkdtemp) and not a fixed 0644: whatever the user's umask says."""
+    db, _ = gold_db
+    out = tmp_path / "out"  # beside the project file (its own permissions are not an export's)
+    out.mkdir()
+    old = os.umask(umask)
+    try:
+        export(db, out / "gold.jsonl", split={"dev": 0.5, "test": 0.5}, seed=1)
+        export(db, out / "beir", "beir")
+        export(db, out / "gold.qrels", "trec")
+    finally:
+        os.umask(old)
+    files = [p for p in out.rglob("*") if p.is_file()]
+    folders = [out / "beir", out / "beir" / "qrels"]
+    assert len(files) >= 8 and not [p for p in out.rglob(".*")]  # no staging file left behind
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in files} == {p.name: 0o666 & ~umask for p in files}
+    assert [stat.S_IMODE(p.stat().st_mode) for p in folders] == [0o777 & ~umask] * 2

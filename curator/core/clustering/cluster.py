@@ -1,5 +1,10 @@
 """Cluster a project's queries: embed → UMAP (5-D) → KMeans, plus a 2-D UMAP map and c-TF-IDF labels.
 
+The 2-D map is laid out from the cluster fit: KMeans runs on the 5-D space inside the UMAP job and
+the 2-D UMAP is supervised by its labels (``y=labels``), so each cluster is drawn as one region. The
+unsupervised map (``layout="free"``) scattered a cluster's colour across the map: its 2-D silhouette
+by cluster label is printed beside the supervised one by ``bench/cluster_map.py``.
+
 UMAP runs in a worker process (spawn context) because it holds the GIL for long stretches.
 ``cluster_project`` runs the whole step (embedding, UMAP, KMeans, storing) in that worker: the GUI
 uses it, so its own process only waits and its GUI thread is never starved of the GIL (the TF-IDF
@@ -39,6 +44,7 @@ from curator.core.clustering.labels import ctfidf_labels
 from curator.core.progress import CancelToken, report
 
 UMAP_MIN = 30
+LAYOUTS = ("clusters", "free")  # the 2-D map: laid out from the cluster fit, or the unsupervised UMAP
 _POOL: Optional[cf.ProcessPoolExecutor] = None
 _PROGRESS = None  # a spawn-context Queue of the worker's reports: (job, done, total, message)
 _IN_WORKER = False  # True inside the worker process: UMAP then runs inline
@@ -136,31 +142,37 @@ def _epochs(n: int, dim: int) -> Optional[int]:
 
 
 def _umap_job(vectors: np.ndarray, dims: tuple[int, ...], seed: Optional[int], n_neighbors: int,
-              force_approx: bool = False) -> tuple[list[np.ndarray], list[float]]:
+              force_approx: bool = False, k=None, kmeans_seed: int = 0) -> tuple[list[np.ndarray], list[float], Optional[tuple]]:
     """Runs in the worker: one UMAP fit per output dimension, sharing one nearest-neighbour search.
 
     The k-NN search (NN-descent) is a large part of a fit; the second fit reuses the first one's
-    neighbours through ``precomputed_knn``. Returns the embeddings and the seconds per fit.
+    neighbours through ``precomputed_knn``. With ``k`` (a number or "auto") KMeans runs on the
+    first (cluster-space) fit and the 2-D map is laid out from that fit: a supervised UMAP with
+    the cluster labels as its target, so each cluster is drawn as one region (an unsupervised map
+    scattered the colours). Returns the embeddings, the seconds per fit and (labels, k, silhouette).
     """
     import warnings
 
     import umap
 
-    out, secs, knn = [], [], (None, None, None)
+    out, secs, knn, fitted = [], [], (None, None, None), None
     for dim in dims:
         t = time.perf_counter()
         reducer = umap.UMAP(n_components=dim, n_neighbors=n_neighbors, min_dist=0.0 if dim > 2 else 0.1,
                             metric="cosine", random_state=seed, force_approximation_algorithm=force_approx,
                             n_jobs=1 if seed is not None else -1, n_epochs=_epochs(len(vectors), dim),
                             low_memory=True, precomputed_knn=knn)
+        target = fitted[0] if fitted is not None and dim == 2 else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out.append(reducer.fit_transform(vectors).astype(np.float32))
+            out.append(reducer.fit_transform(vectors, y=target).astype(np.float32))
         if knn[0] is None and getattr(reducer, "_knn_indices", None) is not None and (force_approx or len(vectors) >= 4096):
             # Only the approximate (NN-descent) path leaves reusable neighbours with a search index.
             knn = (reducer._knn_indices, reducer._knn_dists, getattr(reducer, "_knn_search_index", None))
         secs.append(time.perf_counter() - t)
-    return out, secs
+        if k is not None and fitted is None and dim > 2:
+            fitted = choose_k(out[-1], k, kmeans_seed)
+    return out, secs, fitted
 
 
 def warm_up() -> float:
@@ -170,20 +182,23 @@ def warm_up() -> float:
     data = rng.normal(size=(300, 16)).astype(np.float32)
     # Two paths to compile: sets under 4096 points use exact distances, larger ones NN-descent
     # (forced here on a small set) plus the shared precomputed-knn fit for the 2-D map.
-    _pool().submit(_umap_job, data, (5, 2), 0, 15, True).result()
-    _pool().submit(_umap_job, data, (5, 2), 0, 15, False).result()
+    _pool().submit(_umap_job, data, (5, 2), 0, 15, True, 3).result()  # a supervised map: y= compiles too
+    _pool().submit(_umap_job, data, (5, 2), 0, 15, False, 3).result()
     return time.perf_counter() - start
 
 
-def run_umap(vectors: np.ndarray, seed: Optional[int], cancel: Optional[CancelToken] = None) -> tuple[np.ndarray, np.ndarray]:
-    """5-D clustering space and 2-D map coordinates, computed in the worker process."""
+def run_umap(vectors: np.ndarray, seed: Optional[int], cancel: Optional[CancelToken] = None, k=None,
+             kmeans_seed: int = 0) -> tuple[np.ndarray, np.ndarray, Optional[tuple]]:
+    """5-D clustering space and 2-D map coordinates, computed in the worker process; with ``k``,
+    also the KMeans fit (labels, k, silhouette) that the map is then laid out from."""
     n_neighbors = max(2, min(15, len(vectors) - 1))
+    job = (_umap_job, vectors, (5, 2), seed, n_neighbors, False, k, kmeans_seed)
     if _IN_WORKER:
-        (low, flat), secs = _umap_job(vectors, (5, 2), seed, n_neighbors, False)
+        (low, flat), secs, fitted = job[0](*job[1:])
     else:
-        (low, flat), secs = _wait(_pool().submit(_umap_job, vectors, (5, 2), seed, n_neighbors, False), cancel)
+        (low, flat), secs, fitted = _wait(_pool().submit(*job), cancel)
     _LAST_UMAP_SECONDS[:] = secs
-    return low, flat
+    return low, flat, fitted
 
 
 def pca(vectors: np.ndarray, dim: int) -> np.ndarray:
@@ -237,9 +252,33 @@ def _store_run(db, embedder_id: str, params: dict, ids: list[str], labels: np.nd
     return run_id
 
 
+def _reduce_and_fit(vectors: np.ndarray, k, seed: int, fast: bool, layout: str, cancel, timings: dict):
+    """(method, 2-D map, labels, k used, silhouette): UMAP (or PCA for small sets) and KMeans.
+
+    ``layout="clusters"`` lays the map out from the cluster fit (supervised by its labels);
+    ``"free"`` is the unsupervised map of the embeddings, kept for comparison (bench/cluster_map.py).
+    """
+    t = time.perf_counter()
+    if len(vectors) < UMAP_MIN:
+        space, xy = pca(vectors, min(5, vectors.shape[1])), pca(vectors, 2)
+        timings["reduce"] = time.perf_counter() - t
+        t = time.perf_counter()
+        labels, k_used, sil = choose_k(space, k, seed)
+        timings["kmeans"] = time.perf_counter() - t
+        return "pca", xy, labels, k_used, sil
+    space, xy, fitted = run_umap(vectors, None if fast else seed, cancel, k if layout == "clusters" else None, seed)
+    if len(_LAST_UMAP_SECONDS) == 2:
+        timings["umap_nd"], timings["umap_2d"] = _LAST_UMAP_SECONDS
+    timings["reduce"] = time.perf_counter() - t
+    t = time.perf_counter()
+    labels, k_used, sil = fitted if fitted is not None else choose_k(space, k, seed)
+    timings["kmeans"] = time.perf_counter() - t  # with layout="clusters" KMeans ran in the worker: inside "reduce"
+    return "umap", xy, labels, k_used, sil
+
+
 def cluster_queries(db, embedder="default", k="auto", seed: int = 0, fast: bool = False,
                     on_progress: Optional[Callable[[int, int, str], None]] = None,
-                    cancel: Optional[CancelToken] = None) -> dict:
+                    cancel: Optional[CancelToken] = None, layout: str = "clusters") -> dict:
     """Cluster all queries of the project; returns run_id, k, sizes, labels, silhouette, seconds, timings."""
     start = time.perf_counter()
     timings: dict[str, float] = {}
@@ -248,6 +287,8 @@ def cluster_queries(db, embedder="default", k="auto", seed: int = 0, fast: bool 
         raise InputError(f"need at least 3 queries to cluster, the project has {len(qrows)}")
     if k != "auto" and int(k) < 1:
         raise InputError("k must be 'auto' or a positive number")
+    if layout not in LAYOUTS:
+        raise InputError(f"unknown map layout {layout!r}; use {' or '.join(LAYOUTS)}")
     ids, texts = [r["id"] for r in qrows], [r["text"] for r in qrows]
     report(on_progress, 0, 4, "embedding")
     t = time.perf_counter()
@@ -256,34 +297,32 @@ def cluster_queries(db, embedder="default", k="auto", seed: int = 0, fast: bool 
     timings["embed"] = time.perf_counter() - t
     if cancel:
         cancel.check()
-    report(on_progress, 1, 4, "reducing")
-    t = time.perf_counter()
-    if len(ids) < UMAP_MIN:
-        method = "pca"
-        space, xy = pca(vectors, min(5, vectors.shape[1])), pca(vectors, 2)
-    else:
-        method = "umap"
-        space, xy = run_umap(vectors, None if fast else seed, cancel)
-        if len(_LAST_UMAP_SECONDS) == 2:
-            timings["umap_nd"], timings["umap_2d"] = _LAST_UMAP_SECONDS
-    timings["reduce"] = time.perf_counter() - t
-    report(on_progress, 2, 4, "kmeans")
-    t = time.perf_counter()
-    labels, k_used, sil = choose_k(space, k, seed)
-    timings["kmeans"] = time.perf_counter() - t
+    report(on_progress, 1, 4, "reducing and clustering")
+    method, xy, labels, k_used, sil = _reduce_and_fit(vectors, k, seed, fast, layout, cancel, timings)
     if cancel:
         cancel.check()
     report(on_progress, 3, 4, "labelling")
     t = time.perf_counter()
     names = ctfidf_labels(texts, labels, k_used)
     timings["labels"] = time.perf_counter() - t
-    params = {"k": k, "seed": seed, "fast": fast, "method": method, "n": len(ids)}
+    params = {"k": k, "seed": seed, "fast": fast, "method": method, "n": len(ids), "layout": layout}
     run_id = _store_run(db, emb.id, params, ids, np.asarray(labels), xy, names, k_used, sil)
     report(on_progress, 4, 4, "done")
     sizes = np.bincount(labels, minlength=k_used).tolist()
     return {"run_id": run_id, "k": k_used, "sizes": sizes, "labels": [names[c][0] for c in range(k_used)],
-            "silhouette": sil, "method": method, "embedder": emb.id,
+            "silhouette": sil, "method": method, "embedder": emb.id, "layout": layout,
+            "map_silhouette": map_silhouette(xy, labels),
             "seconds": round(time.perf_counter() - start, 3), "timings": {a: round(b, 3) for a, b in timings.items()}}
+
+
+def map_silhouette(xy: np.ndarray, labels) -> Optional[float]:
+    """Silhouette of the 2-D map by cluster label: how much the map reads as clusters (-1..1)."""
+    from sklearn.metrics import silhouette_score
+
+    labels = np.asarray(labels)
+    if not 1 < len(set(labels.tolist())) < len(labels):
+        return None
+    return round(float(silhouette_score(xy, labels, sample_size=min(len(labels), 3000), random_state=0)), 4)
 
 
 def _cluster_job(project_path: str, options: dict, job: str) -> dict:

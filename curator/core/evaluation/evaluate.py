@@ -95,19 +95,34 @@ def _auroc(positive: list[float], negative: list[float]) -> Optional[float]:
     return float((below + 0.5 * (not_above - below)).sum() / (len(pos) * len(neg)))
 
 
+def _cluster_slice(q: dict) -> str:
+    """A cluster's slice is keyed by its id (labels repeat and change when relabelled)."""
+    return "cluster:unclustered" if q.get("cluster") is None else f"cluster:{q['cluster']}"
+
+
 def _slices(rows: list[dict], scored: dict[str, dict], k_route: int) -> dict[str, dict]:
     groups: dict[str, list[dict]] = {"overall": []}
+    labels: dict[str, str] = {}
     for q in rows:
         if q["id"] not in scored:
             continue
-        for name in ("overall", f"type:{q['query_type']}", f"source:{q['source']}",
-                     f"cluster:{q['cluster_label'] or 'unclustered'}"):
+        for name in ("overall", f"type:{q['query_type']}", f"source:{q['source']}", _cluster_slice(q)):
             groups.setdefault(name, []).append(scored[q["id"]])
+        labels[_cluster_slice(q)] = q.get("cluster_label") or "unclustered"
     result = {}
     for name, members in groups.items():
         summary = metrics.mean(members)
         result[name] = {"queries": len(members), **summary, "routing": _route(summary, k_route) if members else None}
+        if name in labels:
+            result[name]["label"] = labels[name]
     return result
+
+
+def slice_title(name: str, summary: dict) -> str:
+    """How a slice is shown: a cluster by its label beside its id ('cluster 3: install · venv')."""
+    if "label" in summary and name != "cluster:unclustered":
+        return f"cluster {name.split(':', 1)[1]}: {summary['label']}"
+    return name
 
 
 def _scored_run(db, retriever: str, run_file: Optional[str], rows: list[dict], k_max: int,

@@ -190,13 +190,16 @@ def _manifest(db, rows: list[dict], fmt: str, files: dict[str, Path], filters: d
         run["source_model_path"] = run["params"].get("source_model_path", run["model_path"])
         run["source_model_sha256"] = run["params"].get("source_model_sha256", run["model_sha256"])
     cluster_run = store.rows(db, "SELECT id, embedder, params, k FROM cluster_runs WHERE active = 1")
+    for run in cluster_run:
+        run["params"] = store.loads(run["params"])  # objects, not JSON text inside the JSON manifest
+    chunkers = sorted({r[0] for r in db.execute("SELECT DISTINCT chunk_params FROM documents") if r[0]})
     return {
         "curator_version": __version__, "created_at": store.now(), "format": fmt, "filters": filters,
         "rows": len(rows), "by_status": counts("status"), "by_type": counts("query_type"),
         "by_source": counts("source"), "by_cluster": counts("cluster"),
         "reviewers": sorted({q["reviewer"] for q in rows if q["reviewer"]}),
         "generation_runs": runs, "cluster_run": cluster_run[0] if cluster_run else None,
-        "chunker": sorted({r[0] for r in db.execute("SELECT DISTINCT chunk_params FROM documents") if r[0]}),
+        "chunker": [store.loads(text) for text in chunkers],
         "files": {name: _sha256(path) for name, path in files.items()},
     }
 

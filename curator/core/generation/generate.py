@@ -22,7 +22,7 @@ from curator.core.generation import prompts
 from curator.core.generation import quality
 from curator.core.generation.backends import Backend, Request, open_backend
 from curator.core.generation.repack import file_sha256
-from curator.core.errors import BadOption, InputError
+from curator.core.errors import BadOption, InputError, NothingToGenerate
 from curator.core.queries.rows import add_query, get_query
 from curator.core.corpus.search import search_chunks
 from curator.core.progress import CancelToken, Cancelled, ProgressCallback, report
@@ -421,14 +421,38 @@ def _check_same_model(db, run: dict, backend: Backend) -> None:
                          "with the same --endpoint, or start a new run without --resume")
 
 
-def _resolve_run(db, config: GenerationConfig, backend: Backend) -> tuple[int, dict]:
-    if config.resume:
-        run = _last_run(db)
-        _check_same_model(db, run, backend)
-        config.count = run["target"]
-        return run["id"], store.loads(run["mix"])
-    mix = config.mix or DEFAULT_MIX
-    return _start_run(db, config, backend, mix), mix
+def _why_nothing_to_ask(db, plan: dict[str, int], seed: int, cluster_chunk_ids: Optional[set]) -> Optional[str]:
+    """Why no candidate could be asked for ``plan`` (None when at least one can), in words with
+    the next step: checked before the model is loaded, so an empty project fails at once."""
+    if sum(plan.values()) == 0:
+        return None  # nothing wanted (a resumed run already at its target) is not a failure
+    total = db.execute("SELECT COUNT(*) FROM chunks WHERE active = 1").fetchone()[0]
+    if total == 0:
+        return "no chunks: ingest a corpus first ('curator ingest PROJECT DOCS/'), then generate"
+    if not eligible_chunks(db, seed, cluster_chunk_ids):
+        return (f"none of the {total} chunks is worth asking about (each needs {MIN_CHUNK_TOKENS}+ tokens of prose, "
+                "not tables or code): ingest documents with more running text")
+    if next(plan_tasks(db, plan, seed, cluster_chunk_ids), None) is None:
+        types = ", ".join(t for t, n in plan.items() if n > 0)
+        return (f"every chunk was already used for {types} queries (each chunk is asked once per type): ingest more "
+                "documents, or ask for other types with --mix")
+    return None
+
+
+def _plan(db, config: GenerationConfig) -> tuple[Optional[dict], dict, dict[str, int]]:
+    """The run resumed (or None), its mix and the rows still wanted per type; raises
+    NothingToGenerate, before any model is loaded, when no candidate could be asked."""
+    resumed = _last_run(db) if config.resume else None
+    if resumed:
+        config.count, mix = resumed["target"], store.loads(resumed["mix"])
+    else:
+        mix = config.mix or DEFAULT_MIX
+    done = _accepted_by_type(db, resumed["id"]) if resumed else {}
+    plan = {t: max(0, n - done.get(t, 0)) for t, n in allocate(config.count, mix).items()}
+    reason = _why_nothing_to_ask(db, plan, config.seed, _cluster_chunks(db, config.cluster))
+    if reason:
+        raise NothingToGenerate(reason)
+    return resumed, mix, plan
 
 
 def _cluster_chunks(db, cluster: Optional[int]) -> Optional[set]:
@@ -571,11 +595,12 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     """
     if config.resume:
         _adopt_run_settings(db, config)
+    resumed, mix, plan = _plan(db, config)
     backend = backend or open_backend(config.model_path, config.endpoint, config.n_ctx, config.threads, config.seed,
                                       parallel=config.parallel, repack=config.repack)
-    run_id, mix = _resolve_run(db, config, backend)
-    done = _accepted_by_type(db, run_id)
-    plan = {t: max(0, n - done.get(t, 0)) for t, n in allocate(config.count, mix).items()}
+    if resumed:
+        _check_same_model(db, resumed, backend)
+    run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix)
     duplicates = filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries"))
     progress, started = _Progress(), time.perf_counter()
     target = sum(plan.values())
