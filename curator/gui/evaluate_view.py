@@ -14,7 +14,7 @@ import sqlite_utils
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLineEdit,
-                               QProgressBar, QPushButton, QSizePolicy, QSplitter, QVBoxLayout, QWidget)
+                               QProgressBar, QPushButton, QSplitter, QVBoxLayout, QWidget)
 
 from curator.core.evaluation.evaluate import eval_runs
 from curator.core.export.writers import exports as past_exports
@@ -25,6 +25,7 @@ from curator.core.evaluation.metrics import DEFAULT_KS
 from curator.core.export.writers import DEFAULT_STATUSES, FORMATS, manifest_path
 from curator.core.review.decisions import STATUSES
 from curator.gui import workers
+from curator.gui.chart import Chart
 from curator.gui.generate_view import RecordTableModel, path_row, plain, record_table
 from curator.gui.task_view import TaskView
 from curator.gui.validity_view import ValidityPanel
@@ -124,32 +125,26 @@ def evaluate_task(db: sqlite_utils.Database, *, retriever: str, run_file: Option
 
 # -- the chart -----------------------------------------------------------------------------
 
-class ClusterBarChart(QWidget):
+class ClusterBarChart(Chart):
     """Horizontal grouped bars per cluster: Recall@k and MRR, 0..1, with the healthy-recall line."""
 
     ROW, BAR, PAD = 34, 11, 8
 
     def __init__(self, parent=None) -> None:
-        super().__init__(parent)
+        super().__init__(320, 200, parent)
         self.bars: list[tuple[str, float, float]] = []
         self.k = 5
-        self.setMinimumSize(320, 200)
-        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
 
     def set_bars(self, bars: list[tuple[str, float, float]], k: int) -> None:
         self.bars, self.k = list(bars), k
         self.update()
 
     def paintEvent(self, event) -> None:
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.Antialiasing)
-        painter.fillRect(self.rect(), QColor("#ffffff"))
-        metrics = QFontMetrics(self.font())
-        if not self.bars:
-            painter.setPen(QColor("#6b7280"))
-            painter.drawText(self.rect(), Qt.AlignCenter, "No per-cluster results yet: cluster the queries, "
-                                                           "approve some rows, then evaluate.")
+        started = self.begin_paint(None if self.bars else "No per-cluster results yet: cluster the queries, "
+                                                          "approve some rows, then evaluate.")
+        if started is None:
             return
+        painter, metrics = started
         label_w = min(int(self.width() * 0.38), max(metrics.horizontalAdvance(b[0]) for b in self.bars) + 2 * self.PAD)
         left, right = label_w + self.PAD, self.width() - 3 * self.PAD - metrics.horizontalAdvance("0.00")
         top = self._legend(painter, metrics) + self.PAD

@@ -12,9 +12,10 @@ from typing import Optional
 
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
-from PySide6.QtWidgets import QHBoxLayout, QLineEdit, QProgressBar, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLineEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from curator.gui import workers
+from curator.gui.chart import Chart
 from curator.gui.generate_view import plain
 from curator.gui.task_view import show_error
 
@@ -62,30 +63,24 @@ def details_text(report: dict) -> str:
     return "\n".join(lines)
 
 
-class ValidityChart(QWidget):
+class ValidityChart(Chart):
     """Vertical bars, 0..1: one group per retriever, one bar per source, whiskers for the interval."""
 
     PAD, BAR = 10, 18
 
     def __init__(self, parent=None) -> None:
-        super().__init__(parent)
+        super().__init__(360, 220, parent)
         self.report: Optional[dict] = None
-        self.setMinimumSize(360, 220)
-        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
 
     def set_report(self, report: Optional[dict]) -> None:
         self.report = report
         self.update()
 
     def paintEvent(self, event) -> None:
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.Antialiasing)
-        painter.fillRect(self.rect(), QColor("#ffffff"))
-        metrics = QFontMetrics(self.font())
-        if not self.report:
-            painter.setPen(QColor("#6b7280"))
-            painter.drawText(self.rect(), Qt.AlignCenter, "Press Check validity to rank the retrievers per source.")
+        started = self.begin_paint(None if self.report else "Press Check validity to rank the retrievers per source.")
+        if started is None:
             return
+        painter, metrics = started
         names, sources, bars = source_bars(self.report)
         top = self._legend(painter, metrics, sources) + self.PAD
         left, bottom = self.PAD + metrics.horizontalAdvance("0.75") + 6, self.height() - metrics.height() - self.PAD
