@@ -253,18 +253,23 @@ def _stored_candidates(path) -> int:
         conn.close()
 
 
-def test_kill_during_generate_then_resume_reaches_target_without_duplicates(sample_project_path, fake_model):
+@pytest.mark.parametrize("parallel", [1, 4])
+def test_kill_during_generate_then_resume_reaches_target_without_duplicates(sample_project_path, fake_model,
+                                                                          parallel):
     target = 24
     fake_model.delay = 0.08
     proc = spawn(curator_cmd("generate", str(sample_project_path), "--endpoint", fake_model.url,
-                             "--count", str(target), "--seed", "1"))
+                             "--count", str(target), "--seed", "1", "--parallel", str(parallel)))
     wait_until(lambda: fake_model.answered >= 8, timeout=60, proc=proc)
     answered = fake_model.answered
     kill9(proc)
     assert proc.returncode == -9
     before = _generated(sample_project_path)
     assert 0 < len(before) < target, "the kill must land mid-run"
-    assert _stored_candidates(sample_project_path) >= answered - 1  # at most the row in flight is lost
+    # At most the rows in flight are lost: one per request the backend keeps open. With four,
+    # the fake server answers them together, and the replies the generator had received but not
+    # yet judged when the kill landed are in flight too (seen in CI: 6 of 8 stored).
+    assert _stored_candidates(sample_project_path) >= answered - parallel
 
     resumed = spawn(curator_cmd("generate", str(sample_project_path), "--endpoint", fake_model.url, "--resume",
                                 "--json"))
