@@ -114,9 +114,12 @@ def trace(project_path, trace_id, as_json):
     with project(project_path) as db:
         detail = trace_detail(db, trace_id)
     def render(d: dict) -> str:
-        lines = [f"question: {d['question']}", f"recall {d['context_recall']}  faithfulness {d['faithfulness']}"]
+        lines = [f"question: {d['question']}",
+                 f"recall {d['context_recall']} ({d['recall_basis']})  faithfulness {d['faithfulness']}"]
         lines += [f"  {'*' if c['gold'] else ' '} [{c['rank']}] {c['chunk_id']} ({c['matched']})" for c in d["retrieved"]]
         lines += [f"  claim {c['claim_id']}: {c['verdict'] or 'unjudged'}: {c['text']}" for c in d["claims"]]
+        lines += [f"  reference statement {c['claim_id']}: {c['verdict'] or 'unjudged'}: {c['text']}"
+                  for c in d["statements"]]
         return "\n".join(lines)
     emit(detail, as_json, render)
 

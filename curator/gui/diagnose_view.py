@@ -156,6 +156,13 @@ def _score(value: Optional[float]) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
+def _claim_span(claim: dict) -> str:
+    """A claim coloured by its verdict, the verdict as its tooltip."""
+    e = html.escape
+    colour = VERDICT_COLOURS.get(claim["verdict"] or "", UNJUDGED)
+    return f"<span style='background:{colour}' title='{e(claim['verdict'] or 'unjudged')}'>{e(claim['text'])}</span> "
+
+
 def trace_html(d: dict) -> str:
     """The trace as HTML: query, scores, coloured claims, gold chunks, retrieved chunks (gold marked)."""
     e = html.escape
@@ -163,12 +170,15 @@ def trace_html(d: dict) -> str:
            f"<p>context recall <b>{_score(d['context_recall'])}</b> ({e(d['recall_basis'])}) · faithfulness "
            f"<b>{_score(d['faithfulness'])}</b> · matched to query {e(d['query_id'] or '')} by {e(d['matched_by'])}</p>"]
     out.append("<h4>Response</h4><p>")
-    for c in d["claims"]:
-        colour = VERDICT_COLOURS.get(c["verdict"] or "", UNJUDGED)
-        out.append(f"<span style='background:{colour}' title='{e(c['verdict'] or 'unjudged')}'>{e(c['text'])}</span> ")
+    out += [_claim_span(c) for c in d["claims"]]
     if not d["claims"]:
         out.append(e(d["response"]))
-    out.append("</p><p><small>green: supported, red: not supported, grey: not judged yet</small></p>")
+    out.append("</p>")
+    if d.get("statements"):
+        out.append("<h4>Reference answer (recall judged from its statements)</h4><p>")
+        out += [_claim_span(c) for c in d["statements"]]
+        out.append("</p>")
+    out.append("<p><small>green: supported, red: not supported, grey: not judged yet</small></p>")
     out.append("<h4>Gold chunks</h4>")
     out += [f"<p><code>{e(g['chunk_id'])}</code> {e(g['text'][:300])}</p>" for g in d["gold"]] or ["<p>(none)</p>"]
     out.append("<h4>Retrieved</h4>")

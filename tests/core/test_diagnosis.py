@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from curator.core.diagnosis.faithfulness import (VERDICT_GRAMMAR, claim_verdicts, correct_verdict, judge_traces,
-                                                 parse_verdict, split_claims, unjudged_claims)
+from curator.core.diagnosis.details import trace_detail
+from curator.core.diagnosis.faithfulness import (REFERENCE, STATEMENT_BASIS, VERDICT_GRAMMAR, claim_verdicts,
+                                                 correct_verdict, judge_traces, parse_verdict, split_claims,
+                                                 split_statements, unjudged_claims)
 from curator.core.diagnosis.quadrants import calibrate, diagnose, mark_trace, quadrant
 from curator.core.diagnosis.recall import ChunkMatcher, context_recall
 from curator.core.diagnosis.traces import import_traces
@@ -207,6 +209,78 @@ def test_reviewer_correction_is_journaled_and_rescores(sample_db, tmp_path):
         correct_verdict(sample_db, claim_id, "maybe", "ana")
     with pytest.raises(InputError):
         correct_verdict(sample_db, 99999, "supported", "ana")
+
+
+# -- recall from the reference answer, where no ids can be had -----------------------------
+
+def _statement_reply(messages):
+    """A scripted judge: 'supported' when the claim's words are all in the passages."""
+    content = messages[-1]["content"]
+    passages, claim = content.split("\n\nClaim: ")
+    claim = claim.split("\n\n")[0]
+    words = [w.strip(".,").lower() for w in claim.split()]
+    return "supported" if all(w in passages.lower() for w in words) else "not supported"
+
+
+def test_texts_only_trace_without_gold_gets_recall_from_judged_reference_statements(sample_db, tmp_path):
+    path = _write_jsonl(tmp_path / "texts.jsonl", [{
+        "user_input": "Who rotates the keys?",
+        "retrieved_contexts": ["Keys are rotated weekly by the admins.", "The office opens at nine."],
+        "response": "Keys are rotated weekly by the admins.",
+        "reference": "Keys are rotated weekly. Only admins hold the master passphrase."}])
+    import_traces(sample_db, path)
+    tid, recall = sample_db.execute("SELECT id, context_recall FROM traces").fetchone()
+    assert recall is None  # no gold ids: recall waits for the judge, it is not 0
+    assert unjudged_claims(sample_db) == 1 + 2  # one response claim, two reference statements
+    summary = judge_traces(sample_db, FakeBackend(_statement_reply))
+    assert summary["claims_judged"] == 3
+    statements = claim_verdicts(sample_db, tid, REFERENCE)
+    assert [s["verdict"] for s in statements] == ["supported", "not supported"]
+    assert [c["verdict"] for c in claim_verdicts(sample_db, tid)] == ["supported"]  # the response's own
+    report = diagnose(sample_db)
+    row = report["traces"][0]
+    assert (row["context_recall"], row["faithfulness"], row["quadrant"]) == (0.5, 1.0, "healthy")
+    assert sample_db.execute("SELECT recall_basis FROM traces").fetchone()[0] == STATEMENT_BASIS
+    detail = trace_detail(sample_db, tid)
+    assert detail["recall_basis"] == STATEMENT_BASIS and len(detail["statements"]) == 2
+    # a reviewer's correction of a statement moves recall and is journaled like any verdict
+    correct_verdict(sample_db, statements[1]["claim_id"], "supported", "ana")
+    assert sample_db.execute("SELECT context_recall FROM traces").fetchone()[0] == 1.0
+    assert unjudged_claims(sample_db) == 0
+
+
+def test_unmatched_texts_with_gold_use_the_approved_rows_reference(sample_db, tmp_path):
+    chunk = sample_db.execute("SELECT id FROM chunks ORDER BY id LIMIT 1").fetchone()[0]
+    with sample_db.conn:
+        qid = add_query(sample_db, "How often are keys rotated?", "manual", gold_chunk_ids=[chunk],
+                        reference="Weekly.")
+    decide(sample_db, qid, "approve", "ana")
+    # the system's chunking differs from the project's: no retrieved text matches a chunk
+    path = _write_jsonl(tmp_path / "other.jsonl", [{
+        "query_id": qid, "user_input": "x", "retrieved_contexts": ["Zebra quasar note: rotation happens weekly."],
+        "response": ""}])
+    import_traces(sample_db, path)
+    assert sample_db.execute("SELECT context_recall FROM traces").fetchone()[0] is None  # not a false 0.0
+    judge_traces(sample_db, FakeBackend(_statement_reply))
+    tid = sample_db.execute("SELECT id FROM traces").fetchone()[0]
+    assert [s["text"] for s in claim_verdicts(sample_db, tid, REFERENCE)] == ["Weekly."]  # short answer: one statement
+    assert diagnose(sample_db)["traces"][0]["context_recall"] == 1.0
+
+
+def test_traces_with_ids_never_ask_the_judge_for_recall(sample_db, tmp_path):
+    qid, chunk = _gold_query(sample_db)
+    import_traces(sample_db, _write_jsonl(tmp_path / "ids.jsonl", [{
+        "query_id": qid, "user_input": "q", "retrieved_context_ids": [chunk], "response": "",
+        "reference": "Tokens are rotated weekly by admins."}]))
+    assert unjudged_claims(sample_db) == 0
+    assert sample_db.execute("SELECT context_recall FROM traces").fetchone()[0] == 1.0
+
+
+def test_statements_of_a_reference():
+    assert split_statements("Use pip.") == ["Use pip."]
+    assert split_statements("Rotate keys weekly. Admins hold the passphrase.") == [
+        "Rotate keys weekly.", "Admins hold the passphrase."]
+    assert split_statements("  ") == [] and split_statements("") == []
 
 
 def test_bundled_model_judges_with_grammar(sample_db, tmp_path, bundled_model):

@@ -1,4 +1,5 @@
-"""One trace as a reviewer reads it: query, gold chunks, retrieved chunks (gold marked), claims."""
+"""One trace as a reviewer reads it: query, gold chunks, retrieved chunks (gold marked), claims and
+the reference statements its recall was judged from."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
-from curator.core.diagnosis.faithfulness import claim_verdicts, trace_contexts
-from curator.core.diagnosis.traces import gold_ids_for
+from curator.core.diagnosis.faithfulness import REFERENCE, claim_verdicts, statement_recall, trace_contexts
+from curator.core.diagnosis.recall import uses_ids
+from curator.core.diagnosis.traces import trace_gold
 
 
 def _chunk_texts(db: sqlite_utils.Database, ids: list[str]) -> dict[str, str]:
@@ -21,9 +23,10 @@ def trace_detail(db: sqlite_utils.Database, trace_id: str) -> dict:
     if not found:
         raise InputError(f"no trace with id {trace_id!r}")
     trace = found[0]
-    query = store.rows(db, "SELECT id, status, gold_chunk_ids FROM queries WHERE id = ?", [trace["query_id"]])
-    gold, basis = gold_ids_for(query[0] if query else None, store.loads(trace["reference_ids"], []))
+    gold, basis = trace_gold(db, trace)
     retrieved_ids = store.loads(trace["retrieved_ids"], [])
+    if not uses_ids(gold, retrieved_ids, store.loads(trace["retrieved_texts"], [])):
+        basis = statement_recall(db, trace_id)[1]
     matches = store.loads(trace["context_matches"], [])
     texts = _chunk_texts(db, gold + retrieved_ids)
     contexts = trace_contexts(db, trace)
@@ -37,4 +40,5 @@ def trace_detail(db: sqlite_utils.Database, trace_id: str) -> dict:
             "context_recall": trace["context_recall"], "faithfulness": trace["faithfulness"],
             "recall_basis": basis, "human_label": trace["human_label"],
             "gold": [{"chunk_id": cid, "text": texts.get(cid, "(not in this corpus)")} for cid in gold],
-            "retrieved": retrieved, "claims": claim_verdicts(db, trace_id)}
+            "retrieved": retrieved, "claims": claim_verdicts(db, trace_id),
+            "statements": claim_verdicts(db, trace_id, REFERENCE)}

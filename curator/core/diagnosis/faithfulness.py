@@ -10,6 +10,11 @@ claims of a trace share one prompt prefix (the contexts) for the prompt cache.
 The context a verdict relied on is the context sharing the most words with the claim (the
 one-word verdict has no room to name one). Every judgement is a ``judgements`` row; a
 reviewer's correction is a new row holding the verdict it replaced, so it is journaled.
+
+Where context recall cannot be had from chunk ids (recall.uses_ids), the same judge checks the
+statements of the trace's reference answer (its own ``reference``, else its approved gold row's)
+against the contexts: recall = supported statements / statements, RAGAS's LLM context recall.
+Those statements are claims of kind 'reference', judged and corrected like the response's.
 """
 
 from __future__ import annotations
@@ -22,9 +27,12 @@ import sqlite_utils
 from curator.core import store
 from curator.core.errors import InputError
 from curator.core.generation.backends import Backend, Request
-from curator.core.diagnosis.recall import coverage
+from curator.core.diagnosis.recall import coverage, uses_ids
+from curator.core.diagnosis.traces import trace_gold
 
 VERDICTS = ("supported", "not supported")
+RESPONSE, REFERENCE = "response", "reference"  # the two kinds of claim
+STATEMENT_BASIS = "reference statements (judge)"
 VERDICT_GRAMMAR = 'root ::= "supported" | "not supported"\n'
 SYSTEM = "You check whether a claim is stated in the given passages. Reply with one verdict."
 # Contexts are cut so that prompt + reply fit a 2048-token context split over parallel slots.
@@ -46,6 +54,11 @@ def split_claims(response: str) -> list[str]:
     if current:
         pieces.append(current)
     return [p for p in pieces if len(p.split()) >= MIN_CLAIM_WORDS and not p.rstrip("\"')").endswith("?")]
+
+
+def split_statements(reference: str) -> list[str]:
+    """The reference answer's sentences; a short answer ("Use pip.") is one statement."""
+    return split_claims(reference) or ([" ".join(reference.split())] if reference and reference.strip() else [])
 
 
 def contexts_block(contexts: list[str], limit: int = MAX_CONTEXT_CHARS) -> str:
@@ -91,13 +104,43 @@ def trace_contexts(db: sqlite_utils.Database, trace: dict) -> list[str]:
     return [found[i] for i in ids if i in found]
 
 
+def reference_answer(db: sqlite_utils.Database, trace: dict) -> str:
+    """The answer recall's statements come from: the trace's own reference, else its approved gold row's."""
+    if trace["reference"]:
+        return trace["reference"]
+    row = db.execute("SELECT reference FROM queries WHERE id = ? AND status = 'approved'", [trace["query_id"]]).fetchone()
+    return (row[0] or "") if row else ""
+
+
+def needs_statements(db: sqlite_utils.Database, trace: dict) -> bool:
+    """Whether the trace's recall must come from the judge: no usable chunk ids."""
+    gold, _ = trace_gold(db, trace)
+    return not uses_ids(gold, store.loads(trace["retrieved_ids"], []), store.loads(trace["retrieved_texts"], []))
+
+
+def _wanted_claims(db: sqlite_utils.Database, trace: dict, have: set[str]) -> dict[str, list[str]]:
+    """The claims of each kind the trace still lacks."""
+    wanted = {}
+    if RESPONSE not in have and trace["response"]:
+        wanted[RESPONSE] = split_claims(trace["response"])
+    if REFERENCE not in have and needs_statements(db, trace):
+        wanted[REFERENCE] = split_statements(reference_answer(db, trace))
+    return {kind: texts for kind, texts in wanted.items() if texts}
+
+
 def _ensure_claims(db: sqlite_utils.Database, trace: dict) -> list[tuple[int, str]]:
-    rows = db.execute("SELECT id, text FROM claims WHERE trace_id = ? ORDER BY ord", [trace["id"]]).fetchall()
-    if rows or not trace["response"]:
-        return rows
-    with db.conn:
-        for ord_, text in enumerate(split_claims(trace["response"])):
-            db.execute("INSERT OR IGNORE INTO claims (trace_id, ord, text) VALUES (?,?,?)", [trace["id"], ord_, text])
+    """Every claim of the trace (response claims, then any reference statements), split on first need."""
+    have = {k for (k,) in db.execute("SELECT DISTINCT kind FROM claims WHERE trace_id = ?", [trace["id"]])}
+    wanted = _wanted_claims(db, trace, have)
+    if wanted:
+        with db.conn:
+            next_ord = db.execute("SELECT COALESCE(MAX(ord) + 1, 0) FROM claims WHERE trace_id = ?",
+                                  [trace["id"]]).fetchone()[0]
+            for kind, texts in wanted.items():
+                for text in texts:
+                    db.execute("INSERT OR IGNORE INTO claims (trace_id, ord, text, kind) VALUES (?,?,?,?)",
+                               [trace["id"], next_ord, text, kind])
+                    next_ord += 1
     return db.execute("SELECT id, text FROM claims WHERE trace_id = ? ORDER BY ord", [trace["id"]]).fetchall()
 
 
@@ -130,17 +173,20 @@ def judge_traces(db: sqlite_utils.Database, backend: Backend, trace_ids: Optiona
             on_progress(done, 0, trace_id)
     for trace in traces:
         update_score(db, trace["id"])
+        update_statement_recall(db, trace)
     return {"traces": len(traces), "claims_judged": done, "unparsed": unparsed, "judge": judge}
 
 
 def unjudged_claims(db: sqlite_utils.Database) -> int:
-    """Claims without a verdict plus the claims of responses not split yet (a response with no
-    claim, such as "Yes.", counts none, so it never makes the judge model load)."""
+    """Claims without a verdict plus the claims not split yet (a response with no claim, such
+    as "Yes.", counts none, so it never makes the judge model load)."""
     claims = db.execute("SELECT COUNT(*) FROM claims c WHERE NOT EXISTS "
                         "(SELECT 1 FROM judgements j WHERE j.claim_id = c.id)").fetchone()[0]
-    unsplit = db.execute("SELECT response FROM traces t WHERE response != '' AND NOT EXISTS "
-                         "(SELECT 1 FROM claims c WHERE c.trace_id = t.id)")
-    return claims + sum(len(split_claims(response)) for (response,) in unsplit)
+    unsplit = 0
+    for trace in store.rows(db, "SELECT * FROM traces"):
+        have = {k for (k,) in db.execute("SELECT DISTINCT kind FROM claims WHERE trace_id = ?", [trace["id"]])}
+        unsplit += sum(len(texts) for texts in _wanted_claims(db, trace, have).values())
+    return claims + unsplit
 
 
 def backend_label(backend: Backend) -> str:
@@ -155,25 +201,46 @@ def _select_traces(db, trace_ids: Optional[list[str]]) -> list[dict]:
     return store.rows(db, f"SELECT * FROM traces WHERE id IN ({marks}) ORDER BY created_at, id", trace_ids)
 
 
-def claim_verdicts(db: sqlite_utils.Database, trace_id: str) -> list[dict]:
-    """Each claim of a trace with its current (newest) judgement."""
+def claim_verdicts(db: sqlite_utils.Database, trace_id: str, kind: str = RESPONSE) -> list[dict]:
+    """Each claim of one kind of a trace with its current (newest) judgement."""
     return store.rows(
         db,
-        """SELECT c.id AS claim_id, c.ord, c.text, j.verdict, j.context_index, j.judge, j.reviewer
+        """SELECT c.id AS claim_id, c.ord, c.text, c.kind, j.verdict, j.context_index, j.judge, j.reviewer
            FROM claims c LEFT JOIN judgements j ON j.id = (SELECT MAX(id) FROM judgements WHERE claim_id = c.id)
-           WHERE c.trace_id = ? ORDER BY c.ord""",
-        [trace_id],
+           WHERE c.trace_id = ? AND c.kind = ? ORDER BY c.ord""",
+        [trace_id, kind],
     )
 
 
-def update_score(db: sqlite_utils.Database, trace_id: str) -> Optional[float]:
-    """faithfulness = supported / judged claims; None until every claim has a verdict."""
-    verdicts = [c["verdict"] for c in claim_verdicts(db, trace_id)]
+def supported_share(db: sqlite_utils.Database, trace_id: str, kind: str) -> Optional[float]:
+    """Supported / judged claims of the kind; None until every one of them has a verdict."""
+    verdicts = [c["verdict"] for c in claim_verdicts(db, trace_id, kind)]
     judged = [v for v in verdicts if v in VERDICTS]
-    score = (sum(v == "supported" for v in judged) / len(judged)) if judged and len(judged) == len(verdicts) else None
+    return (sum(v == "supported" for v in judged) / len(judged)) if judged and len(judged) == len(verdicts) else None
+
+
+def update_score(db: sqlite_utils.Database, trace_id: str) -> Optional[float]:
+    """faithfulness = supported / judged claims of the response."""
+    score = supported_share(db, trace_id, RESPONSE)
     with db.conn:
         db.execute("UPDATE traces SET faithfulness = ? WHERE id = ?", [score, trace_id])
     return score
+
+
+def statement_recall(db: sqlite_utils.Database, trace_id: str) -> tuple[Optional[float], str]:
+    """Recall from the judged reference statements, and its basis ('none' without any statement)."""
+    if not db.execute("SELECT 1 FROM claims WHERE trace_id = ? AND kind = ?", [trace_id, REFERENCE]).fetchone():
+        return None, "none"
+    return supported_share(db, trace_id, REFERENCE), STATEMENT_BASIS
+
+
+def update_statement_recall(db: sqlite_utils.Database, trace: dict) -> None:
+    """Store the judged recall of a trace whose recall cannot come from ids."""
+    if needs_statements(db, trace):
+        recall, basis = statement_recall(db, trace["id"])
+        with db.conn:
+            db.execute("UPDATE traces SET context_recall = ?, recall_basis = ? WHERE id = ?",
+                       [recall, basis, trace["id"]])
 
 
 def correct_verdict(db: sqlite_utils.Database, claim_id: int, verdict: str, reviewer: str) -> dict:
@@ -191,4 +258,5 @@ def correct_verdict(db: sqlite_utils.Database, claim_id: int, verdict: str, revi
                    "VALUES (?,?,?,?,?,?,?)", [claim_id, verdict, before and before["context_index"], "reviewer",
                                               reviewer, store.dumps(before), store.now()])
     score = update_score(db, row[0])
+    update_statement_recall(db, store.rows(db, "SELECT * FROM traces WHERE id = ?", [row[0]])[0])
     return {"claim_id": claim_id, "trace_id": row[0], "verdict": verdict, "before": before, "faithfulness": score}

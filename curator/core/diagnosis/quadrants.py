@@ -15,7 +15,8 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
-from curator.core.diagnosis.recall import context_recall
+from curator.core.diagnosis.faithfulness import statement_recall
+from curator.core.diagnosis.recall import context_recall, uses_ids
 from curator.core.diagnosis.traces import gold_ids_for
 
 RECALL_THRESHOLD = 0.5
@@ -28,7 +29,8 @@ ROUTING = {
     "retrieval_failure": ("retrieval failure: faithful to bad context; fix the retriever (chunking, embedding "
                           "model, or BM25 to hybrid)"),
     "both_broken": "both broken: fix retrieval first and re-measure",
-    "unscored": "unscored: needs gold chunk ids for recall and judged claims for faithfulness",
+    "unscored": ("unscored: recall needs gold chunk ids or a judged reference answer, faithfulness judged "
+                 "claims"),
 }
 # "N of M wrong answers are ..." phrasing of each failure quadrant.
 SLICE_WORDS = {
@@ -52,15 +54,20 @@ def quadrant(recall: Optional[float], faithfulness: Optional[float], recall_thre
 
 
 def refresh_recall(db: sqlite_utils.Database) -> None:
-    """Recompute every trace's recall against the current gold set (reviews after the import count)."""
-    rows = db.execute("""SELECT t.id, t.retrieved_ids, t.reference_ids, q.id, q.status, q.gold_chunk_ids
-                         FROM traces t LEFT JOIN queries q ON q.id = t.query_id""").fetchall()
+    """Recompute every trace's recall against the current gold set (reviews after the import
+    count): from ids where it can, else from the judged statements of the reference answer."""
+    rows = db.execute("""SELECT t.id, t.retrieved_ids, t.retrieved_texts, t.reference_ids, q.id, q.status,
+                                q.gold_chunk_ids FROM traces t LEFT JOIN queries q ON q.id = t.query_id""").fetchall()
     with db.conn:
-        for tid, retrieved, reference, qid, status, gold in rows:
+        for tid, retrieved, texts, reference, qid, status, gold in rows:
             query = {"id": qid, "status": status, "gold_chunk_ids": gold} if qid else None
             ids, basis = gold_ids_for(query, store.loads(reference, []))
-            db.execute("UPDATE traces SET context_recall = ?, recall_basis = ? WHERE id = ?",
-                       [context_recall(ids, store.loads(retrieved, [])), basis, tid])
+            retrieved_ids = store.loads(retrieved, [])
+            if uses_ids(ids, retrieved_ids, store.loads(texts, [])):
+                recall = context_recall(ids, retrieved_ids)
+            else:
+                recall, basis = statement_recall(db, tid)
+            db.execute("UPDATE traces SET context_recall = ?, recall_basis = ? WHERE id = ?", [recall, basis, tid])
 
 
 def trace_rows(db: sqlite_utils.Database) -> list[dict]:

@@ -3,7 +3,10 @@
 This is RAGAS's non-LLM ``IDBasedContextRecall`` (reference ids found in the retrieved set /
 reference ids), exact and deterministic. When a trace has only retrieved texts, each text is
 matched to a chunk first: exact text, then normalised text, then the best full-text hit whose
-words cover enough of the text; how each was matched is recorded.
+words cover enough of the text; how each was matched is recorded. Where no ids can be had
+(no reference ids, or texts that match no chunk), recall is the share of the reference
+answer's statements a judge finds in the contexts (diagnosis.faithfulness), as RAGAS's
+LLM-based context recall does.
 """
 
 from __future__ import annotations
@@ -30,6 +33,13 @@ def context_recall(reference_ids: list[str], retrieved_ids: list[str]) -> Option
         return None
     retrieved = set(retrieved_ids)
     return sum(1 for cid in reference if cid in retrieved) / len(reference)
+
+
+def uses_ids(reference_ids: list[str], retrieved_ids: list[str], retrieved_texts: list[str]) -> bool:
+    """Whether recall can be had from ids: reference ids, and retrieved ids (sent, or matched from
+    the texts). Retrieved texts none of which matched a chunk say nothing about the ids retrieved,
+    so their recall is judged from the reference answer's statements instead."""
+    return bool(reference_ids) and (bool(retrieved_ids) or not retrieved_texts)
 
 
 def _words(text: str) -> set[str]:

@@ -22,7 +22,7 @@ from curator.core import store
 from curator.core.errors import InputError
 from curator.core.queries.logs import _records
 from curator.core.queries.rows import add_query, normalize_text
-from curator.core.diagnosis.recall import ChunkMatcher, context_recall
+from curator.core.diagnosis.recall import ChunkMatcher, context_recall, uses_ids
 
 QUESTION_FIELDS = ("user_input", "question", "query")
 RESPONSE_FIELDS = ("response", "answer")
@@ -109,6 +109,12 @@ def gold_ids_for(query: Optional[dict], reference_ids: list[str]) -> tuple[list[
     return [], "none"
 
 
+def trace_gold(db: sqlite_utils.Database, trace: dict) -> tuple[list[str], str]:
+    """gold_ids_for a stored trace, read from its query's row as it is now."""
+    found = store.rows(db, "SELECT id, status, gold_chunk_ids FROM queries WHERE id = ?", [trace["query_id"]])
+    return gold_ids_for(found[0] if found else None, store.loads(trace["reference_ids"], []))
+
+
 def import_traces(db: sqlite_utils.Database, path, matcher: Optional[ChunkMatcher] = None) -> dict:
     """Import one traces file; returns counts and the file:line messages of skipped lines."""
     path = Path(path)
@@ -148,7 +154,8 @@ def _store_trace(db, path: Path, number: int, trace: dict, matcher: ChunkMatcher
         gold, basis = gold_ids_for(query, trace["reference_ids"])
         matches = [] if trace["retrieved_ids"] else matcher.match_all(trace["retrieved_texts"])
         retrieved = trace["retrieved_ids"] or [m["chunk_id"] for m in matches if m["chunk_id"]]
-        recall = context_recall(gold, retrieved) if gold else None
+        # without usable ids, recall waits for the judge (the reference answer's statements)
+        recall = context_recall(gold, retrieved) if uses_ids(gold, retrieved, trace["retrieved_texts"]) else None
         db.execute(
             """INSERT INTO traces (id, external_id, query_id, matched_by, question, response, reference,
                    retrieved_ids, retrieved_texts, context_matches, reference_ids, context_recall, recall_basis,

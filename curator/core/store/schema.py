@@ -341,3 +341,11 @@ def m006_diagnosis_traces(db: sqlite_utils.Database) -> None:
         )"""
     )
     db.execute("CREATE INDEX judgements_claim ON judgements(claim_id, id)")
+
+
+@migrations()
+def m007_reference_statements(db: sqlite_utils.Database) -> None:
+    """Claims of two kinds: 'response' (judged for faithfulness) and 'reference', the statements
+    of a trace's reference answer judged against its contexts for context recall where no chunk
+    ids can be had (diagnosis.faithfulness). Existing claims are all of responses."""
+    db.execute("ALTER TABLE claims ADD COLUMN kind TEXT NOT NULL DEFAULT 'response'")
