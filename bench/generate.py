@@ -28,7 +28,7 @@ from curator.core.generation.generate import GenerationConfig, generate
 from curator.core.generation.optimize import measure_speed
 from curator.core.generation.repack import bundled_model_files
 from curator.core.corpus.ingest import ingest
-from curator.core.resources import bundled_model_path, sample_corpus_dir
+from curator.core.resources import sample_corpus_dir
 from curator.core.store import open_project
 
 STORY = [{"role": "user", "content": "Write a long story about a lighthouse keeper."}]

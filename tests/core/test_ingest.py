@@ -55,8 +55,6 @@ def test_reingest_unchanged_is_a_no_op(empty_db, corpus):
 
 
 def test_ids_identical_in_a_copy_elsewhere(tmp_path, corpus):
-    from curator.core.store import open_project
-
     other = tmp_path / "elsewhere" / "corpus"
     shutil.copytree(corpus, other)
     dbs = [open_project(tmp_path / f"{n}.curator", create=True) for n in ("one", "two")]

@@ -18,7 +18,7 @@ from curator.core.clustering.cluster import cluster_queries, shutdown_worker
 from curator.core.queries.rows import add_query
 from curator.core.review.sample import build_queue
 from curator.core.store import open_project
-from curator.gui.cluster_map import ClusterMap, points_in_polygon
+from curator.gui.cluster_map import points_in_polygon
 from curator.gui.clusters_view import ClustersView
 from curator.gui.window import MainWindow
 

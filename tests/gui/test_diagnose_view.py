@@ -6,7 +6,6 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import Qt
 
 from curator.core.diagnosis.faithfulness import judge_traces
@@ -85,3 +84,21 @@ def test_grid_counts_cell_click_and_trace_detail(qtbot, sample_db, tmp_path):
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     image = view.grab()
     assert image.save(str(SCREENSHOT if os.environ.get("CURATOR_SCREENSHOTS") else tmp_path / "diagnose.png"))
+
+
+def test_a_trace_judged_from_its_reference_answer_shows_the_statements(qtbot, sample_db, tmp_path):
+    path = tmp_path / "texts.jsonl"  # texts only, no gold: recall comes from the reference's statements
+    path.write_text(json.dumps({"user_input": "Who rotates the keys?", "response": "Keys are rotated by admins.",
+                                "retrieved_contexts": ["Keys are rotated weekly by the admins."],
+                                "reference": "Keys are rotated weekly. The moon holds the master key."}) + "\n")
+    import_traces(sample_db, path)
+    judge_traces(sample_db, FakeBackend(lambda m: "not supported" if "The moon" in m[-1]["content"] else "supported"))
+    view = DiagnoseView(sample_db, reviewer="ana")
+    qtbot.addWidget(view)
+    view.show()
+    assert view.cells["healthy"].text().startswith("Healthy: 1")  # recall 0.5 (1 of 2 statements), faithful
+    qtbot.mouseClick(view.cells["healthy"], Qt.LeftButton)
+    view.trace_list.setCurrentRow(0)
+    page = view.detail.toHtml()
+    assert "Reference answer" in page and "reference statements (judge)" in page
+    assert VERDICT_COLOURS["not supported"] in page.lower() and "The moon holds the master key." in page

@@ -310,7 +310,8 @@ def test_review_header_names_the_cluster_once_and_a_new_queue_is_reviewed_from_i
     texts = ["how do I sync offline", "sync stuck on spinner", "sync never finishes", "refund my annual plan",
              "refund after cancelling", "money back for plan", "install on ubuntu", "install on macos",
              "install fails on windows"]
-    ids = [add_query(db, text, "log") for text in texts]
+    for text in texts:
+        add_query(db, text, "log")
     db.close()
     win = window(qtbot, tmp_path, sample_project_path, reviewer="ana")
     review = win.review_view

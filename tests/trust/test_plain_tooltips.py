@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QTextDocument
 from PySide6 import QtGui
-from PySide6.QtWidgets import QApplication, QLabel, QToolTip
+from PySide6.QtWidgets import QApplication, QToolTip
 
 from curator.core.corpus.ingest import ingest
 from curator.gui.corpus_view import CorpusView
