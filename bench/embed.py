@@ -66,6 +66,7 @@ def token_stats(texts: list[str]) -> str:
 
     with zipfile.ZipFile(minilm_zip()) as zf:
         tok = Tokenizer.from_str(zf.read("tokenizer.json").decode("utf-8"))
+    tok.no_padding()  # the packaged tokenizer pads to 128; the embedders switch that off too
     lengths = np.array([len(e.ids) for e in tok.encode_batch(texts)])
     return f"tokens median={int(np.median(lengths))} mean={lengths.mean():.0f} max={lengths.max()} (truncated at 256)"
 
