@@ -35,11 +35,8 @@ LLAMA_REBUILD = ("rebuild llama-cpp-python for a portable CPU baseline: CMAKE_AR
                  "-DGGML_FMA=ON' pip install --no-cache-dir --force-reinstall --no-deps llama-cpp-python "
                  "(the Makefile's CMAKE_ARGS hold the full list)")
 
-QT_CHILD = """
-from PySide6.QtGui import QGuiApplication
-app = QGuiApplication([])
-print(app.platformName())
-"""
+# The Qt probe is the GUI's own module, run as a child: core holds no Qt code.
+QT_PROBE = "curator.gui.qt_probe"
 
 
 @dataclass
@@ -50,9 +47,10 @@ class Check:
     fix: str = ""
 
 
-def run_child(code: str, *args: str, env: Optional[dict] = None) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter (this one), so a crash there is only a return code."""
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+def run_child(code: str, *args: str, env: Optional[dict] = None, module: bool = False) -> subprocess.CompletedProcess:
+    """Run ``code`` (or, with ``module``, the module it names) in a fresh interpreter (this one),
+    so a crash there is only a return code."""
+    return subprocess.run([sys.executable, "-m" if module else "-c", code, *args], capture_output=True, text=True,
                           timeout=CHILD_TIMEOUT_S, env=env)
 
 
@@ -117,7 +115,7 @@ def check_qt_offscreen() -> Check:
     """Qt starts on its offscreen platform (what tests, the demo and headless exports use)."""
     if qt_platforms_dir() is None:
         return Check("Qt (offscreen)", "fail", "PySide6 is not installed", "pip install PySide6")
-    child = run_child(QT_CHILD, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    child = run_child(QT_PROBE, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"}, module=True)
     if child.returncode != 0 or _last_line(child.stdout) != "offscreen":
         return Check("Qt (offscreen)", "fail", f"Qt did not start: {_last_line(child.stderr)}",
                      "pip install --force-reinstall PySide6")

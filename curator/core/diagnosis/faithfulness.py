@@ -118,8 +118,9 @@ def needs_statements(db: sqlite_utils.Database, trace: dict) -> bool:
     return not uses_ids(gold, store.loads(trace["retrieved_ids"], []), store.loads(trace["retrieved_texts"], []))
 
 
-def _wanted_claims(db: sqlite_utils.Database, trace: dict, have: set[str]) -> dict[str, list[str]]:
-    """The claims of each kind the trace still lacks."""
+def _missing_claims(db: sqlite_utils.Database, trace: dict) -> dict[str, list[str]]:
+    """The claims of each kind the trace has not been split into yet."""
+    have = {k for (k,) in db.execute("SELECT DISTINCT kind FROM claims WHERE trace_id = ?", [trace["id"]])}
     wanted = {}
     if RESPONSE not in have and trace["response"]:
         wanted[RESPONSE] = split_claims(trace["response"])
@@ -130,8 +131,7 @@ def _wanted_claims(db: sqlite_utils.Database, trace: dict, have: set[str]) -> di
 
 def _ensure_claims(db: sqlite_utils.Database, trace: dict) -> list[tuple[int, str]]:
     """Every claim of the trace (response claims, then any reference statements), split on first need."""
-    have = {k for (k,) in db.execute("SELECT DISTINCT kind FROM claims WHERE trace_id = ?", [trace["id"]])}
-    wanted = _wanted_claims(db, trace, have)
+    wanted = _missing_claims(db, trace)
     if wanted:
         with db.conn:
             next_ord = db.execute("SELECT COALESCE(MAX(ord) + 1, 0) FROM claims WHERE trace_id = ?",
@@ -182,10 +182,8 @@ def unjudged_claims(db: sqlite_utils.Database) -> int:
     as "Yes.", counts none, so it never makes the judge model load)."""
     claims = db.execute("SELECT COUNT(*) FROM claims c WHERE NOT EXISTS "
                         "(SELECT 1 FROM judgements j WHERE j.claim_id = c.id)").fetchone()[0]
-    unsplit = 0
-    for trace in store.rows(db, "SELECT * FROM traces"):
-        have = {k for (k,) in db.execute("SELECT DISTINCT kind FROM claims WHERE trace_id = ?", [trace["id"]])}
-        unsplit += sum(len(texts) for texts in _wanted_claims(db, trace, have).values())
+    unsplit = sum(len(texts) for trace in store.rows(db, "SELECT * FROM traces")
+                  for texts in _missing_claims(db, trace).values())
     return claims + unsplit
 
 
