@@ -17,7 +17,12 @@ from curator.core.corpus import documents, search
 from curator.gui.highlight import content_words, highlight
 
 _ID, _GRADE, _LABEL = Qt.UserRole, Qt.UserRole + 1, Qt.UserRole + 2
-_LIST_STYLE = "QListWidget::item { border-bottom: 1px solid #d1d5db; padding: 4px 2px; }"
+# Styling ::item switches the list to style-sheet painting, whose selection is a pale fill while the
+# text keeps the palette's white "highlighted text": selected rows came out blank. So the selected
+# colours are set together with the item style.
+_LIST_STYLE = ("QListWidget::item { border-bottom: 1px solid #d1d5db; padding: 4px 2px; }"
+               "QListWidget::item:selected { background: #bfdbfe; color: #111827; }"
+               "QListWidget::item:selected:!active { background: #e5e7eb; color: #111827; }")
 
 
 def _heading(text: str, buddy: Optional[QWidget] = None) -> QLabel:

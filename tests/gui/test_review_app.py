@@ -219,3 +219,30 @@ def test_decision_buttons_and_gold_dialog_by_keyboard(qtbot, sample_project_path
     assert q["gold_chunk_ids"] == [chosen] and q["gold_grades"] == {chosen: 3}
     view.buttons["approve"].click()
     assert get_query(win.db, qid)["status"] == "approved"
+
+
+def _dark_pixels(view, item) -> int:
+    """Pixels dark enough to be text inside ``item``'s row, as the list paints it."""
+    image = view.viewport().grab().toImage()
+    rect = view.visualItemRect(item).intersected(image.rect())
+    return sum(1 for x in range(rect.left(), rect.right(), 2) for y in range(rect.top(), rect.bottom(), 2)
+               if image.pixelColor(x, y).lightness() < 110)
+
+
+def test_gold_dialog_selected_rows_show_their_text(qtbot, sample_project_path, settings):
+    """The selected result and the gold row just added were painted blank (white text on a pale
+    selection) once the lists had an item style: each selected row must show its text."""
+    qid, ranked, win, view = _review_log_query(qtbot, sample_project_path, settings)
+    qtbot.keyClick(view, Qt.Key_G)
+    dlg = view.gold_dialog
+    dlg.show()
+    qtbot.waitExposed(dlg)
+    dlg.results.setFocus()
+    dlg.results.setCurrentRow(1)
+    selected, other = dlg.results.item(1), dlg.results.item(0)
+    assert selected.isSelected()
+    assert _dark_pixels(dlg.results, selected) > 0.3 * _dark_pixels(dlg.results, other) > 0
+    qtbot.keyClick(dlg.results, Qt.Key_Return)
+    dlg.chosen.setFocus()
+    added = dlg.chosen.currentItem()
+    assert added is not None and added.isSelected() and _dark_pixels(dlg.chosen, added) > 20
