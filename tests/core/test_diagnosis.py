@@ -247,6 +247,9 @@ def test_texts_only_trace_without_gold_gets_recall_from_judged_reference_stateme
     correct_verdict(sample_db, statements[1]["claim_id"], "supported", "ana")
     assert sample_db.execute("SELECT context_recall FROM traces").fetchone()[0] == 1.0
     assert unjudged_claims(sample_db) == 0
+    with sample_db.conn:  # a stale stored copy: the detail shows recall as the statements stand now
+        sample_db.execute("UPDATE traces SET context_recall = 0.25")
+    assert trace_detail(sample_db, tid)["context_recall"] == 1.0
 
 
 def test_unmatched_texts_with_gold_use_the_approved_rows_reference(sample_db, tmp_path):
@@ -365,3 +368,17 @@ def test_calibration_finds_thresholds_that_separate_the_marks(sample_db, tmp_pat
     assert calibrate([]) is None
     with pytest.raises(InputError):
         mark_trace(sample_db, "t_missing", "wrong", "ana")
+
+
+def test_trace_detail_keeps_each_retrieved_id_at_its_rank_when_one_is_unknown(sample_db, tmp_path):
+    """An id the corpus lacks was dropped from the texts only, so later ranks showed the wrong text."""
+    (c1, t1), (c2, t2) = sample_db.execute("SELECT id, text FROM chunks WHERE active = 1 ORDER BY id LIMIT 2")
+    path = _write_jsonl(tmp_path / "ids.jsonl", [{
+        "user_input": "q", "reference_context_ids": [c2], "retrieved_context_ids": [c1, "c_gone", c2],
+        "response": "r"}])
+    import_traces(sample_db, path)
+    tid = sample_db.execute("SELECT id FROM traces").fetchone()[0]
+    ranks = [(r["rank"], r["chunk_id"], r["text"], r["gold"], r["matched"])
+             for r in trace_detail(sample_db, tid)["retrieved"]]
+    assert ranks == [(1, c1, t1, False, "id"), (2, "c_gone", "(not in this corpus)", False, "unknown id"),
+                     (3, c2, t2, True, "id")]

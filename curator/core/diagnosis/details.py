@@ -7,9 +7,12 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
-from curator.core.diagnosis.faithfulness import REFERENCE, claim_verdicts, statement_recall, trace_contexts
+from curator.core.diagnosis.faithfulness import REFERENCE, claim_verdicts, statement_recall
 from curator.core.diagnosis.recall import uses_ids
 from curator.core.diagnosis.traces import trace_gold
+
+
+NOT_IN_CORPUS = "(not in this corpus)"
 
 
 def _chunk_texts(db: sqlite_utils.Database, ids: list[str]) -> dict[str, str]:
@@ -18,27 +21,37 @@ def _chunk_texts(db: sqlite_utils.Database, ids: list[str]) -> dict[str, str]:
     return dict(db.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids))
 
 
+def _retrieved(db: sqlite_utils.Database, trace: dict, gold: list[str]) -> list[dict]:
+    """The retrieved contexts in rank order, each with the chunk it is (or was matched to)."""
+    retrieved_ids = store.loads(trace["retrieved_ids"], [])
+    matches = store.loads(trace["context_matches"], [])
+    texts = store.loads(trace["retrieved_texts"], [])
+    if not texts:  # ids only: every id keeps its rank, an id the corpus lacks says so
+        known = _chunk_texts(db, retrieved_ids)
+        return [{"rank": i + 1, "chunk_id": cid, "text": known.get(cid, NOT_IN_CORPUS), "gold": cid in gold,
+                 "matched": "id" if cid in known else "unknown id"} for i, cid in enumerate(retrieved_ids)]
+    out = []
+    for i, text in enumerate(texts):
+        chunk_id = matches[i]["chunk_id"] if matches else (retrieved_ids[i] if i < len(retrieved_ids) else None)
+        out.append({"rank": i + 1, "chunk_id": chunk_id, "text": text, "gold": chunk_id in gold,
+                    "matched": matches[i]["how"] if matches else "id"})
+    return out
+
+
 def trace_detail(db: sqlite_utils.Database, trace_id: str) -> dict:
     found = store.rows(db, "SELECT * FROM traces WHERE id = ?", [trace_id])
     if not found:
         raise InputError(f"no trace with id {trace_id!r}")
     trace = found[0]
     gold, basis = trace_gold(db, trace)
-    retrieved_ids = store.loads(trace["retrieved_ids"], [])
-    if not uses_ids(gold, retrieved_ids, store.loads(trace["retrieved_texts"], [])):
-        basis = statement_recall(db, trace_id)[1]
-    matches = store.loads(trace["context_matches"], [])
-    texts = _chunk_texts(db, gold + retrieved_ids)
-    contexts = trace_contexts(db, trace)
-    retrieved = []
-    for i, text in enumerate(contexts):
-        chunk_id = matches[i]["chunk_id"] if matches else (retrieved_ids[i] if i < len(retrieved_ids) else None)
-        retrieved.append({"rank": i + 1, "chunk_id": chunk_id, "text": text, "gold": chunk_id in gold,
-                          "matched": matches[i]["how"] if matches else "id"})
+    recall = trace["context_recall"]
+    if not uses_ids(gold, store.loads(trace["retrieved_ids"], []), store.loads(trace["retrieved_texts"], [])):
+        recall, basis = statement_recall(db, trace_id)  # from the statements as judged now, never a stale copy
+    texts = _chunk_texts(db, gold)
     return {"id": trace_id, "question": trace["question"], "query_id": trace["query_id"],
             "matched_by": trace["matched_by"], "response": trace["response"], "reference": trace["reference"],
-            "context_recall": trace["context_recall"], "faithfulness": trace["faithfulness"],
+            "context_recall": recall, "faithfulness": trace["faithfulness"],
             "recall_basis": basis, "human_label": trace["human_label"],
-            "gold": [{"chunk_id": cid, "text": texts.get(cid, "(not in this corpus)")} for cid in gold],
-            "retrieved": retrieved, "claims": claim_verdicts(db, trace_id),
+            "gold": [{"chunk_id": cid, "text": texts.get(cid, NOT_IN_CORPUS)} for cid in gold],
+            "retrieved": _retrieved(db, trace, gold), "claims": claim_verdicts(db, trace_id),
             "statements": claim_verdicts(db, trace_id, REFERENCE)}
