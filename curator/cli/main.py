@@ -35,9 +35,11 @@ def init(project_path: str, as_json: bool) -> None:
     Example:
         curator init handbook.curator
     """
+    existed = Path(project_path).exists()
     with project(project_path, create=True):
         pass
-    emit({"project": project_path, "created": True}, as_json, lambda d: f"Project ready: {d['project']}")
+    emit({"project": project_path, "created": not existed}, as_json,
+         lambda d: f"{'Project created' if d['created'] else 'Project already exists, left as it is'}: {d['project']}")
 
 
 def _render_ingest(r: dict) -> str:

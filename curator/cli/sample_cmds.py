@@ -99,7 +99,8 @@ def import_log(project_path, log_file, query_field, feedback_field, redact, as_j
             return (f"{r['file']} was already imported ({r.get('first_imported_at') or 'earlier'}, same content); "
                     "nothing changed.")
         return "\n".join([f"lines {r['lines_read']}: imported {r['imported']}, merged {r['merged']}, "
-                          f"skipped {r['skipped']}, negative {r['negative']}"] + [f"warning {e}" for e in r["errors"]])
+                          f"skipped {r['skipped']}, negative {r['negative']}"]
+                         + [f"skipped {e}" for e in r["errors"]] + [f"warning {w}" for w in r["warnings"]])
 
     emit(result, as_json, render)
 

@@ -42,6 +42,8 @@ def import_summary(result: dict) -> str:
     if result.get("already_imported"):
         return f"{name} was already imported ({result.get('first_imported_at') or 'earlier'}); nothing changed."
     skipped = f"; {plural(result['skipped'], 'line')} skipped (listed below)" if result["skipped"] else ""
+    if result["warnings"]:
+        skipped += f"; {plural(len(result['warnings']), 'line')} imported with a warning (listed below)"
     return (f"Imported {plural(result['imported'], 'query').replace('querys', 'queries')} from {name} "
             f"({result['merged']} repeats merged, "
             f"{result['negative']} with negative feedback){skipped}.")
@@ -219,8 +221,8 @@ class QueriesView(TaskView, QWidget):
         self.last_import = result
         self.status.setText(import_summary(result))
         self.errors.clear()
-        self.errors.addItems(result["errors"])
-        self.errors.setVisible(bool(result["errors"]))
+        self.errors.addItems(result["errors"] + result["warnings"])
+        self.errors.setVisible(bool(result["errors"] or result["warnings"]))
         self.reload()
         self.project_changed.emit()
         return (result,)

@@ -39,8 +39,9 @@ def project(tmp_path, runner) -> Path:
 def test_init_creates_project_and_is_repeatable(tmp_path, runner):
     path = tmp_path / "new.curator"
     out = _run(runner, "init", path)
-    assert "Project ready" in out.stdout and path.exists()
-    assert _json(runner, "init", path) == {"project": str(path), "created": True}
+    assert "Project created" in out.stdout and path.exists()
+    assert _json(runner, "init", path) == {"project": str(path), "created": False}  # left as it was
+    assert _json(runner, "init", tmp_path / "other.curator")["created"] is True
 
 
 def test_ingest_json_fields(project, runner):

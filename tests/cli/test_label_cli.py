@@ -31,6 +31,7 @@ def test_label_undo_redo_and_export(sample_project_path, tmp_path):
     assert json.loads(runner.invoke(cli, ["undo", p, "--reviewer", "ana", "--json"]).stdout)["query_id"] == qid
     listed = json.loads(runner.invoke(cli, ["queries", p, "--json"]).stdout)
     assert listed[0]["status"] == "pending"
+    assert listed[0]["answerable"] is True and listed[0]["stale"] is False  # flags as booleans, not 0/1
     runner.invoke(cli, ["redo", p, "--reviewer", "ana"])
     out = tmp_path / "gold.jsonl"
     result = runner.invoke(cli, ["export", p, str(out), "--json"])

@@ -131,3 +131,13 @@ def test_an_empty_field_name_means_the_log_has_none_of_that_role(empty_db, tmp_p
     log.write_text(json.dumps({"query": "how do I sync", "feedback": "down"}) + "\n")
     result = import_log(empty_db, log, feedback_field="")
     assert result["fields"]["feedback"] is None and result["negative"] == 0
+
+
+def test_a_line_read_as_cp1252_is_imported_with_a_warning_not_counted_as_skipped(empty_db, tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"query": "caf\xe9 opening hours"}\n{"query": "rotate keys"}\n{"query": ""}\n')
+    result = import_log(empty_db, path)
+    assert (result["lines_read"], result["imported"], result["skipped"]) == (3, 2, 1)
+    assert [e.split(": ", 1)[0] for e in result["errors"]] == [f"{path}:3"]  # the empty query only
+    assert len(result["warnings"]) == 1 and result["warnings"][0].startswith(f"{path}:1: not valid UTF-8")
+    assert empty_db.execute("SELECT count(*) FROM queries WHERE text = 'café opening hours'").fetchone()[0] == 1

@@ -67,3 +67,11 @@ def test_explain_names_the_round_trip_and_the_weakest_margin():
                                        "margins": {"answer_grounding": 0.1, "repetition": 1.0}}))
     assert "rank 2" in text and "answer_grounding 0.10" in text
     assert "no quality score" in quality.explain(None)
+
+
+def test_list_queries_gives_the_signals_as_an_object(sample_db):
+    from curator.core.queries.rows import list_queries
+
+    generate(sample_db, GenerationConfig(count=3, seed=1), backend=FakeBackend(good_reply))
+    row = list_queries(sample_db, source="synthetic")[0]
+    assert isinstance(row["quality_signals"], dict) and "margins" in row["quality_signals"]

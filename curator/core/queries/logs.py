@@ -67,22 +67,25 @@ MAX_LINE_BYTES = 1_000_000  # a longer "line" is not a query: skipped, never hel
 COMMIT_EVERY = 2000  # rows per transaction, so a labeller's decision waits a moment, not a minute
 
 
-def _lines(path: Path, errors: list[str]) -> Iterator[tuple[int, str]]:
-    """(number, text with its line break) of each physical line, each decoded on its own."""
+def _lines(path: Path, errors: list[str], warnings: list[str]) -> Iterator[tuple[int, str]]:
+    """(number, text with its line break) of each physical line, each decoded on its own.
+
+    A line that is not UTF-8 is still imported (read as cp1252): it goes to ``warnings``, not to
+    ``errors``, which holds the skipped lines only, so the counts of the two never overlap."""
     try:
         fh = open(path, "rb")
     except OSError as exc:
         raise InputError(f"{path}: cannot read the log file ({exc.strerror or exc}).") from None
     with fh:
         if fh.read(2) in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16: rare and small, decoded whole
-            text = decode_lines(read_bytes(path), path, errors, allow_nul=True)
+            text = decode_lines(read_bytes(path), path, warnings, allow_nul=True)
             yield from enumerate(text.splitlines(keepends=True), 1)
             return
         fh.seek(0)
         for number, raw in enumerate(_raw_lines(fh, path, errors), 1):
             if raw is not None:
                 yield number, decode_line(raw.removeprefix(b"\xef\xbb\xbf") if number == 1 else raw, number, path,
-                                          errors)
+                                          warnings)
 
 
 def _raw_lines(fh, path: Path, errors: list[str]) -> Iterator[Optional[bytes]]:
@@ -99,11 +102,12 @@ def _raw_lines(fh, path: Path, errors: list[str]) -> Iterator[Optional[bytes]]:
         yield None
 
 
-def _records(path: Path, errors: list[str]) -> Iterator[tuple[int, dict]]:
+def _records(path: Path, errors: list[str], warnings: Optional[list[str]] = None) -> Iterator[tuple[int, dict]]:
     """The file's records, streamed: (line number, fields)."""
+    lines = _lines(path, errors, [] if warnings is None else warnings)
     if path.suffix.lower() in {".jsonl", ".ndjson"}:
-        return _jsonl_records(path, _lines(path, errors), errors)
-    return _csv_records(path, _lines(path, errors), "\t" if path.suffix.lower() == ".tsv" else ",", errors)
+        return _jsonl_records(path, lines, errors)
+    return _csv_records(path, lines, "\t" if path.suffix.lower() == ".tsv" else ",", errors)
 
 
 def _jsonl_records(path: Path, lines: Iterable[tuple[int, str]], errors: list[str]) -> Iterator[tuple[int, dict]]:
@@ -239,7 +243,7 @@ def import_log(db: sqlite_utils.Database, path, query_field: Optional[str] = Non
     first = json.loads(previous[0]) if previous else {}
     if previous and first.get("complete", True):
         return {"file": str(path), "lines_read": 0, "imported": 0, "merged": 0, "skipped": 0, "negative": 0,
-                "fields": first.get("fields", {}), "errors": [], "already_imported": True,
+                "fields": first.get("fields", {}), "errors": [], "warnings": [], "already_imported": True,
                 "first_imported_at": first.get("at"), "sha1": digest}
     fields, records = _fields(path)
     pick = _mapping(fields, query_field, feedback_field, timestamp_field, session_field)
@@ -247,9 +251,11 @@ def import_log(db: sqlite_utils.Database, path, query_field: Optional[str] = Non
         raise InputError(f"{path}: no query column found (looked for {', '.join(QUERY_FIELDS)}); use --query-field.")
     rephrased = _rephrased_lines(path, pick, rephrase_window_s) if pick["session"] and pick["timestamp"] else set()
     errors: list[str] = []
+    warnings: list[str] = []
     progress = _GroupProgress(records, on_progress, cancel)
-    return _store_entries(db, path, _entries(path, pick, redact_pii, rephrased, errors), errors, pick, digest,
-                          first.get("done_through", 0), progress)
+    result = _store_entries(db, path, _entries(path, pick, redact_pii, rephrased, errors, warnings), errors, pick,
+                            digest, first.get("done_through", 0), progress)
+    return {**result, "warnings": warnings}
 
 
 class _GroupProgress:
@@ -265,8 +271,9 @@ class _GroupProgress:
             self.cancel.check()
 
 
-def _entries(path: Path, pick: dict, redact_pii: bool, rephrased: set[int], errors: list[str]) -> Iterator[dict]:
-    for number, record in _records(path, errors):
+def _entries(path: Path, pick: dict, redact_pii: bool, rephrased: set[int], errors: list[str],
+             warnings: list[str]) -> Iterator[dict]:
+    for number, record in _records(path, errors, warnings):
         entry = _entry(record, number, pick, redact_pii, rephrased)
         if entry is None:
             errors.append(f"{path}:{number}: empty query; line skipped.")

@@ -100,7 +100,8 @@ def list_queries(
     )
     for row in result:
         for name, default in (("source_chunk_ids", []), ("gold_chunk_ids", []), ("gold_grades", {}), ("metadata", {}),
-                              ("suggested_chunk_ids", [])):  # suggested: retrieval/suggest.py, best first
+                              ("suggested_chunk_ids", []), ("quality_signals", None)):  # suggested: best first
             row[name] = store.loads(row[name], default)
-        row["queued"] = bool(row["queued"])
+        for flag in ("queued", "answerable", "stale"):
+            row[flag] = bool(row[flag])
     return result
