@@ -9,6 +9,11 @@ from curator.cli.common import emit, json_option, progress_printer, project, tab
 from curator.cli.review_cmds import reviewer_option
 
 
+def _score(value) -> str:
+    """A 0..1 score for the terminal; "n/a" while it cannot be computed yet (e.g. unjudged claims)."""
+    return "n/a" if value is None else f"{value:.2f}"
+
+
 def _render_import(r: dict) -> str:
     lines = [f"{r['file']}: {r['lines_read']} lines, imported {r['imported']}, unchanged {r['unchanged']}, "
              f"skipped {r['skipped']}",
@@ -115,7 +120,8 @@ def trace(project_path, trace_id, as_json):
         detail = trace_detail(db, trace_id)
     def render(d: dict) -> str:
         lines = [f"question: {d['question']}",
-                 f"recall {d['context_recall']} ({d['recall_basis']})  faithfulness {d['faithfulness']}"]
+                 f"recall {_score(d['context_recall'])} ({d['recall_basis']})  "
+                 f"faithfulness {_score(d['faithfulness'])}"]
         lines += [f"  {'*' if c['gold'] else ' '} [{c['rank']}] {c['chunk_id']} ({c['matched']})" for c in d["retrieved"]]
         lines += [f"  claim {c['claim_id']}: {c['verdict'] or 'unjudged'}: {c['text']}" for c in d["claims"]]
         lines += [f"  reference statement {c['claim_id']}: {c['verdict'] or 'unjudged'}: {c['text']}"
@@ -161,7 +167,8 @@ def claim_verdict(project_path, claim_id, verdict, reviewer, as_json):
 
     with project(project_path) as db:
         result = correct_verdict(db, claim_id, verdict.replace("-", " "), reviewer)
-    emit(result, as_json, lambda r: f"claim {r['claim_id']}: {r['verdict']} (trace faithfulness {r['faithfulness']})")
+    emit(result, as_json, lambda r: f"claim {r['claim_id']}: {r['verdict']} (trace faithfulness "
+                                    f"{_score(r['faithfulness'])}, context recall {_score(r['context_recall'])})")
 
 
 def register(cli: click.Group) -> None:

@@ -43,7 +43,10 @@ def test_import_diagnose_mark_and_correct(sample_project_path, tmp_path):
         db.execute("INSERT INTO claims (trace_id, ord, text) VALUES (?, 0, 'Tokens are rotated weekly.')", [trace_id])
     db.close()
     corrected = run("claim-verdict", str(sample_project_path), "1", "supported", "--reviewer", "ana")
-    assert corrected.returncode == 0 and "faithfulness 1.0" in corrected.stdout
+    assert corrected.returncode == 0 and "faithfulness 1.00, context recall 0.00" in corrected.stdout
+    as_json = json.loads(run("claim-verdict", str(sample_project_path), "1", "supported", "--reviewer", "ana",
+                             "--json").stdout)
+    assert (as_json["kind"], as_json["faithfulness"], as_json["context_recall"]) == ("response", 1.0, 0.0)
     text = run("diagnose", str(sample_project_path), "--no-judge").stdout
     assert "retrieval failure: faithful to bad context" in text
     assert "biggest failure slice: cluster '(no cluster)': 1 of 1 wrong answers are retrieval failures" in text

@@ -245,7 +245,7 @@ def correct_verdict(db: sqlite_utils.Database, claim_id: int, verdict: str, revi
     """A reviewer's verdict for a claim: a new judgement row keeping the one it replaces."""
     if verdict not in VERDICTS:
         raise InputError(f"unknown verdict {verdict!r}; use one of: {', '.join(VERDICTS)}")
-    row = db.execute("SELECT trace_id FROM claims WHERE id = ?", [claim_id]).fetchone()
+    row = db.execute("SELECT trace_id, kind FROM claims WHERE id = ?", [claim_id]).fetchone()
     if row is None:
         raise InputError(f"no claim with id {claim_id}")
     previous = store.rows(db, "SELECT verdict, judge, reviewer, context_index FROM judgements WHERE claim_id = ? "
@@ -257,4 +257,6 @@ def correct_verdict(db: sqlite_utils.Database, claim_id: int, verdict: str, revi
                                               reviewer, store.dumps(before), store.now()])
     score = update_score(db, row[0])
     update_statement_recall(db, store.rows(db, "SELECT * FROM traces WHERE id = ?", [row[0]])[0])
-    return {"claim_id": claim_id, "trace_id": row[0], "verdict": verdict, "before": before, "faithfulness": score}
+    recall, basis = db.execute("SELECT context_recall, recall_basis FROM traces WHERE id = ?", [row[0]]).fetchone()
+    return {"claim_id": claim_id, "trace_id": row[0], "kind": row[1], "verdict": verdict, "before": before,
+            "faithfulness": score, "context_recall": recall, "recall_basis": basis}
