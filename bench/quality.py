@@ -128,7 +128,7 @@ def main() -> None:
         return
     summary, rows, wall, cpu = read_project(args.project) if args.project else run(args.corpus, args.count, args.seed,
                                                                                               args.threads)
-    candidates = summary["accepted_this_session"] + summary["rejected"]
+    candidates = summary["accepted_this_session"] + summary["rejected_this_session"]
     n = max(1, len(rows))
     figures = {
         "status": summary["status"], "accepted": len(rows), "candidates": candidates,

@@ -341,3 +341,23 @@ def test_resuming_a_complete_run_is_not_refused(sample_db):
     generate(sample_db, GenerationConfig(count=2, seed=3, mix={"factoid": 1}), backend=FakeBackend(good_reply))
     again = generate(sample_db, GenerationConfig(resume=True), backend=FakeBackend(good_reply))
     assert again["status"] == "complete" and again["accepted_this_session"] == 0
+
+
+def test_a_resumed_runs_rejected_count_covers_every_session_like_accepted(sample_db):
+    cancel = CancelToken()
+    calls = {"n": 0}
+
+    def reply(messages):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            cancel.cancel()
+        return "no format at all" if calls["n"] <= 3 else good_reply(messages)
+
+    first = generate(sample_db, GenerationConfig(count=8, seed=2), backend=FakeBackend(reply), cancel=cancel)
+    assert first["status"] == "cancelled" and first["rejected"] == first["rejected_this_session"] >= 3
+    second = generate(sample_db, GenerationConfig(resume=True, seed=2), backend=FakeBackend(good_reply))
+    stored = sample_db.execute("SELECT COUNT(*) FROM rejected_candidates WHERE run_id = ?",
+                               [second["run_id"]]).fetchone()[0]
+    assert second["rejected"] == stored == first["rejected"] + second["rejected_this_session"]
+    assert sum(second["rejected_by_reason"].values()) == second["rejected"]
+    assert second["accepted"] == 8 and second["accepted_this_session"] < 8

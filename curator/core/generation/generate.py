@@ -233,6 +233,15 @@ def _accepted_by_type(db: sqlite_utils.Database, run_id: int) -> dict[str, int]:
     return {t: n for t, n in db.execute("SELECT query_type, COUNT(*) FROM queries WHERE run_id = ? GROUP BY 1", [run_id])}
 
 
+def _rejected_by_reason(db: sqlite_utils.Database, run_id: int) -> dict[str, int]:
+    """Rejected candidates of the run (all its sessions, like the accepted counts), by reason up to its first " ("."""
+    counts: dict[str, int] = {}
+    for reason, n in db.execute("SELECT reason, COUNT(*) FROM rejected_candidates WHERE run_id = ? GROUP BY 1", [run_id]):
+        key = (reason or "").split(" (")[0]
+        counts[key] = counts.get(key, 0) + n
+    return counts
+
+
 def _truncate(text: str) -> str:
     return text if len(text) <= MAX_PASSAGE_CHARS else text[:MAX_PASSAGE_CHARS].rsplit(" ", 1)[0] + " ..."
 
@@ -318,14 +327,16 @@ class _Progress:
 def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -> dict:
     by_type = _accepted_by_type(db, run_id)
     seconds = time.perf_counter() - started
-    counts = {"accepted": sum(by_type.values()), "rejected": progress.rejected, "by_type": by_type,
-              "rejected_by_reason": progress.reasons, "truncated_chunks": sorted(progress.truncated),
+    by_reason = _rejected_by_reason(db, run_id)
+    counts = {"accepted": sum(by_type.values()), "rejected": sum(by_reason.values()), "by_type": by_type,
+              "rejected_by_reason": by_reason, "truncated_chunks": sorted(progress.truncated),
               "surplus": progress.surplus, "kept_surplus": progress.kept_surplus, "refilled": progress.refilled}
     with db.conn:
         db.execute("UPDATE generation_runs SET status = ?, counts = ? WHERE id = ?", [status, store.dumps(counts), run_id])
     if status == "exhausted":
         counts["stopped_short"] = _why_short(counts, progress)
     return {"run_id": run_id, "status": status, **counts, "accepted_this_session": progress.accepted,
+            "rejected_this_session": progress.rejected,
             "seconds": round(seconds, 2), "rows_per_min": round(60 * progress.accepted / seconds, 2) if seconds else 0.0}
 
 
