@@ -307,6 +307,26 @@ def test_bundled_model_judges_with_grammar(sample_db, tmp_path, bundled_model):
     assert VERDICT_GRAMMAR.startswith("root ::=")
 
 
+def test_bundled_model_judges_reference_statements_into_recall(sample_db, tmp_path, bundled_model):
+    """A texts-only trace with no gold: the real judge's verdicts on the reference statements are
+    the trace's recall, stored and shown with their basis."""
+    from curator.core.generation.backends import open_backend
+
+    path = _write_jsonl(tmp_path / "texts.jsonl", [{
+        "user_input": "Who rotates the keys?",
+        "retrieved_contexts": ["Keys are rotated weekly by the admins."],
+        "response": "The admins rotate the keys weekly.",
+        "reference": "Keys are rotated weekly by the admins. The moon is made of green cheese."}])
+    import_traces(sample_db, path)
+    summary = judge_traces(sample_db, open_backend(bundled_model, parallel=2))
+    assert summary["unparsed"] == 0 and unjudged_claims(sample_db) == 0
+    tid, recall, basis = sample_db.execute("SELECT id, context_recall, recall_basis FROM traces").fetchone()
+    verdicts = [s["verdict"] for s in claim_verdicts(sample_db, tid, REFERENCE)]
+    assert len(verdicts) == 2 and set(verdicts) <= {"supported", "not supported"}
+    assert basis == STATEMENT_BASIS and recall == verdicts.count("supported") / 2
+    assert trace_detail(sample_db, tid)["context_recall"] == recall
+
+
 # -- the 2x2 ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("recall, faith, expected", [
