@@ -28,3 +28,17 @@ def every_nth_bad(n: int, bad: str = "Sure! Here is a question about the passage
     """``good_reply``, except that every n-th reply is not in the expected format."""
     calls = itertools.count(1)
     return lambda messages: bad if next(calls) % n == 0 else good_reply(messages)
+
+
+def cancel_at_call(cancel, at: int, bad_until: int = 0, bad: str = "no format at all") -> Callable[[list], str]:
+    """good_reply that cancels the run on call ``at`` (a kill in mid-run, with the rows so far kept)
+    and answers ``bad`` for the first ``bad_until`` calls."""
+    calls = itertools.count(1)
+
+    def reply(messages) -> str:
+        n = next(calls)
+        if n == at:
+            cancel.cancel()
+        return bad if n <= bad_until else good_reply(messages)
+
+    return reply

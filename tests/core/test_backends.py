@@ -15,7 +15,7 @@ from curator.core.generation.backends import Backend, FakeBackend, HttpBackend, 
 from curator.core.generation.generate import GenerationConfig, allocate, generate
 from curator.core.store import open_project
 from curator.core.progress import CancelToken
-from scripted import good_reply
+from scripted import cancel_at_call, good_reply
 
 
 def _requests(n: int, log: list) -> object:
@@ -128,16 +128,8 @@ def test_scheduler_stops_asking_for_a_type_that_has_its_rows(sample_db):
 
 def test_cancel_during_a_batched_run_then_resume_reaches_the_target(sample_db):
     cancel = CancelToken()
-    calls = {"n": 0}
-
-    def reply(messages):
-        calls["n"] += 1
-        if calls["n"] == 5:
-            cancel.cancel()
-        return good_reply(messages)
-
-    first = generate(sample_db, GenerationConfig(count=12, seed=4), backend=FakeBackend(reply, parallel=4),
-                     cancel=cancel)
+    first = generate(sample_db, GenerationConfig(count=12, seed=4),
+                     backend=FakeBackend(cancel_at_call(cancel, 5), parallel=4), cancel=cancel)
     assert first["status"] == "cancelled" and first["accepted"] < 12
     second = generate(sample_db, GenerationConfig(resume=True, seed=4), backend=FakeBackend(good_reply, parallel=4))
     assert second["run_id"] == first["run_id"] and second["accepted"] == 12

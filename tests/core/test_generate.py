@@ -13,7 +13,7 @@ from curator.core.corpus.ingest import ingest
 from curator.core.errors import InputError, ModelFileError, NothingToGenerate
 from curator.core.generation.generate import DEFAULT_MIX, GenerationConfig, allocate, generate, parse_mix
 from curator.core.progress import CancelToken
-from scripted import good_reply
+from scripted import cancel_at_call, good_reply
 
 
 def test_parse_output_reads_the_two_lines_and_rejects_preambles():
@@ -72,15 +72,8 @@ def test_generate_with_fake_backend_commits_rows_of_every_type(sample_db):
 
 def test_cancel_then_resume_reaches_target_without_duplicates(sample_db):
     cancel = CancelToken()
-    calls = {"n": 0}
-
-    def reply(messages):
-        calls["n"] += 1
-        if calls["n"] == 4:
-            cancel.cancel()
-        return good_reply(messages)
-
-    first = generate(sample_db, GenerationConfig(count=12, seed=2), backend=FakeBackend(reply), cancel=cancel)
+    first = generate(sample_db, GenerationConfig(count=12, seed=2), backend=FakeBackend(cancel_at_call(cancel, 4)),
+                     cancel=cancel)
     assert first["status"] == "cancelled" and first["accepted"] < 12
     second = generate(sample_db, GenerationConfig(resume=True, seed=2), backend=FakeBackend(good_reply))
     assert second["run_id"] == first["run_id"] and second["accepted"] == 12
@@ -345,15 +338,8 @@ def test_resuming_a_complete_run_is_not_refused(sample_db):
 
 def test_a_resumed_runs_rejected_count_covers_every_session_like_accepted(sample_db):
     cancel = CancelToken()
-    calls = {"n": 0}
-
-    def reply(messages):
-        calls["n"] += 1
-        if calls["n"] == 5:
-            cancel.cancel()
-        return "no format at all" if calls["n"] <= 3 else good_reply(messages)
-
-    first = generate(sample_db, GenerationConfig(count=8, seed=2), backend=FakeBackend(reply), cancel=cancel)
+    first = generate(sample_db, GenerationConfig(count=8, seed=2),
+                     backend=FakeBackend(cancel_at_call(cancel, 5, bad_until=3)), cancel=cancel)
     assert first["status"] == "cancelled" and first["rejected"] == first["rejected_this_session"] >= 3
     second = generate(sample_db, GenerationConfig(resume=True, seed=2), backend=FakeBackend(good_reply))
     stored = sample_db.execute("SELECT COUNT(*) FROM rejected_candidates WHERE run_id = ?",
