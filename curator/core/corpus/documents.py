@@ -51,6 +51,13 @@ def get_chunks(db: sqlite_utils.Database, ids: list[str]) -> list[dict]:
     return [by_id[i] for i in ids if i in by_id]
 
 
+def chunk_texts(db: sqlite_utils.Database, ids: list[str]) -> dict[str, str]:
+    """Chunk id -> text for the ids the corpus has (retired chunks included; missing ids left out)."""
+    if not ids:
+        return {}
+    return dict(db.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids))
+
+
 def neighbours(db: sqlite_utils.Database, chunk_id: str) -> dict:
     """The previous and next active chunk of the same document (surrounding text for review)."""
     row = db.execute("SELECT doc_id, ord FROM chunks WHERE id = ?", [chunk_id]).fetchone()

@@ -6,19 +6,13 @@ from __future__ import annotations
 import sqlite_utils
 
 from curator.core import store
+from curator.core.corpus.documents import chunk_texts
 from curator.core.errors import InputError
-from curator.core.diagnosis.faithfulness import REFERENCE, claim_verdicts, statement_recall
-from curator.core.diagnosis.recall import uses_ids
+from curator.core.diagnosis.faithfulness import REFERENCE, claim_verdicts, needs_statements, statement_recall
 from curator.core.diagnosis.traces import trace_gold
 
 
 NOT_IN_CORPUS = "(not in this corpus)"
-
-
-def _chunk_texts(db: sqlite_utils.Database, ids: list[str]) -> dict[str, str]:
-    if not ids:
-        return {}
-    return dict(db.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids))
 
 
 def _retrieved(db: sqlite_utils.Database, trace: dict, gold: list[str]) -> list[dict]:
@@ -27,7 +21,7 @@ def _retrieved(db: sqlite_utils.Database, trace: dict, gold: list[str]) -> list[
     matches = store.loads(trace["context_matches"], [])
     texts = store.loads(trace["retrieved_texts"], [])
     if not texts:  # ids only: every id keeps its rank, an id the corpus lacks says so
-        known = _chunk_texts(db, retrieved_ids)
+        known = chunk_texts(db, retrieved_ids)
         return [{"rank": i + 1, "chunk_id": cid, "text": known.get(cid, NOT_IN_CORPUS), "gold": cid in gold,
                  "matched": "id" if cid in known else "unknown id"} for i, cid in enumerate(retrieved_ids)]
     out = []
@@ -45,9 +39,9 @@ def trace_detail(db: sqlite_utils.Database, trace_id: str) -> dict:
     trace = found[0]
     gold, basis = trace_gold(db, trace)
     recall = trace["context_recall"]
-    if not uses_ids(gold, store.loads(trace["retrieved_ids"], []), store.loads(trace["retrieved_texts"], [])):
+    if needs_statements(db, trace):
         recall, basis = statement_recall(db, trace_id)  # from the statements as judged now, never a stale copy
-    texts = _chunk_texts(db, gold)
+    texts = chunk_texts(db, gold)
     return {"id": trace_id, "question": trace["question"], "query_id": trace["query_id"],
             "matched_by": trace["matched_by"], "response": trace["response"], "reference": trace["reference"],
             "context_recall": recall, "faithfulness": trace["faithfulness"],

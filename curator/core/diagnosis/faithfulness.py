@@ -25,6 +25,7 @@ from typing import Callable, Iterator, Optional
 import sqlite_utils
 
 from curator.core import store
+from curator.core.corpus.documents import chunk_texts
 from curator.core.errors import InputError
 from curator.core.generation.backends import Backend, Request
 from curator.core.diagnosis.recall import coverage, uses_ids
@@ -100,7 +101,7 @@ def trace_contexts(db: sqlite_utils.Database, trace: dict) -> list[str]:
     if texts:
         return texts
     ids = store.loads(trace["retrieved_ids"], [])
-    found = dict(db.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids)) if ids else {}
+    found = chunk_texts(db, ids)
     return [found[i] for i in ids if i in found]
 
 

@@ -233,11 +233,16 @@ def _accepted_by_type(db: sqlite_utils.Database, run_id: int) -> dict[str, int]:
     return {t: n for t, n in db.execute("SELECT query_type, COUNT(*) FROM queries WHERE run_id = ? GROUP BY 1", [run_id])}
 
 
+def _reason_key(reason: str) -> str:
+    """A rejection reason without its particulars ("too long (142 words)" -> "too long"), for counting."""
+    return reason.split(" (")[0]
+
+
 def _rejected_by_reason(db: sqlite_utils.Database, run_id: int) -> dict[str, int]:
-    """Rejected candidates of the run (all its sessions, like the accepted counts), by reason up to its first " ("."""
+    """Rejected candidates of the run (all its sessions, like the accepted counts), by reason key."""
     counts: dict[str, int] = {}
     for reason, n in db.execute("SELECT reason, COUNT(*) FROM rejected_candidates WHERE run_id = ? GROUP BY 1", [run_id]):
-        key = (reason or "").split(" (")[0]
+        key = _reason_key(reason or "")
         counts[key] = counts.get(key, 0) + n
     return counts
 
@@ -556,7 +561,7 @@ def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progre
     query_id = _store(db, run_id, task, candidate, reason)
     if reason:
         progress.rejected += 1
-        key = reason.split(" (")[0]
+        key = _reason_key(reason)
         progress.reasons[key] = progress.reasons.get(key, 0) + 1
         events.rejected(task.query_type, candidate["text"], reason)
     else:
