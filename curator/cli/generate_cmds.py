@@ -24,6 +24,7 @@ def _render_summary(s: dict) -> str:
     if s.get("truncated_chunks"):
         lines.append(f"warning: {len(s['truncated_chunks'])} chunk(s) longer than the prompt budget were truncated: "
                      + ", ".join(s["truncated_chunks"][:5]) + (" ..." if len(s["truncated_chunks"]) > 5 else ""))
+    lines += [f"warning: {w}" for w in s.get("warnings", [])]
     return "\n".join(lines)
 
 
@@ -46,9 +47,11 @@ def _render_summary(s: dict) -> str:
               help="Reject rows whose quality score (BM25 round trip + filter margins, 0..1) is below this.")
 @click.option("--no-repack", is_flag=True,
               help="Run the bundled model from its Q4_1 file, not the faster Q8_0 copy cached on first use.")
+@click.option("--chat-format", help="For a GGUF that holds no chat template: a llama-cpp-python format name "
+                                     "(chatml, gemma, llama-3, mistral-instruct, ...). Default: the file's template.")
 @json_option
 def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, threads, parallel, retries, cluster,
-             min_quality, no_repack, as_json):
+             min_quality, no_repack, chat_format, as_json):
     """Reverse-generate queries, reference answers and gold chunk ids with a local model.
 
     Every accepted row is committed at once; Ctrl-C stops cleanly and --resume goes on.
@@ -64,9 +67,12 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
 
     if model_path and endpoint:
         raise click.UsageError("use --model or --endpoint, not both")
+    if chat_format and endpoint:
+        raise click.UsageError("--chat-format is for a local --model; an endpoint applies its own template")
     config = GenerationConfig(count=count, mix=parse_mix(mix_text) if mix_text else None, seed=seed,
                               model_path=model_path, endpoint=endpoint, threads=threads, resume=resume, cluster=cluster,
-                              parallel=parallel, retries=retries, min_quality=min_quality, repack=not no_repack)
+                              parallel=parallel, retries=retries, min_quality=min_quality, repack=not no_repack,
+                              chat_format=chat_format)
     with project(project_path) as db:
         summary = run_generate(db, config, on_progress=progress_printer("generate"))
     emit(summary, as_json, _render_summary)

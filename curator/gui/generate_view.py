@@ -443,7 +443,8 @@ class GenerateView(TaskView, QWidget):
             return (summary,)
         self.status.setText(f"Run {summary['run_id']} {summary['status']}: {summary['accepted_this_session']} rows "
                             f"accepted this session, {summary['rejected']} rejected in all, "
-                            f"{summary['seconds']:.1f} s ({summary['rows_per_min']:.1f} rows/min).")
+                            f"{summary['seconds']:.1f} s ({summary['rows_per_min']:.1f} rows/min)."
+                            + "".join(f"\nWarning: {w}" for w in summary.get("warnings", [])))
         self.rate.setText(f"{summary['rows_per_min']:.1f} rows/min")  # core's figure for the whole run
         self.project_changed.emit()
         return (summary,)

@@ -210,12 +210,27 @@ def test_threads_default_to_the_cores_other_processes_leave_free(monkeypatch, bu
 
     monkeypatch.setattr(module, "physical_cores", lambda: 2)
     monkeypatch.setattr(module.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
-    monkeypatch.setattr(module.os, "getloadavg", lambda: (0.1, 0.1, 0.1))
-    assert module.free_cores() == 2
-    monkeypatch.setattr(module.os, "getloadavg", lambda: (8.5, 8.0, 8.0))
-    assert module.free_cores() == 1
-    monkeypatch.setattr(module.os, "getloadavg", lambda: (1.2, 1.0, 1.0))
-    assert module.free_cores() == 1
+    for busy, free in ((0, 2), (8, 1), (1, 1), (None, 2)):  # None: no load figure at all
+        monkeypatch.setattr(module, "busy_cpus", lambda busy=busy: busy)
+        assert module.free_cores() == free
+    monkeypatch.setattr(module, "busy_cpus", lambda: 1)
     backend = module.LlamaCppBackend(bundled_model)
     assert backend.n_threads == backend.n_threads_batch == 1
     assert module.LlamaCppBackend(backend.model_path, n_threads=2).n_threads_batch == 2
+
+
+def test_busy_cpus_counts_what_runs_now_not_the_lagging_load_average(monkeypatch, tmp_path):
+    """The 1-minute load average still counts a run that just ended: the next run would take
+    1 thread on an idle machine. /proc/loadavg's runnable count is now; this process is left out."""
+    from curator.core.generation.backends import llama_cpp as module
+
+    readings = iter(["9.50 4.00 2.00 1/300 999\n", "9.50 4.00 2.00 3/300 999\n", "9.50 4.00 2.00 1/300 999\n"])
+    real_open = open
+    monkeypatch.setattr(module, "open", lambda path, *a, **k: __import__("io").StringIO(next(readings))
+                        if path == "/proc/loadavg" else real_open(path, *a, **k), raising=False)
+    assert module.busy_cpus(samples=3, interval=0) == 0  # median of 0, 2, 0 runnable others
+    def missing(path, *a, **k):
+        raise FileNotFoundError(path)
+    monkeypatch.setattr(module, "open", missing, raising=False)
+    monkeypatch.setattr(module.os, "getloadavg", lambda: (2.6, 1.0, 1.0))
+    assert module.busy_cpus(samples=3, interval=0) == 3  # no /proc: the load average, rounded

@@ -58,6 +58,7 @@ class GenerationConfig:
     retries: int = RETRIES_PER_CHUNK  # new seeds for a rejected (type, chunk) before moving on
     min_quality: float = 0.0  # rows scoring below it are rejected (generation.quality); 0 keeps all
     repack: bool = True  # run the bundled model from its cached Q8_0 copy (generation.repack); False: the Q4_1 file
+    chat_format: Optional[str] = None  # a llama-cpp-python chat format for a GGUF that holds no chat template
 
 
 def _ignore(*_args) -> None:
@@ -327,6 +328,7 @@ class _Progress:
     refilled: dict = field(default_factory=dict)  # rows moved to other types in a second pass, by type
     reasons: dict = field(default_factory=dict)
     truncated: set = field(default_factory=set)  # ids of chunks cut to fit the context
+    warnings: list = field(default_factory=list)  # the backend's (a model without a chat template)
 
 
 def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -> dict:
@@ -334,7 +336,7 @@ def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -
     seconds = time.perf_counter() - started
     by_reason = _rejected_by_reason(db, run_id)
     counts = {"accepted": sum(by_type.values()), "rejected": sum(by_reason.values()), "by_type": by_type,
-              "rejected_by_reason": by_reason, "truncated_chunks": sorted(progress.truncated),
+              "rejected_by_reason": by_reason, "truncated_chunks": sorted(progress.truncated), "warnings": progress.warnings,
               "surplus": progress.surplus, "kept_surplus": progress.kept_surplus, "refilled": progress.refilled}
     with db.conn:
         db.execute("UPDATE generation_runs SET status = ?, counts = ? WHERE id = ?", [status, store.dumps(counts), run_id])
@@ -415,7 +417,7 @@ def _adopt_run_settings(db, config: GenerationConfig) -> None:
     run = _last_run(db)
     params = store.loads(run["params"], {})
     config.seed = run["seed"] if run["seed"] is not None else config.seed
-    for name in ("temperature", "max_tokens", "retries", "cluster", "min_quality"):
+    for name in ("temperature", "max_tokens", "retries", "cluster", "min_quality", "chat_format"):
         if name in params:
             setattr(config, name, params[name])
 
@@ -613,12 +615,12 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
         _adopt_run_settings(db, config)
     resumed, mix, plan = _plan(db, config)
     backend = backend or open_backend(config.model_path, config.endpoint, config.n_ctx, config.threads, config.seed,
-                                      parallel=config.parallel, repack=config.repack)
+                                      parallel=config.parallel, repack=config.repack, chat_format=config.chat_format)
     if resumed:
         _check_same_model(db, resumed, backend)
     run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix)
     duplicates = filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries"))
-    progress, started = _Progress(), time.perf_counter()
+    progress, started = _Progress(warnings=backend.warnings()), time.perf_counter()
     target = sum(plan.values())
     try:
         _run_pass(db, run_id, config, backend, plan, progress, duplicates, target, on_progress, cancel, events)

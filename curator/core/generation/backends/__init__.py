@@ -20,11 +20,12 @@ __all__ = ["Backend", "DEFAULT_PARALLEL", "FakeBackend", "HttpBackend", "LlamaCp
 
 def open_backend(model_path: Optional[str] = None, endpoint: Optional[str] = None, n_ctx: int = 2048,
                  n_threads: Optional[int] = None, seed: int = 0, parallel: Optional[int] = None,
-                 repack: bool = True) -> Backend:
+                 repack: bool = True, chat_format: Optional[str] = None) -> Backend:
     """The bundled model unless a GGUF path or an endpoint is given.
 
     The bundled model runs from its Q8_0 copy in the user's cache (generation.repack, written on
-    first use) unless ``repack`` is off; a GGUF path given here always runs as it is.
+    first use) unless ``repack`` is off; a GGUF path given here always runs as it is, with the
+    chat template it holds, or ``chat_format`` (a llama-cpp-python format name) when it holds none.
     """
     if endpoint:
         return HttpBackend(endpoint, parallel=parallel or 4)
@@ -35,4 +36,4 @@ def open_backend(model_path: Optional[str] = None, endpoint: Optional[str] = Non
         files = bundled_model_files(repack)
         model_path, source = files.path, (files.source if files.repacked else None)
     return LlamaCppBackend(model_path, n_ctx=n_ctx, n_threads=n_threads, seed=seed,
-                           parallel=parallel or DEFAULT_PARALLEL, source_model_path=source)
+                           parallel=parallel or DEFAULT_PARALLEL, source_model_path=source, chat_format=chat_format)

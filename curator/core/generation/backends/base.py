@@ -75,6 +75,10 @@ class Backend:
     def describe(self) -> dict:
         return {"backend": self.id, "parallel": self.parallel}
 
+    def warnings(self) -> list[str]:
+        """What a user should know before trusting this backend's rows (said in the run summary)."""
+        return []
+
 
 class FakeBackend(Backend):
     """Replies from a list (cycled) or a function of the messages; keeps every prompt.

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import struct
 import threading
+import time
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Union
 
-from curator.core.errors import ModelFileError
+from curator.core.errors import InputError, ModelFileError
 from curator.core.generation.backends.base import Backend, Messages, Request
 
 GGUF_MAGIC = b"GGUF"
@@ -36,21 +38,44 @@ def physical_cores() -> int:
 
 
 def free_cores() -> int:
-    """Physical cores not already kept busy by other processes (1-minute load average), at least 1.
+    """Physical cores not already kept busy by other processes, at least 1.
 
     Why: this build runs ggml's threads under OpenMP, and a thread waiting at a barrier for one the
     OS has descheduled spins. On the shared 2-core machine here (load average ~8.5), bench/generate.py
     measured the bundled model at 1 thread against 2: prompt 245-265 vs 112-170 tokens/s (Q8_0),
     164-167 vs 44-131 (Q4_1); one-sequence decode 49-50 vs 23-27 (Q8_0), 61-65 vs 26-32 (Q4_1).
-    On an idle machine every physical core is free, and that is what this returns.
+    On an idle machine every physical core is free (2 threads: prompt 462-464 vs 242-244 tokens/s).
     """
     cores = physical_cores()
-    try:
-        busy = int(os.getloadavg()[0] + 0.5)
-    except OSError:
+    busy = busy_cpus()
+    if busy is None:
         return cores
     logical = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or cores)
     return max(1, min(cores, logical - busy))
+
+
+def busy_cpus(samples: int = 5, interval: float = 0.02) -> Optional[int]:
+    """CPUs other processes keep busy now: the median count of runnable tasks in /proc/loadavg over
+    ~0.1 s, less this process; the 1-minute load average where that file is missing (not Linux).
+
+    Not the load average on Linux: it lags a minute, so a run started right after another (or
+    after a test suite) saw the finished work as load and took 1 thread on an idle 2-core machine.
+    """
+    counts = []
+    for i in range(samples):
+        try:
+            with open("/proc/loadavg") as fh:
+                counts.append(int(fh.read().split()[3].split("/")[0]) - 1)  # "running/total"; - ourselves
+        except (OSError, IndexError, ValueError):
+            break
+        if i + 1 < samples:
+            time.sleep(interval)
+    if counts:
+        return sorted(counts)[len(counts) // 2]
+    try:
+        return int(os.getloadavg()[0] + 0.5)
+    except OSError:
+        return None
 
 
 def check_gguf(path: Union[str, Path]) -> Path:
@@ -66,6 +91,61 @@ def check_gguf(path: Union[str, Path]) -> Path:
     if size < MIN_GGUF_BYTES:
         raise ModelFileError(f"{path}: GGUF file is truncated ({size} bytes).")
     return path
+
+
+# Sizes of GGUF's fixed-width value types (uint8 ... float64), for skipping values in the header.
+_GGUF_SCALAR_BYTES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+CHAT_TEMPLATE_KEY = "tokenizer.chat_template"
+
+
+def gguf_string(path: Union[str, Path], key: str) -> Optional[str]:
+    """A string value of a GGUF file's metadata header, or None when the file has no such key.
+
+    Reads only the header (key/value pairs come before the tensors), so it is instant even for
+    an 8B model, where loading the file or gguf's reader would map every tensor first.
+    """
+    with open(path, "rb") as fh:
+        def read(fmt: str):
+            return struct.unpack("<" + fmt, fh.read(struct.calcsize(fmt)))[0]
+
+        def read_string() -> bytes:
+            return fh.read(read("Q"))
+
+        def skip(value_type: int) -> None:
+            if value_type == _GGUF_STRING:
+                fh.seek(read("Q"), os.SEEK_CUR)
+            elif value_type == _GGUF_ARRAY:
+                item_type, count = read("I"), read("Q")
+                if item_type in _GGUF_SCALAR_BYTES:
+                    fh.seek(count * _GGUF_SCALAR_BYTES[item_type], os.SEEK_CUR)
+                else:
+                    for _ in range(count):
+                        skip(item_type)
+            else:
+                fh.seek(_GGUF_SCALAR_BYTES[value_type], os.SEEK_CUR)
+
+        if fh.read(4) != GGUF_MAGIC or read("I") < 2:
+            return None  # not GGUF, or GGUF v1 (32-bit lengths), which llama.cpp no longer loads
+        read("Q")  # tensor count
+        for _ in range(read("Q")):
+            name, value_type = read_string().decode("utf-8", "replace"), read("I")
+            if name == key and value_type == _GGUF_STRING:
+                return read_string().decode("utf-8", "replace")
+            skip(value_type)
+    return None
+
+
+def _known_chat_format(name: Optional[str]) -> Optional[str]:
+    """``name`` if llama-cpp-python has that chat format; refused before any model loads otherwise."""
+    if name is None:
+        return None
+    from llama_cpp import llama_chat_format
+
+    known = sorted(llama_chat_format.LlamaChatCompletionHandlerRegistry()._chat_handlers)
+    if name not in known:
+        raise InputError(f"unknown chat format {name!r}; llama-cpp-python knows: {', '.join(known)}")
+    return name
 
 
 def _use_extra_buffer_types() -> bool:
@@ -127,8 +207,12 @@ class LlamaCppBackend(Backend):
 
     def __init__(self, model_path: Union[str, Path], n_ctx: int = 2048, n_threads: Optional[int] = None,
                  seed: int = 0, parallel: int = 1, source_model_path: Union[str, Path, None] = None,
-                 n_threads_batch: Optional[int] = None):
+                 n_threads_batch: Optional[int] = None, chat_format: Optional[str] = None):
         self.model_path = check_gguf(model_path)
+        # A llama-cpp-python chat format name (chatml, gemma, llama-3, ...) for a file that holds no
+        # chat template; None uses the template the file holds.
+        self.chat_format = _known_chat_format(chat_format)
+        self.has_chat_template = gguf_string(self.model_path, CHAT_TEMPLATE_KEY) is not None
         # The file model_path was made from (a repacked copy's original), named in the run record.
         self.source_model_path = Path(source_model_path) if source_model_path else None
         # llama-cpp-python's defaults (n_ctx=512, half the cores) are too small and too slow.
@@ -152,7 +236,8 @@ class LlamaCppBackend(Backend):
             try:
                 with _extra_buffer_types(_use_extra_buffer_types()):
                     self._llm = Llama(model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                                      n_threads_batch=self.n_threads_batch, seed=self.seed, verbose=False)
+                                      n_threads_batch=self.n_threads_batch, seed=self.seed,
+                                      chat_format=self.chat_format, verbose=False)
             except (ValueError, RuntimeError) as exc:
                 raise ModelFileError(f"{self.model_path}: llama.cpp could not load this model ({exc}).") from None
         return self._llm
@@ -214,9 +299,21 @@ class LlamaCppBackend(Backend):
         stops = [seen["stop"]] if isinstance(seen["stop"], str) else list(seen["stop"] or [])
         return list(seen["prompt"]), [s.encode("utf-8") for s in stops]
 
+    def warnings(self) -> list[str]:
+        if self.has_chat_template or self.chat_format:
+            return []
+        # llama-cpp-python then guesses a format and falls back to llama-2's [INST] markup: right for
+        # Llama 2 only. A file without a template is often a base model, which writes poor rows anyway.
+        return [f"{self.model_path.name} holds no chat template ({CHAT_TEMPLATE_KEY}), so prompts are wrapped in "
+                "llama-cpp-python's fallback (llama-2) format; if this is a base model rather than an instruct "
+                "model its rows will be poor. Use an instruct GGUF, or name its format with --chat-format "
+                "(chatml, gemma, llama-3, mistral-instruct, ...)."]
+
     def describe(self) -> dict:
         described = {"backend": self.id, "model_path": str(self.model_path), "n_ctx": self.n_ctx,
-                     "n_threads": self.n_threads, "n_threads_batch": self.n_threads_batch, "parallel": self.parallel}
+                     "n_threads": self.n_threads, "n_threads_batch": self.n_threads_batch, "parallel": self.parallel,
+                     # None: the template the file holds, or llama-cpp-python's fallback when it holds none
+                     "chat_format": self.chat_format, "chat_template_in_file": self.has_chat_template}
         if self.source_model_path is not None:
             described["source_model_path"] = str(self.source_model_path)
         return described
