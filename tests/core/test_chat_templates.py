@@ -18,7 +18,6 @@ from click.testing import CliRunner
 from curator.cli.main import cli
 from curator.core.generation.backends import LlamaCppBackend, Request
 from curator.core.generation.backends.llama_cpp import CHAT_TEMPLATE_KEY, gguf_string
-from curator.core.generation.generate import GenerationConfig, generate
 
 GEMMA_STYLE = ("{{ bos_token }}{% for message in messages %}{% if message['role'] == 'assistant' %}"
                "{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}"
