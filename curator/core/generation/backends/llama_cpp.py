@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import struct
 import threading
 import time
 from pathlib import Path
@@ -93,47 +92,24 @@ def check_gguf(path: Union[str, Path]) -> Path:
     return path
 
 
-# Sizes of GGUF's fixed-width value types (uint8 ... float64), for skipping values in the header.
-_GGUF_SCALAR_BYTES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-_GGUF_STRING, _GGUF_ARRAY = 8, 9
 CHAT_TEMPLATE_KEY = "tokenizer.chat_template"
 
 
 def gguf_string(path: Union[str, Path], key: str) -> Optional[str]:
     """A string value of a GGUF file's metadata header, or None when the file has no such key.
 
-    Reads only the header (key/value pairs come before the tensors), so it is instant even for
-    an 8B model, where loading the file or gguf's reader would map every tensor first.
+    Through the gguf package's reader, as generation.repack.gguf_file_type does: it memory-maps
+    the file, so only the header is read even for an 8B model.
     """
-    with open(path, "rb") as fh:
-        def read(fmt: str):
-            return struct.unpack("<" + fmt, fh.read(struct.calcsize(fmt)))[0]
+    import gguf
 
-        def read_string() -> bytes:
-            return fh.read(read("Q"))
-
-        def skip(value_type: int) -> None:
-            if value_type == _GGUF_STRING:
-                fh.seek(read("Q"), os.SEEK_CUR)
-            elif value_type == _GGUF_ARRAY:
-                item_type, count = read("I"), read("Q")
-                if item_type in _GGUF_SCALAR_BYTES:
-                    fh.seek(count * _GGUF_SCALAR_BYTES[item_type], os.SEEK_CUR)
-                else:
-                    for _ in range(count):
-                        skip(item_type)
-            else:
-                fh.seek(_GGUF_SCALAR_BYTES[value_type], os.SEEK_CUR)
-
-        if fh.read(4) != GGUF_MAGIC or read("I") < 2:
-            return None  # not GGUF, or GGUF v1 (32-bit lengths), which llama.cpp no longer loads
-        read("Q")  # tensor count
-        for _ in range(read("Q")):
-            name, value_type = read_string().decode("utf-8", "replace"), read("I")
-            if name == key and value_type == _GGUF_STRING:
-                return read_string().decode("utf-8", "replace")
-            skip(value_type)
-    return None
+    try:
+        field = gguf.GGUFReader(str(path)).fields.get(key)
+    except ValueError:  # not a GGUF file (bad magic or version)
+        return None
+    if field is None or field.types != [gguf.GGUFValueType.STRING]:
+        return None
+    return bytes(field.parts[field.data[0]]).decode("utf-8", "replace")
 
 
 def _known_chat_format(name: Optional[str]) -> Optional[str]:
