@@ -1,4 +1,5 @@
-"""Generation benchmark: today's one-at-a-time Q4_1 path against the repacked Q8_0 copy, batched.
+"""Generation benchmark: the one-at-a-time Q4_1 path of the model writing question and answer, against
+the repacked Q8_0 copy batched, with the model writing both and with answer-first rows (the default).
 
 Run: .venv/bin/python bench/generate.py [--rows 6] [--parallel 8] [--rounds 1]
 
@@ -106,7 +107,8 @@ class ModelClock:
             results.close()
 
 
-def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int, seed: int) -> dict:
+def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int, seed: int,
+             answers: str = "extractive") -> dict:
     """One generation run on a fresh copy of the ingested sample corpus."""
     folder = Path(tempfile.mkdtemp())
     try:
@@ -117,7 +119,7 @@ def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int,
         reused_before = backend._decoder.stats["reused_tokens"] if backend._decoder else 0
         clock = ModelClock(backend, asked)
         start = time.perf_counter()
-        summary = generate(db, GenerationConfig(count=rows, seed=seed), backend=backend)
+        summary = generate(db, GenerationConfig(count=rows, seed=seed, answers=answers), backend=backend)
         seconds = time.perf_counter() - start
         del backend.iter_complete  # drop the clock's wrapper
         prompts_ = [backend.chat_prompt(messages)[0] for messages in asked]
@@ -213,8 +215,8 @@ def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int) -> d
               for name in runners}
     for round_no in range(rounds):
         print(f"pipeline round {round_no + 1} ({rows} rows, seed {round_no}; {load_average()}):")
-        for name, (backend, parallel, raw_decode_rate) in runners.items():
-            run = pipeline(template, backend, parallel, rows, seed=round_no)
+        for name, (backend, parallel, raw_decode_rate, answers) in runners.items():
+            run = pipeline(template, backend, parallel, rows, seed=round_no, answers=answers)
             _print_run(name, run, raw_decode_rate)
             for key in ("seconds", "model", "accepted", "new_prompt_tokens"):
                 totals[name][key] += run[key]
@@ -222,14 +224,16 @@ def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int) -> d
     return totals
 
 
-def _print_totals(reference: dict, candidate: dict) -> None:
+def _print_totals(totals: dict) -> None:
     def per_min(t, key):
         return 60 * t[key] / t["seconds"]
 
-    print(f"candidate vs reference: {per_min(candidate, 'accepted') / per_min(reference, 'accepted'):.2f}x accepted "
-          f"rows/min ({per_min(candidate, 'accepted'):.1f} vs {per_min(reference, 'accepted'):.1f}), "
-          f"{per_min(candidate, 'candidates') / per_min(reference, 'candidates'):.2f}x candidates/min")
-    for name, t in (("reference", reference), ("candidate", candidate)):
+    (ref_name, reference), *candidates = totals.items()
+    for name, candidate in candidates:
+        print(f"{name} vs {ref_name}: {per_min(candidate, 'accepted') / per_min(reference, 'accepted'):.2f}x accepted "
+              f"rows/min ({per_min(candidate, 'accepted'):.1f} vs {per_min(reference, 'accepted'):.1f}), "
+              f"{per_min(candidate, 'candidates') / per_min(reference, 'candidates'):.2f}x candidates/min")
+    for name, t in totals.items():
         print(f"  {name}: acceptance {t['accepted'] / max(1, t['candidates']):.0%} ({t['accepted']} of "
               f"{t['candidates']}), {t['new_prompt_tokens'] / max(1, t['accepted']):.0f} prompt tokens evaluated per "
               f"accepted row, pipeline overhead {(t['seconds'] - t['model']) / t['model']:.1%} of model time")
@@ -263,12 +267,15 @@ def main() -> None:
         db.close()
         _print_match(greedy_replies(q4, fixed, args.parallel), greedy_replies(q8, fixed, args.parallel))
         _print_threads(files.path)
-        runners = {"reference Q4_1 one at a time": (q4, 1, raws["Q4_1"][1]),
-                   f"candidate Q8_0 batched x{args.parallel}": (q8, args.parallel, raws["Q8_0"][args.parallel])}
+        runners = {"reference Q4_1 one at a time, model writes both": (q4, 1, raws["Q4_1"][1], "free"),
+                   f"Q8_0 batched x{args.parallel}, model writes both": (q8, args.parallel, raws["Q8_0"][args.parallel],
+                                                                         "free"),
+                   f"Q8_0 batched x{args.parallel}, answer-first (default)": (q8, args.parallel,
+                                                                              raws["Q8_0"][args.parallel], "extractive")}
         totals = _pipeline_rounds(template, runners, args.rows, args.rounds)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    _print_totals(*totals.values())
+    _print_totals(totals)
     print(f"peak memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB (both models loaded); "
           f"{load_average()}")
 

@@ -6,10 +6,17 @@ slice: ``--count`` rows generated with the bundled model from the same corpus an
 are. Then ``validate`` ranks ``--retrievers`` on both and the report is printed, with wall and CPU
 seconds of every stage (the machine is shared, so CPU seconds are the steadier figure).
 
+With ``--labels bench/quality_labels.jsonl`` the synthetic slice is instead the rows that
+bench/quality.py generated and a person labelled against bench/quality_rubric.md (``--code``
+picks which), in two projects side by side: "as generated" approves every answerable row as it
+came, "reviewed" approves only the rows labelled usable, with the reviewer's small edits, and
+rejects the rest. So the same generated rows are validated before and after a rubric review.
+
 Usage:
     python3 bench/realq/build.py --out /tmp/realq      # once, builds the FAQ set
     .venv/bin/python bench/validity.py [--realq /tmp/realq] [--project /tmp/validity.curator] [--count 50]
         [--retrievers bm25,tfidf,dense,hybrid] [--embedder minilm] [--metric recall@5]
+    .venv/bin/python bench/validity.py --labels bench/quality_labels.jsonl [--code answer_first]
 Re-running reuses the project: ingest and log import are idempotent, generation tops up to --count.
 """
 
@@ -27,7 +34,7 @@ from curator.cli.validate_cmds import _render_validate  # noqa: E402
 from curator.core.corpus.ingest import ingest  # noqa: E402
 from curator.core.generation.generate import GenerationConfig, generate  # noqa: E402
 from curator.core.queries.logs import import_log  # noqa: E402
-from curator.core.queries.rows import make_query_id  # noqa: E402
+from curator.core.queries.rows import add_query, make_query_id  # noqa: E402
 from curator.core.review.decisions import decide  # noqa: E402
 from curator.core.store import open_project  # noqa: E402
 from curator.core.evaluation.validity import validate  # noqa: E402
@@ -81,6 +88,46 @@ def approve_synthetic(db) -> int:
     return len(pending)
 
 
+def import_labelled(db, labels: list[dict], reviewed: bool) -> dict:
+    """Labelled generated rows as synthetic queries; approved as generated, or as the rubric review
+    decided (usable rows approved with their edits, the rest rejected). Counts by decision."""
+    counts: dict = {}
+    for row in labels:
+        answerable = row["query_type"] != "unanswerable"
+        qid = add_query(db, row["text"], "synthetic", query_type=row["query_type"], answerable=answerable,
+                        reference=row["reference"], source_chunk_ids=row["source_chunk_ids"],
+                        gold_chunk_ids=row["gold_chunk_ids"])
+        if db.execute("SELECT status FROM queries WHERE id = ?", [qid]).fetchone()[0] != "pending":
+            continue  # decided on an earlier run of this bench
+        usable = row["label"] in ("as_is", "small_edit")
+        if not reviewed:
+            action = "approve" if answerable else "unanswerable"
+        else:
+            action = ("approve" if answerable else "unanswerable") if usable else "reject"
+        edit = row.get("edit", {}) if reviewed else {}
+        decide(db, qid, action, "bench", text=edit.get("text"), reference=edit.get("reference"))
+        counts[action] = counts.get(action, 0) + 1
+    return counts
+
+
+def validate_labelled(args, realq: Path) -> None:
+    labels = [json.loads(line) for line in Path(args.labels).read_text().splitlines() if line.strip()]
+    labels = [row for row in labels if row.get("code") == args.code and row.get("gold_chunk_ids") is not None]
+    print(f"{len(labels)} labelled rows of code {args.code!r}")
+    for name, reviewed in (("as generated", False), ("reviewed", True)):
+        project = Path(args.project).with_name(f"{Path(args.project).stem}-{name.replace(' ', '-')}.curator")
+        db = open_project(project, create=True)
+        ingest(db, [realq / "corpus"])
+        import_real_questions(db, realq, project.parent)
+        print(f"\n== synthetic slice {name}: {import_labelled(db, labels, reviewed)} ({project})")
+        with Timer("validate"):
+            result = validate(db, [r for r in args.retrievers.split(",") if r], {}, args.metric, embedder=args.embedder)
+        if args.json:
+            Path(args.json).with_name(f"{Path(args.json).stem}-{name.replace(' ', '-')}.json").write_text(
+                json.dumps(result, indent=2))
+        print(_render_validate(result))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--realq", default="/tmp/realq")
@@ -90,8 +137,14 @@ def main() -> None:
     parser.add_argument("--embedder")
     parser.add_argument("--metric", default="recall@5")
     parser.add_argument("--json", help="Also write the report as JSON here.")
+    parser.add_argument("--labels", help="Validate labelled generated rows (bench/quality_labels.jsonl) as generated "
+                                         "and as reviewed, instead of generating.")
+    parser.add_argument("--code", default="answer_first", help="Which labelled rows (their 'code') to use.")
     args = parser.parse_args()
     realq, project = Path(args.realq), Path(args.project)
+    if args.labels:
+        validate_labelled(args, realq)
+        return
     db = open_project(project, create=True)
     with Timer("ingest"):
         report = ingest(db, [realq / "corpus"])

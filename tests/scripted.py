@@ -15,6 +15,11 @@ from curator.core.generation import filters
 def good_reply(messages) -> str:
     """A well-behaved model: asks about the passage's first distinctive words, in each type's format."""
     prompt = messages[-1]["content"]
+    if "Passage" not in prompt:  # answer-first: ask with the answer sentence's own first content words
+        words = [w for w in filters.tokens(prompt.split("Answer:", 1)[1]) if len(w) > 3 and w not in filters.STOPWORDS]
+        if "search box" in messages[0]["content"]:
+            return f"Query: {' '.join(words[:3])}\n"
+        return f"Question: What is known about {' '.join(words[:6])}?\n"
     words = [w for w in filters.tokens(prompt.split("Passage", 1)[1]) if len(w) > 3 and w not in filters.STOPWORDS]
     words = (words + words)[:8]  # the answer gives other words of the passage than the question asks with
     if "does NOT answer" in prompt:

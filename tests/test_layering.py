@@ -114,7 +114,8 @@ ALLOWED = {
     "queries": {"store", "corpus", *SHARED},
     "embedding": {"store", *SHARED},
     "retrieval": {"store", "corpus", "embedding", *SHARED},
-    "generation": {"store", "corpus", "queries", "resources", *SHARED},
+    # answer-first generation checks each question against its answer sentence with the sentence embedder
+    "generation": {"store", "corpus", "queries", "embedding", "resources", *SHARED},
     "clustering": {"store", "embedding", *SHARED},
     "review": {"store", "corpus", "queries", *SHARED},
     "export": {"store", "corpus", "queries", *SHARED},

@@ -49,9 +49,14 @@ def _render_summary(s: dict) -> str:
               help="Run the bundled model from its Q4_1 file, not the faster Q8_0 copy cached on first use.")
 @click.option("--chat-format", help="For a GGUF that holds no chat template: a llama-cpp-python format name "
                                      "(chatml, gemma, llama-3, mistral-instruct, ...). Default: the file's template.")
+@click.option("--answers", "answers_mode", type=click.Choice(["extractive", "free"]), default="extractive",
+              show_default=True,
+              help="extractive: factoid, keyword and vague rows take a sentence of the chunk as their reference "
+                   "answer and the model writes the query it answers; free: the model writes both (for a big model "
+                   "whose answers you want in its own words).")
 @json_option
 def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, threads, parallel, retries, cluster,
-             min_quality, no_repack, chat_format, as_json):
+             min_quality, no_repack, chat_format, answers_mode, as_json):
     """Reverse-generate queries, reference answers and gold chunk ids with a local model.
 
     Every accepted row is committed at once; Ctrl-C stops cleanly and --resume goes on.
@@ -72,7 +77,7 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
     config = GenerationConfig(count=count, mix=parse_mix(mix_text) if mix_text else None, seed=seed,
                               model_path=model_path, endpoint=endpoint, threads=threads, resume=resume, cluster=cluster,
                               parallel=parallel, retries=retries, min_quality=min_quality, repack=not no_repack,
-                              chat_format=chat_format)
+                              chat_format=chat_format, answers=answers_mode)
     with project(project_path) as db:
         summary = run_generate(db, config, on_progress=progress_printer("generate"))
     emit(summary, as_json, _render_summary)

@@ -30,6 +30,7 @@ from curator.gui.models import plain_tooltip
 RAW_ROLE = Qt.UserRole + 2  # the unformatted value of a cell (floats stay floats)
 BUNDLED, GGUF, ENDPOINT = 0, 1, 2
 MODEL_CHOICES = ("Bundled model (SmolLM2-135M)", "GGUF file on this computer", "OpenAI-compatible endpoint")
+ANSWER_CHOICES = {"Taken from the chunk (answer-first)": "extractive", "Written by the model": "free"}
 RESUMABLE = ("cancelled", "running")  # 'running' after a crash: the run never finished
 ROW_COLUMNS = (("query_type", "Type"), ("text", "Question"), ("reference", "Reference answer"), ("quality", "Quality"))
 REJECT_COLUMNS = (("query_type", "Type"), ("text", "Candidate"), ("reason", "Why rejected"))
@@ -285,6 +286,12 @@ class GenerateView(TaskView, QWidget):
         self.count = QSpinBox(minimum=1, maximum=100000, value=20)
         self.count.setToolTip("Accepted rows wanted")
         self.seed = QSpinBox(minimum=0, maximum=2**31 - 1, value=0)
+        self.answers = QComboBox()
+        for label, mode in ANSWER_CHOICES.items():
+            self.answers.addItem(label, mode)
+        self.answers.setToolTip("Taken from the chunk: factoid, keyword and vague rows answer with a sentence of "
+                                "their gold chunk and the model writes only the query (best with small models). "
+                                "Written by the model: it writes both (for a big model).")
         self.start_button = QPushButton("Start")
         self.start_button.clicked.connect(self.start)
         self.resume_button = QPushButton("Resume last run")
@@ -296,6 +303,7 @@ class GenerateView(TaskView, QWidget):
         form = QFormLayout(box)
         form.addRow("Rows", self.count)
         form.addRow("Seed", self.seed)
+        form.addRow("Answers", self.answers)
         buttons = QHBoxLayout()
         for button in (self.start_button, self.resume_button, self.cancel_button):
             buttons.addWidget(button)
@@ -374,7 +382,7 @@ class GenerateView(TaskView, QWidget):
         return GenerationConfig(count=self.count.value(), mix=mix, seed=self.seed.value(),
                                 model_path=model_path if choice == GGUF else None,
                                 endpoint=endpoint if choice == ENDPOINT else None,
-                                n_ctx=self.n_ctx.value(), resume=resume)
+                                n_ctx=self.n_ctx.value(), resume=resume, answers=self.answers.currentData())
 
     # -- tasks -----------------------------------------------------------------------------
     def start(self) -> Optional[workers.TaskWorker]:
@@ -405,7 +413,8 @@ class GenerateView(TaskView, QWidget):
         self.cancel()
 
     def set_busy(self, busy: bool, message: str = "") -> None:
-        for widget in (self.start_button, self.count, self.seed, self.model_choice, *self.mix_spins.values()):
+        for widget in (self.start_button, self.count, self.seed, self.answers, self.model_choice,
+                       *self.mix_spins.values()):
             widget.setEnabled(not busy)
         self.resume_button.setEnabled(not busy and self.can_resume())
         self.cancel_button.setEnabled(busy)

@@ -165,13 +165,13 @@ def test_real_batched_decoding_agrees_with_one_at_a_time_under_greedy_sampling(b
 
 @pytest.mark.slow
 def test_real_batched_generation_stores_valid_rows(sample_db, bundled_model, monkeypatch):
-    monkeypatch.setattr(generate_module, "ATTEMPTS_PER_ROW", 2)  # bounded: 4 candidates at most, no retries
+    monkeypatch.setattr(generate_module, "ATTEMPTS_PER_ROW", 2)  # bounded: 2 candidates per wanted row, no retries
     backend = LlamaCppBackend(bundled_model, parallel=3)
     summary = generate(sample_db, GenerationConfig(count=2, mix={"factoid": 1.0, "keyword": 1.0}, seed=0,
                                                    parallel=3, retries=0), backend=backend)
     assert summary["status"] in {"complete", "exhausted"}
     stored = summary["accepted"] + summary["rejected"]
-    assert 1 <= stored <= 4
+    assert 1 <= stored <= 6  # 4 in the first pass, 2 more if one type's row goes to the other (refill)
     chunk_ids = {r[0] for r in sample_db.execute("SELECT id FROM chunks")}
     for text, gold, raw in sample_db.execute("SELECT text, gold_chunk_ids, raw_output FROM queries"):
         assert text and raw and set(json.loads(gold)) <= chunk_ids and json.loads(gold)

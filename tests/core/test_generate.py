@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -161,7 +162,8 @@ def test_chunk_longer_than_the_prompt_budget_is_truncated_with_a_warning(empty_d
     (chunk_id, length), = empty_db.execute("SELECT id, length(text) FROM chunks")
     assert length > MAX_PASSAGE_CHARS
     backend = FakeBackend(good_reply)
-    summary = generate(empty_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1), backend=backend)
+    summary = generate(empty_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1, answers="free"),
+                       backend=backend)
     assert summary["truncated_chunks"] == [chunk_id]
     passage = backend.prompts[0][-1]["content"].split("Passage", 1)[1]
     assert len(passage) < MAX_PASSAGE_CHARS + 200
@@ -195,7 +197,8 @@ def _rejected_pairs(db) -> list[tuple]:
 def test_a_rejected_candidate_is_asked_again_on_the_same_chunk_with_a_new_seed(sample_db):
     seeds: list = []
     backend = _first_try_fails(seeds)
-    summary = generate(sample_db, GenerationConfig(count=6, seed=3, mix={"factoid": 1, "keyword": 1}), backend=backend)
+    summary = generate(sample_db, GenerationConfig(count=6, seed=3, mix={"factoid": 1, "keyword": 1}, answers="free"),
+                       backend=backend)
     assert summary["accepted"] == 6 and summary["rejected"] == 6
     accepted = sorted((t, ids) for t, ids in sample_db.execute(
         "SELECT query_type, source_chunk_ids FROM queries WHERE source = 'synthetic'"))
@@ -203,6 +206,22 @@ def test_a_rejected_candidate_is_asked_again_on_the_same_chunk_with_a_new_seed(s
     prompts_asked = [m[-1]["content"] for m in backend.prompts]
     assert all(prompts_asked[i] == prompts_asked[i + 1] for i in range(0, 12, 2))  # retried at once: prompt cached
     assert all(seeds[i] != seeds[i + 1] for i in range(0, 12, 2))
+
+
+def test_an_answer_first_retry_asks_about_another_sentence_of_the_same_chunk(sample_db):
+    from curator.core.generation.answers import answer_sentences
+
+    calls = iter(range(1_000))
+    backend = FakeBackend(lambda messages: "Sure! Here is a question." if next(calls) == 0 else good_reply(messages))
+    summary = generate(sample_db, GenerationConfig(count=1, seed=3, mix={"factoid": 1}), backend=backend)
+    assert summary["accepted"] == 1 and summary["rejected"] == 1
+    (rejected_ids,), = sample_db.execute("SELECT source_chunk_ids FROM rejected_candidates")
+    (accepted_ids, reference), = sample_db.execute("SELECT source_chunk_ids, reference FROM queries")
+    assert rejected_ids == accepted_ids  # the same chunk asked again ...
+    first, second = (m[-1]["content"].split("Answer: ", 1)[1] for m in backend.prompts[:2])
+    chunk_text = sample_db.execute("SELECT text FROM chunks WHERE id = ?", [json.loads(accepted_ids)[0]]).fetchone()[0]
+    assert reference == second and second in answer_sentences(chunk_text)  # ... about another of its sentences
+    assert first != second or len(answer_sentences(chunk_text)) == 1
 
 
 def test_retries_zero_moves_to_a_new_chunk_after_a_rejection(sample_db):
@@ -289,12 +308,14 @@ def test_real_model_replies_are_never_cut_or_empty(sample_db, bundled_model):
     """Issue 14: with the bounded grammar and max_tokens = the longest reply it admits, the real
     bundled model produces no empty answer and no reply outside the two-line format."""
     summary = generate(sample_db, GenerationConfig(count=8, seed=1))
-    raws = [r[0] for r in sample_db.execute("SELECT raw_output FROM rejected_candidates UNION ALL "
-                                            "SELECT raw_output FROM queries WHERE source = 'synthetic'")]
-    assert len(raws) >= 8
+    replies = list(sample_db.execute("SELECT query_type, raw_output FROM rejected_candidates UNION ALL "
+                                     "SELECT query_type, raw_output FROM queries WHERE source = 'synthetic'"))
+    assert len(replies) >= 8
     assert "output not in the Question/Answer format" not in summary["rejected_by_reason"]
     assert "empty reference answer" not in summary["rejected_by_reason"]
-    assert all(raw.endswith("\n") and prompts.parse_output(raw) for raw in raws)  # every reply ran to its end
+    for query_type, raw in replies:  # every reply ran to its end, in its type's format
+        answer_first = query_type in prompts.ANSWER_FIRST_TYPES  # the default: the model writes the query only
+        assert raw.endswith("\n") and (prompts.parse_query(raw) if answer_first else prompts.parse_output(raw))
     scores = [r[0] for r in sample_db.execute("SELECT quality FROM queries WHERE source = 'synthetic'")]
     assert scores and all(0.0 <= s <= 1.0 for s in scores)
 

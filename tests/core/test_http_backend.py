@@ -106,8 +106,9 @@ def test_generate_through_the_endpoint_stores_rows(server, sample_project_path, 
         db.close()
     assert run[0] == "http" and json.loads(run[1])["parallel"] == 2
     assert raws and len(raws) == summary["accepted"] + summary["rejected"]
-    # The server honoured the grammar: every reply is in the two-line format.
-    assert all(prompts.parse_output(raw) for raw in raws)
+    # The server honoured the grammar: every reply is in the format of the (answer-first) factoid prompt.
+    assert json.loads(run[1])["answers"] == "extractive"
+    assert all(prompts.parse_query(raw) and raw.endswith("\n") for raw in raws)
     assert all(ids and set(ids) <= chunk_ids for ids in gold)
 
 

@@ -44,8 +44,8 @@ def _half_vague(messages) -> str:
 
 
 def test_min_quality_rejects_rows_below_it_with_a_counted_reason(sample_db):
-    summary = generate(sample_db, GenerationConfig(count=4, seed=1, min_quality=0.9, mix={"vague": 1.0}),
-                       backend=FakeBackend(_half_vague))
+    config = GenerationConfig(count=4, seed=1, min_quality=0.9, mix={"vague": 1.0}, answers="free")
+    summary = generate(sample_db, config, backend=FakeBackend(_half_vague))
     assert summary["accepted"] >= 1
     assert summary["rejected_by_reason"].get("quality below --min-quality", 0) >= 1
     assert all(score >= 0.9 for _, score, _ in _scored(sample_db))

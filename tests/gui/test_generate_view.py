@@ -61,6 +61,7 @@ def _finish(qtbot, view, start, timeout=60000) -> dict:
 def test_start_lists_new_rows_and_rejected_candidates_live(make_view, qtbot):
     view = make_view(every_third_is_bad)
     view.count.setValue(6)
+    view.answers.setCurrentIndex(view.answers.findData("free"))  # rejections come from the bad replies only
     summary = _finish(qtbot, view, view.start)
     assert summary["status"] == "complete" and summary["accepted"] == 6
     # every accepted row reached the list as it was made, and it is in the project
@@ -86,6 +87,22 @@ def test_mix_spin_boxes_shape_the_run(make_view, qtbot):
     assert summary["by_type"] == {"keyword": 3}
     assert {r["query_type"] for r in view.rows_model.rows()} == {"keyword"}
     assert set(view.mix_spins) == set(QUERY_TYPES)
+
+
+def test_answers_choice_picks_answer_first_or_free_rows(make_view, qtbot):
+    backends: list = []
+    view = make_view(backend_factory=lambda config: backends.append(FakeBackend(good_reply)) or backends[-1])
+    for qtype, spin in view.mix_spins.items():
+        spin.setValue(100 if qtype == "factoid" else 0)
+    view.count.setValue(2)
+    assert view.answers.currentData() == "extractive"  # the default: answer-first
+    first = _finish(qtbot, view, view.start)
+    view.answers.setCurrentIndex(view.answers.findData("free"))
+    second = _finish(qtbot, view, view.start)
+    params = {run: json.loads(p) for run, p in view.db.execute("SELECT id, params FROM generation_runs")}
+    assert params[first["run_id"]]["answers"] == "extractive" and params[second["run_id"]]["answers"] == "free"
+    first_prompt, second_prompt = (backend.prompts[0][-1]["content"] for backend in backends)
+    assert "Answer: " in first_prompt and "Passage" not in first_prompt and "Passage" in second_prompt
 
 
 def test_cancel_keeps_rows_and_resume_reaches_the_target(make_view, qtbot):

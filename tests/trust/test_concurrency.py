@@ -67,7 +67,7 @@ def _finish(proc, timeout: float = 120) -> tuple[str, str]:
 def test_generation_and_reviews_at_once(sample_project_path, fake_model, tmp_path):
     _seed(sample_project_path)
     fake_model.delay = 0.02
-    generator = spawn(curator_cmd("generate", str(sample_project_path), "--endpoint", fake_model.url,
+    generator = spawn(curator_cmd("generate", str(sample_project_path), "--endpoint", fake_model.url, "--answers", "free",
                                   "--count", "25", "--seed", "2", "--json"))
     reviewer = python_child(REVIEWER_CHILD, str(sample_project_path), "200")
     exporter = python_child(EXPORTER_CHILD, str(sample_project_path), str(tmp_path / "gold.jsonl"), "15")

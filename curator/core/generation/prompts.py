@@ -67,6 +67,74 @@ _QUESTION_LINE = re.compile(r"^\s*(?:Question|Query)\s*:\s*(\S[^\n]*)", re.I | r
 _ANSWER_LINE = re.compile(r"^\s*Answer\s*:\s*(\S[^\n]*)", re.I | re.M)
 
 
+# Answer-first generation (generation.answers): the reference answer is a sentence of the chunk and
+# the model writes only the query that sentence answers, after three worked examples from other
+# domains (so no example leaks into a user's corpus). The examples are a fixed prompt prefix, so
+# llama.cpp evaluates them once per sequence and every later request reuses them.
+ANSWER_FIRST_TYPES = ("factoid", "keyword", "vague")
+ANSWER_FIRST_INSTRUCTIONS = {
+    "factoid": "Write the question a user would ask to get the given answer. The question must make sense on "
+               "its own, without the document.",
+    "keyword": "Write the 2 to 6 words a user would type into a search box to find the given answer.",
+    "vague": "Write a short, loosely worded question, in everyday words, that a user unsure of the right terms "
+             "might ask and that the given answer answers.",
+}
+ANSWER_FIRST_SHOTS = [  # (document title, answer sentence, {type: query})
+    ("Dishwasher manual", "A missing filter lets food particles block the drain pump, and the machine stops with "
+     "error E24.", {"factoid": "Why does my dishwasher stop with error E24?", "keyword": "dishwasher error E24",
+                    "vague": "Why does the dishwasher keep stopping halfway?"}),
+    ("Travel expense policy", "Receipts must be uploaded within 30 days of the trip, or the claim is closed.",
+     {"factoid": "How long do I have to upload receipts for a travel expense claim?",
+      "keyword": "expense receipts upload deadline", "vague": "Is there a time limit on sending in my travel costs?"}),
+    ("Router setup guide", "To return the router to factory settings, hold the reset button for ten seconds until "
+     "the light blinks.", {"factoid": "How do I reset the router to factory settings?",
+                           "keyword": "router factory reset", "vague": "How do I start over with my router?"}),
+]
+ASKED_QUESTION_GRAMMAR = (
+    f'\nroot ::= "Question: " opener unit{{6,{QUESTION_CHARS - 10}}} "?\\n"\n'
+    + r"""opener ::= "What " | "How " | "Why " | "When " | "Which " | "Where " | "Who " | "Can " | "Does " | "Do " | "Is " | "Are " | "Should " | "Will "
+unit ::= [a-zA-Z0-9 '"(),/_+*=<>%#&$-] | "." [a-z0-9]
+""")
+ASKED_VAGUE_GRAMMAR = (f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 1}}} "?\\n"\n'
+                       + r"""unit ::= [a-zA-Z0-9 '"(),/_+*=<>%#&$-] | "." [a-z0-9]
+""")
+# No dotted names in an answer-first keyword query: given the chance, the bundled model glued words
+# into names that exist nowhere ("systems.inboundmailrc"), 60 of 337 rejections in one quality-bench
+# run; a search-box query spells "os path join" just as well.
+ASKED_KEYWORD_GRAMMAR = r"""
+root ::= "Query: " kword (" " kword){1,5} "\n"
+kword ::= [a-zA-Z] [a-zA-Z0-9'_+#-]{0,17}
+"""
+ASKED_MAX_TOKENS = len("Question: ") + 2 * QUESTION_CHARS + 8
+
+
+def asked_grammar(query_type: str) -> str:
+    """The grammar of an answer-first reply: one query line of the type's shape."""
+    return {"keyword": ASKED_KEYWORD_GRAMMAR, "vague": ASKED_VAGUE_GRAMMAR}.get(query_type, ASKED_QUESTION_GRAMMAR)
+
+
+def _answer_turn(title: str, answer: str) -> str:
+    # A one-word title is a file name ("entry-017"), which says nothing of the topic and which the
+    # small model then asks about; a heading path ("Curses > What is curses?") helps it name the subject.
+    return f"Document: {title}\nAnswer: {answer}" if " " in (title or "").strip() else f"Answer: {answer}"
+
+
+def build_answer_first_messages(query_type: str, title: str, answer: str) -> list[dict]:
+    """Chat messages for answer-first generation: instruction, three worked examples, the answer."""
+    label = "Query" if query_type == "keyword" else "Question"
+    messages = [{"role": "system", "content": ANSWER_FIRST_INSTRUCTIONS[query_type]}]
+    for shot_title, shot_answer, queries in ANSWER_FIRST_SHOTS:
+        messages += [{"role": "user", "content": _answer_turn(shot_title, shot_answer)},
+                     {"role": "assistant", "content": f"{label}: {queries[query_type]}"}]
+    return messages + [{"role": "user", "content": _answer_turn(title, answer)}]
+
+
+def parse_query(raw: str) -> Optional[str]:
+    """The query of an answer-first reply (its 'Question:' or 'Query:' line), or None."""
+    found = _QUESTION_LINE.search(raw or "")
+    return found.group(1).strip().strip('"') if found else None
+
+
 def grammar_for(query_type: str) -> str:
     return KEYWORD_GRAMMAR if query_type == "keyword" else QUESTION_GRAMMAR
 
@@ -95,4 +163,6 @@ def parse_output(raw: str) -> Optional[tuple[str, str]]:
 def templates() -> dict:
     """Everything that shapes the prompts, stored with each generation run."""
     return {"system": SYSTEM, "instructions": INSTRUCTIONS, "grammars": {"question": QUESTION_GRAMMAR,
-                                                                          "keyword": KEYWORD_GRAMMAR}}
+                                                                          "keyword": KEYWORD_GRAMMAR},
+            "answer_first": {"instructions": ANSWER_FIRST_INSTRUCTIONS, "examples": ANSWER_FIRST_SHOTS,
+                             "grammars": {t: asked_grammar(t) for t in ANSWER_FIRST_TYPES}}}

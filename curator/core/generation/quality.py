@@ -21,6 +21,7 @@ import sqlite_utils
 
 from curator.core.corpus.search import search_chunks
 from curator.core.generation import filters
+from curator.core.generation.answers import MIN_ANSWER_MATCH
 
 ROUND_TRIP_K = 10
 ROUND_TRIP_RETRIEVER = "fts5-bm25 (corpus.search.search_chunks, any-term match)"
@@ -29,13 +30,15 @@ ROUND_TRIP_WEIGHT = 0.5
 # floating above every answerable row on its one remaining margin (repetition).
 UNANSWERABLE_ROUND_TRIP = 0.5
 DEFINITION = {
-    "version": 1,
+    "version": 2,
     "score": f"{ROUND_TRIP_WEIGHT} * round_trip + {1 - ROUND_TRIP_WEIGHT} * mean(filter margins); "
              f"unanswerable rows (no gold chunk to find): round_trip taken as a neutral {UNANSWERABLE_ROUND_TRIP}",
     "round_trip": f"1/rank of the first gold chunk among the top {ROUND_TRIP_K} of {ROUND_TRIP_RETRIEVER} "
                   "for the question alone, 0 if absent",
-    "margins": "repetition, question_grounding (factoid, keyword), answer_grounding, not_restated: how far "
-               "each graded filter is cleared, 0 at its threshold, 1 at best",
+    "margins": "repetition, question_grounding (factoid, keyword), answer_grounding, not_restated, and for "
+               "answer-first rows answer_match (the cosine of question and answer sentence in the sentence "
+               f"embedder, from its floor {MIN_ANSWER_MATCH} to 1): how far each graded filter is cleared, 0 at "
+               "its threshold, 1 at best",
     "retriever": ROUND_TRIP_RETRIEVER,
     "range": "0..1, higher is better",
 }
@@ -50,11 +53,16 @@ def round_trip(db: sqlite_utils.Database, question: str, gold_ids: list[str]) ->
 
 
 def score_row(db: sqlite_utils.Database, question: str, answer: str, query_type: str,
-              gold_chunks: list[dict]) -> tuple[float, dict]:
-    """(score, signals) for one accepted row; the signals explain the score."""
+              gold_chunks: list[dict], answer_match: Optional[float] = None) -> tuple[float, dict]:
+    """(score, signals) for one accepted row; the signals explain the score. ``answer_match`` is the
+    cosine of an answer-first question and its answer sentence (None for other rows)."""
     margins = filters.margins(question, answer, query_type, [c["text"] for c in gold_chunks])
+    if answer_match is not None:
+        margins["answer_match"] = round(max(0.0, min(1.0, (answer_match - MIN_ANSWER_MATCH) / (1 - MIN_ANSWER_MATCH))), 3)
     margin_mean = sum(margins.values()) / len(margins) if margins else 0.0
     signals: dict = {"margins": margins, "margin_mean": round(margin_mean, 3)}
+    if answer_match is not None:
+        signals["answer_cosine"] = round(answer_match, 3)
     if query_type == "unanswerable":
         trip = UNANSWERABLE_ROUND_TRIP
         signals["round_trip_neutral"] = trip
@@ -76,6 +84,8 @@ def explain(signals) -> str:
         rank = signals.get("round_trip_rank")
         parts.append(f"BM25 finds the gold chunk at rank {rank}" if rank else
                      f"BM25 misses the gold chunk in its top {signals.get('k', ROUND_TRIP_K)}")
+    if "answer_cosine" in signals:
+        parts.append(f"question matches its answer sentence at cosine {signals['answer_cosine']:.2f}")
     weakest = min(signals.get("margins", {}).items(), key=lambda kv: kv[1], default=None)
     if weakest:
         parts.append(f"weakest filter margin: {weakest[0]} {weakest[1]:.2f}")

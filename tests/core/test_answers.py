@@ -1,0 +1,122 @@
+"""Answer-first generation: which sentences may be reference answers, which one a retry takes, the
+question-to-answer check (real MiniLM), and the filters that change for extracted answers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from curator.core.generation import filters, prompts
+from curator.core.generation.answers import MIN_ANSWER_MATCH, AnswerMatcher, answer_sentences, pick_answer
+from curator.core.generation.backends import LlamaCppBackend
+from curator.core.generation.generate import GenerationConfig, generate
+
+CHUNK = """Van Rossum thought he needed a name that was short, unique, and slightly mysterious, so he decided \
+to call the language Python. It was named after a comedy series. See also the history page.
+
+>>> import this
+The Zen of Python, by Tim Peters
+
+- a list item that is long enough to be a sentence but is only an item.
+
+The `py_compile` module can manually compile any module from the command line or a script."""
+
+
+def test_answer_sentences_keep_standalone_prose_only():
+    found = answer_sentences(CHUNK)
+    assert found == ["Van Rossum thought he needed a name that was short, unique, and slightly mysterious, so he "
+                     "decided to call the language Python.",
+                     "The `py_compile` module can manually compile any module from the command line or a script."]
+    # "It was named ..." leans on the sentence before it; "See also ..." is too short; code and list
+    # blocks are never answers.
+
+
+@pytest.mark.parametrize("text", ["", "Too short to say anything.", "x = [1, 2, 3]; y = {a: b for a, b in z}.",
+                                  "What does this sentence ask about the thing it names here?"])
+def test_text_without_an_answer_sentence_gives_none(text):
+    assert answer_sentences(text) == []
+    assert pick_answer({"id": "c1", "text": text}, 0, seed=0) is None
+
+
+def test_pick_answer_is_seeded_and_a_retry_takes_another_sentence():
+    text = " ".join(f"Sentence number {i} explains how widget {i} is calibrated before the audit." for i in range(5))
+    chunk = {"id": "c_1", "text": text}
+    first, second = pick_answer(chunk, 0, seed=7), pick_answer(chunk, 1, seed=7)
+    assert first != second and {first, second} <= set(answer_sentences(text))
+    assert pick_answer(chunk, 0, seed=7) == first  # the same seed, the same sentence
+    assert {pick_answer(chunk, a, seed=7) for a in range(5)} == set(answer_sentences(text))  # every one in turn
+
+
+def test_an_extracted_answer_must_add_words_to_its_question():
+    answer = "The `py_compile` module can manually compile any module."
+    assert filters.check_adds_to_question("How do I compile a module manually?", answer) is None
+    assert "adds nothing" in filters.check_adds_to_question("Can the py_compile module compile any module manually?",
+                                                           answer)
+    duplicates = filters.DuplicateIndex([])
+    # The share test of free answers would reject this good row (75% of the answer's words are in the question).
+    assert filters.check_row("How do I compile a module manually?", answer, "factoid", [answer], answer, duplicates)
+    assert filters.check_row("How do I compile a module manually?", answer, "factoid", [answer], answer, duplicates,
+                             extractive=True) is None
+
+
+def test_real_minilm_separates_a_matching_question_from_an_off_topic_one():
+    matcher = AnswerMatcher()
+    assert matcher.available
+    answer = "The most common problem is that the signal handler is declared with the wrong argument list."
+    on_topic = matcher.similarity("What is the most common problem with a signal handler?", answer)
+    off_topic = matcher.similarity("How do I install Python on Windows?", answer)
+    assert on_topic >= MIN_ANSWER_MATCH > off_topic
+    assert matcher.describe().startswith("minilm")
+
+
+def test_answer_first_prompts_end_with_the_answer_and_share_their_examples():
+    factoid = prompts.build_answer_first_messages("factoid", "Curses > What is curses?", "Curses draws text UIs.")
+    keyword = prompts.build_answer_first_messages("keyword", "entry-017", "Curses draws text UIs.")
+    assert factoid[-1]["content"] == "Document: Curses > What is curses?\nAnswer: Curses draws text UIs."
+    assert keyword[-1]["content"] == "Answer: Curses draws text UIs."  # a file-name title says nothing
+    assert len(factoid) == len(keyword) == 2 + 2 * len(prompts.ANSWER_FIRST_SHOTS)
+    assert prompts.parse_query("Query: router factory reset\n") == "router factory reset"
+
+
+def test_real_bundled_model_writes_answer_first_rows(sample_db, bundled_model):
+    """The real model through the real grammar: every accepted factoid/keyword/vague row's reference is
+    a sentence of its gold chunk, its question passed the MiniLM match, and the run records how."""
+    backend = LlamaCppBackend(bundled_model, n_ctx=2048, parallel=4)
+    summary = generate(sample_db, GenerationConfig(count=4, seed=2, mix={"factoid": 2, "keyword": 1, "vague": 1},
+                                                   retries=3), backend=backend)
+    assert summary["accepted"] >= 1
+    assert summary["rejected_by_reason"].get("output not in the Question/Answer format", 0) == 0
+    for text, reference, gold, signals in sample_db.execute(
+            "SELECT q.text, q.reference, c.text, q.quality_signals FROM queries q "
+            "JOIN chunks c ON c.id = json_extract(q.gold_chunk_ids, '$[0]')"):
+        assert reference in answer_sentences(gold)
+        assert '"answer_match"' in signals
+    (params,), = sample_db.execute("SELECT params FROM generation_runs")
+    params = json.loads(params)
+    assert params["answers"] == "extractive" and params["answer_matcher"].startswith("minilm")
+
+
+@pytest.mark.parametrize("question, chunk, reason", [
+    ("sendmail location on Linux systems.inboundmailrc", "The location of sendmail varies.", "names something"),
+    ("Return tuple containing multiple results.47672232231223233", "return a tuple", "a run of digits"),
+    ("How does os.path.join work in Python 3.11?", "Use os.path.join to build paths in Python 3.11.", None),
+])
+def test_invented_dotted_names_and_digit_runs_are_rejected(question, chunk, reason):
+    found = filters.check_invented_names(question, chunk)
+    assert (found is None) if reason is None else (reason in found)
+
+
+def test_a_keyword_query_that_repeats_a_word_is_a_loop():
+    assert "repeats a word ('floating')" in filters.check_shape("floating point floating point issues", "keyword")
+    assert filters.check_shape("floating point arithmetic issues", "keyword") is None
+
+
+@pytest.mark.parametrize("sentence", [
+    "That\u2019s because `argparse` treats the options we give it as strings, unless we tell it otherwise.",
+    "Once that\u2019s done, the `has_colors()` function returns TRUE if the terminal can display color.",
+    "Binary floating-point arithmetic holds many surprises like this.",
+    "If you tried to look up the old value it wouldn\u2019t be found either, because the hash differs.",
+])
+def test_sentences_that_lean_on_their_neighbours_are_not_answers(sentence):
+    assert answer_sentences(sentence) == []
