@@ -37,7 +37,7 @@ from curator.core.queries.logs import import_log  # noqa: E402
 from curator.core.queries.rows import add_query, make_query_id  # noqa: E402
 from curator.core.review.decisions import decide  # noqa: E402
 from curator.core.store import open_project  # noqa: E402
-from curator.core.evaluation.validity import validate  # noqa: E402
+from curator.core.evaluation.validity import score_matrix, validate  # noqa: E402
 
 
 class Timer:
@@ -110,6 +110,25 @@ def import_labelled(db, labels: list[dict], reviewed: bool) -> dict:
     return counts
 
 
+def quality_halves(db, labels: list[dict], args) -> None:
+    """Does the quality score (half of it a BM25 round trip) bias the ranking? Retriever means on the
+    synthetic rows whose stored score is above the median, against those below it."""
+    quality = {make_query_id("synthetic", row["text"]): row.get("quality") for row in labels}
+    rows, names, values, _ = score_matrix(db, [r for r in args.retrievers.split(",") if r], {}, args.metric,
+                                          embedder=args.embedder)
+    scored = [(quality[q["id"]], i) for i, q in enumerate(rows) if quality.get(q["id"]) is not None]
+    if not scored:
+        print("no stored quality scores in the labels: nothing to split")
+        return
+    median = sorted(score for score, _ in scored)[len(scored) // 2]
+    for half, keep in (("above", lambda v: v >= median), ("below", lambda v: v < median)):
+        members = [i for score, i in scored if keep(score)]
+        means = values[members].mean(axis=0)
+        order = " > ".join(names[j] for j in means.argsort()[::-1])
+        print(f"  quality {half} the median {median:.3f} ({len(members)} rows): "
+              + ", ".join(f"{n} {m:.3f}" for n, m in zip(names, means)) + f"; {order}")
+
+
 def validate_labelled(args, realq: Path) -> None:
     labels = [json.loads(line) for line in Path(args.labels).read_text().splitlines() if line.strip()]
     labels = [row for row in labels if row.get("code") == args.code and row.get("gold_chunk_ids") is not None]
@@ -126,6 +145,9 @@ def validate_labelled(args, realq: Path) -> None:
             Path(args.json).with_name(f"{Path(args.json).stem}-{name.replace(' ', '-')}.json").write_text(
                 json.dumps(result, indent=2))
         print(_render_validate(result))
+        if not reviewed:
+            print("\n== the quality score's bias: synthetic rows split at its median")
+            quality_halves(db, labels, args)
 
 
 def main() -> None:
