@@ -111,22 +111,29 @@ def import_labelled(db, labels: list[dict], reviewed: bool) -> dict:
 
 
 def quality_halves(db, labels: list[dict], args) -> None:
-    """Does the quality score (half of it a BM25 round trip) bias the ranking? Retriever means on the
-    synthetic rows whose stored score is above the median, against those below it."""
-    quality = {make_query_id("synthetic", row["text"]): row.get("quality") for row in labels}
+    """Does a quality score bias the ranking? Retriever means on the synthetic rows scored above the
+    median, against those below it, for the score the rows were stored with ("quality", version 2:
+    half a BM25 round trip) and for today's score (version 3: the mean of the stored margins)."""
     rows, names, values, _ = score_matrix(db, [r for r in args.retrievers.split(",") if r], {}, args.metric,
                                           embedder=args.embedder)
-    scored = [(quality[q["id"]], i) for i, q in enumerate(rows) if quality.get(q["id"]) is not None]
-    if not scored:
-        print("no stored quality scores in the labels: nothing to split")
-        return
-    median = sorted(score for score, _ in scored)[len(scored) // 2]
-    for half, keep in (("above", lambda v: v >= median), ("below", lambda v: v < median)):
-        members = [i for score, i in scored if keep(score)]
-        means = values[members].mean(axis=0)
-        order = " > ".join(names[j] for j in means.argsort()[::-1])
-        print(f"  quality {half} the median {median:.3f} ({len(members)} rows): "
-              + ", ".join(f"{n} {m:.3f}" for n, m in zip(names, means)) + f"; {order}")
+    by_id = {make_query_id("synthetic", row["text"]): row for row in labels}
+    scores = {"stored score (v2, half BM25 round trip)": lambda row: row.get("quality"),
+              "mean of the margins (v3)": lambda row: (sum(row["margins"].values()) / len(row["margins"])
+                                                       if row.get("margins") else None)}
+    for name, score_of in scores.items():
+        scored = [(score_of(by_id[q["id"]]), i) for i, q in enumerate(rows) if q["id"] in by_id]
+        scored = [(score, i) for score, i in scored if score is not None]
+        if not scored:
+            continue
+        median = sorted(score for score, _ in scored)[len(scored) // 2]
+        print(f"  {name}, split at its median {median:.3f}:")
+        for half, keep in (("above", lambda v: v >= median), ("below", lambda v: v < median)):
+            members = [i for score, i in scored if keep(score)]
+            means = values[members].mean(axis=0)
+            usable = sum(by_id[rows[i]["id"]]["label"] != "reject" for i in members) / len(members)
+            print(f"    {half} ({len(members)} rows, {usable:.0%} labelled usable): "
+                  + ", ".join(f"{n} {m:.3f}" for n, m in zip(names, means))
+                  + "; " + " > ".join(names[j] for j in means.argsort()[::-1]))
 
 
 def validate_labelled(args, realq: Path) -> None:

@@ -24,7 +24,7 @@ def test_every_generated_row_has_a_score_with_its_signals_and_retriever(sample_d
     for query_type, score, signals in rows:
         assert 0.0 <= score <= 1.0 and signals["margins"]
         if query_type == "unanswerable":
-            assert score <= 0.75  # neutral round trip: never above a found answerable row by default
+            assert 0.25 <= score <= 0.75 and signals["no_gold"]  # never above every answerable row
         else:
             assert signals["retriever"] == quality.ROUND_TRIP_RETRIEVER and "round_trip_rank" in signals
     # good_reply asks with the chunk's own distinctive words: BM25 finds most gold chunks at rank 1
@@ -34,18 +34,18 @@ def test_every_generated_row_has_a_score_with_its_signals_and_retriever(sample_d
     assert json.loads(run)["quality"] == quality.DEFINITION  # so the export manifest carries the definition
 
 
-def _half_vague(messages) -> str:
-    """Every other vague question uses words no chunk holds, so BM25 cannot find its gold chunk."""
+def _half_off_words(messages) -> str:
+    """Every other question adds two words no chunk holds: it still passes the grounding filter (3 of
+    5 content words are the chunk's) but barely, so its margin, and with it its score, is low."""
     reply = good_reply(messages)
     if len(messages[-1]["content"]) % 2:
-        return reply.replace("What about", "What about zebra quasar walrus", 1).split("?")[0].split(
-            "walrus")[0] + "walrus?\n" + reply.split("\n", 1)[1]
+        return reply.replace("What about", "What about zebra quasar", 1)
     return reply
 
 
 def test_min_quality_rejects_rows_below_it_with_a_counted_reason(sample_db):
-    config = GenerationConfig(count=4, seed=1, min_quality=0.9, mix={"vague": 1.0}, answers="free")
-    summary = generate(sample_db, config, backend=FakeBackend(_half_vague))
+    config = GenerationConfig(count=4, seed=1, min_quality=0.9, mix={"factoid": 1.0}, answers="free")
+    summary = generate(sample_db, config, backend=FakeBackend(_half_off_words))
     assert summary["accepted"] >= 1
     assert summary["rejected_by_reason"].get("quality below --min-quality", 0) >= 1
     assert all(score >= 0.9 for _, score, _ in _scored(sample_db))
@@ -75,3 +75,16 @@ def test_list_queries_gives_the_signals_as_an_object(sample_db):
     generate(sample_db, GenerationConfig(count=3, seed=1), backend=FakeBackend(good_reply))
     row = list_queries(sample_db, source="synthetic")[0]
     assert isinstance(row["quality_signals"], dict) and "margins" in row["quality_signals"]
+
+
+def test_the_round_trip_is_shown_but_not_scored(sample_db, monkeypatch):
+    """Scoring BM25's round trip made the top-scored rows a set on which BM25 wins (quality.py)."""
+    chunk = {"id": "c_1", "text": "Rotate the signing keys every ninety days with the vault rotate command."}
+    question, answer = "How often are signing keys rotated?", "Every ninety days, with the vault rotate command."
+    scores = {}
+    for trip in ((1.0, 1), (0.0, None)):
+        monkeypatch.setattr(quality, "round_trip", lambda *args, trip=trip: trip)
+        scores[trip[1]], signals = quality.score_row(sample_db, question, answer, "factoid", [chunk])
+        assert signals["round_trip_rank"] == trip[1]  # still stored and explained
+    assert scores[1] == scores[None] == quality.score_row(sample_db, question, answer, "factoid", [chunk])[0]
+    assert quality.DEFINITION["version"] == 3 and "not scored" in quality.DEFINITION["round_trip"]
