@@ -33,10 +33,11 @@ DEFAULT_MIX = {"factoid": 0.4, "keyword": 0.2, "vague": 0.15, "multi_hop": 0.1, 
 MIN_CHUNK_TOKENS = 30
 MAX_PASSAGE_CHARS = 2400  # keeps prompt + answer inside n_ctx=2048 for two passages
 ATTEMPTS_PER_ROW = 4  # chunks tried per wanted row before a type gives up
-# A rejected candidate is asked again on the same prompt with another seed, this many times: the
-# prompt's cells are still cached then (llama-cpp-python keeps the last prompt, the batch decoder
-# every finished sequence's), so a retry costs only its reply, while a fresh chunk costs a
-# prompt evaluation that takes about 70% of a row's time on the bundled model.
+# A rejected candidate is asked again, this many times: on the same prompt with another seed, whose
+# cells are still cached then (llama-cpp-python keeps the last prompt, the batch decoder every
+# finished sequence's), so a retry costs only its reply, while a fresh chunk costs a prompt
+# evaluation that takes about 70% of a row's time on the bundled model. An answer-first retry asks
+# about the chunk's next answer sentence instead: its prompt shares the cached worked examples.
 RETRIES_PER_CHUNK = 2
 MIN_ACCEPT_RATE = 0.25  # floor of the acceptance estimate that sizes the requests in flight
 UNANSWERABLE_REFERENCE = "The corpus does not answer this question."
