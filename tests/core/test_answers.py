@@ -117,6 +117,7 @@ def test_a_keyword_query_that_repeats_a_word_is_a_loop():
     "Once that\u2019s done, the `has_colors()` function returns TRUE if the terminal can display color.",
     "Binary floating-point arithmetic holds many surprises like this.",
     "If you tried to look up the old value it wouldn\u2019t be found either, because the hash differs.",
+    "Answer 1: Unfortunately, the interpreter pushes at least one C stack frame for each Python stack frame.",
 ])
 def test_sentences_that_lean_on_their_neighbours_are_not_answers(sentence):
     assert answer_sentences(sentence) == []

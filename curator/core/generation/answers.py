@@ -61,6 +61,8 @@ def _is_answer_like(sentence: str) -> bool:
         return False
     if sentence.rstrip(".").endswith((":", ";", ",")) or "?" in sentence:
         return False
+    if any(w.endswith(":") for w in words[:3]):  # a label ("Answer 1: ...", "Note: ..."), not prose
+        return False
     # "That\u2019s because", "like this.": each word without punctuation or a contraction's tail.
     bare = [re.split(r"[\u2019']", w.lower().strip(",;:.()\"\u201c\u201d"))[0] for w in words]
     if bare[0] in LEANING_OPENERS or LEANING_WORDS & set(bare) or LEANING_NEAR_START & set(bare[:4]):
