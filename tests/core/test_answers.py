@@ -101,6 +101,8 @@ def test_real_bundled_model_writes_answer_first_rows(sample_db, bundled_model):
     ("sendmail location on Linux systems.inboundmailrc", "The location of sendmail varies.", "names something"),
     ("Return tuple containing multiple results.47672232231223233", "return a tuple", "a run of digits"),
     ("How does os.path.join work in Python 3.11?", "Use os.path.join to build paths in Python 3.11.", None),
+    ("install larkspur server on macOS forloose_larkspur_", "Install Larkspur Server on macOS.", "names something"),
+    ("what does list_append return", "list_append returns None.", None),
 ])
 def test_invented_dotted_names_and_digit_runs_are_rejected(question, chunk, reason):
     found = filters.check_invented_names(question, chunk)

@@ -169,14 +169,15 @@ def check_repetition(question: str, answer: str) -> Optional[str]:
     return None
 
 
-_DOTTED_NAME = re.compile(r"\b[A-Za-z_][\w]*(?:\.[A-Za-z_0-9]\w*)+\b")
+# A name with a '.' or '_' in it ("os.path", "list_append", "forloose_larkspur_").
+_DOTTED_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:[._]\w*)*[._]\w*")
 _DIGIT_RUN = re.compile(r"\d{6,}")
 
 
 def check_invented_names(question: str, chunk_text: str) -> Optional[str]:
     """A small model glues words into names that exist nowhere ("systems.inboundmailrc",
-    "results.4767223"): a dotted name must be one its gold chunk spells, and a run of six digits
-    is a loop, not a number a user asks about."""
+    "forloose_larkspur_"): a name with a '.' or '_' must be one its gold chunk spells, and a run of
+    six digits is a loop, not a number a user asks about."""
     if _DIGIT_RUN.search(question):
         return "a run of digits in the question"
     for name in _DOTTED_NAME.findall(question):
