@@ -19,7 +19,7 @@ def good_reply(messages) -> str:
         words = [w for w in filters.tokens(prompt.split("Answer:", 1)[1]) if len(w) > 3 and w not in filters.STOPWORDS]
         if "search box" in messages[0]["content"]:
             return f"Query: {' '.join(words[:3])}\n"
-        return f"Question: What is known about {' '.join(words[:6])}?\n"
+        return f"Question: What is known about {' '.join(words[:4])}?\n"
     words = [w for w in filters.tokens(prompt.split("Passage", 1)[1]) if len(w) > 3 and w not in filters.STOPWORDS]
     words = (words + words)[:8]  # the answer gives other words of the passage than the question asks with
     if "does NOT answer" in prompt:

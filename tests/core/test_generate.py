@@ -208,12 +208,29 @@ def test_a_rejected_candidate_is_asked_again_on_the_same_chunk_with_a_new_seed(s
     assert all(seeds[i] != seeds[i + 1] for i in range(0, 12, 2))
 
 
+class _AlwaysMatches:
+    """A stand-in for the MiniLM check, so this scheduling test depends on the scripted replies only
+    (the real matcher is tested in test_answers.py)."""
+
+    available = True
+
+    def similarity(self, question, answer):
+        return 1.0
+
+    def describe(self):
+        return "always-matches (test)"
+
+
+_ALWAYS_MATCHES = _AlwaysMatches()
+
+
 def test_an_answer_first_retry_asks_about_another_sentence_of_the_same_chunk(sample_db):
     from curator.core.generation.answers import answer_sentences
 
     calls = iter(range(1_000))
     backend = FakeBackend(lambda messages: "Sure! Here is a question." if next(calls) == 0 else good_reply(messages))
-    summary = generate(sample_db, GenerationConfig(count=1, seed=3, mix={"factoid": 1}), backend=backend)
+    summary = generate(sample_db, GenerationConfig(count=1, seed=3, mix={"factoid": 1}), backend=backend,
+                       matcher=_ALWAYS_MATCHES)
     assert summary["accepted"] == 1 and summary["rejected"] == 1
     (rejected_ids,), = sample_db.execute("SELECT source_chunk_ids FROM rejected_candidates")
     (accepted_ids, reference), = sample_db.execute("SELECT source_chunk_ids, reference FROM queries")

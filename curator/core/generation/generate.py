@@ -658,12 +658,13 @@ def _run_pass(db, run_id: int, config: GenerationConfig, backend: Backend, plan:
 
 def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optional[Backend] = None,
              on_progress: Optional[ProgressCallback] = None, cancel: Optional[CancelToken] = None,
-             events: GenerationEvents = NO_EVENTS) -> dict:
+             events: GenerationEvents = NO_EVENTS, matcher: Optional[answers.AnswerMatcher] = None) -> dict:
     """Generate ``config.count`` accepted rows (or continue the last run with ``resume``).
 
     Replies come back in completion order (several at once from a batching backend); each
     is judged and committed as it arrives, so a crash loses only the rows still in flight.
     ``events`` hears each accepted row, each rejected candidate and each progress step.
+    ``matcher`` checks answer-first questions (default: the project's sentence embedder, MiniLM).
     """
     if config.resume:
         _adopt_run_settings(db, config)
@@ -672,7 +673,7 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
                                       parallel=config.parallel, repack=config.repack, chat_format=config.chat_format)
     if resumed:
         _check_same_model(db, resumed, backend)
-    matcher = answers.AnswerMatcher() if config.answers == "extractive" else None
+    matcher = (matcher or answers.AnswerMatcher()) if config.answers == "extractive" else None
     run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, matcher)
     checks = _Checks(filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries")), config.min_quality,
                      matcher if config.answers == "extractive" else None)
