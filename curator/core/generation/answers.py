@@ -83,11 +83,12 @@ def pick_answer(chunk: dict, attempt: int, seed: int) -> Optional[str]:
 
 
 class AnswerMatcher:
-    """Cosine between a question and its answer sentence, in the project's sentence embedder.
+    """Cosine between a question and its answer sentence, in MiniLM (all-MiniLM-L6-v2, trained on
+    question-answer pairs among others; whatever embedder the project clusters with).
 
-    Built lazily (the embedder loads on the first question). ``None`` scores mean no sentence
-    embedder is installed (only TF-IDF, which cannot see a paraphrase): the check is then skipped
-    and the run's warnings say so.
+    Built lazily (the model loads on the first question). ``None`` scores mean its package is not
+    installed (TF-IDF, the fallback, cannot see a paraphrase): the check is then skipped and the
+    run's warnings say so.
     """
 
     def __init__(self, embedder=None):
