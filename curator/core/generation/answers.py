@@ -23,10 +23,9 @@ from typing import Optional
 _SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)(?<!\bcf\.)(?<=[.!?])\s+(?=[A-Z\"'`\u201c0-9])")
 _BLOCK = re.compile(r"\n\s*\n")
 MIN_WORDS, MAX_WORDS = 8, 40
-# A sentence opening with one of these leans on the one before it ("This is why ...", "It returns
-# ..."), so as a reference answer it would not stand alone.
-LEANING_OPENERS = {"this", "it", "its", "they", "these", "that", "those", "however", "but", "also", "so",
-                   "then", "here", "here's", "there", "such", "and", "or", "see", "note", "thus", "therefore", "hence",
+# A sentence opening with one of these leans on the one before it ("However, ...", "Yes, ..."), so
+# as a reference answer it would not stand alone ("This ...", "It ..." are caught by the sets below).
+LEANING_OPENERS = {"its", "however", "but", "so", "and", "or", "see", "note", "thus", "therefore", "hence",
                    "similarly", "otherwise", "instead", "again", "both", "he", "she", "we", "finally", "first",
                    "second", "next", "likewise", "yet", "still", "yes", "no", "probably", "often", "even",
                    "several", "many", "some", "other", "another", "once"}

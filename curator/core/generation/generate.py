@@ -194,8 +194,9 @@ def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, clust
                 extra = _partner(db, chunk) if query_type == "multi_hop" else None
                 if query_type == "multi_hop" and extra is None:
                     continue
-                answer = answers.pick_answer(chunk, 0, seed) if answer_first(query_type, answers_mode) else None
-                if answer_first(query_type, answers_mode) and answer is None:
+                asks_answer_first = answer_first(query_type, answers_mode)
+                answer = answers.pick_answer(chunk, 0, seed) if asks_answer_first else None
+                if asks_answer_first and answer is None:
                     continue
                 yield Task(query_type, [chunk] + ([extra] if extra else []), answer=answer)
                 break

@@ -52,8 +52,11 @@ _ANSWER_RULE = r"""
 answer ::= [A-Za-z"'(`] [!-Z\]-~]{0,24} " " [!-Z\]-~] [ -Z\]-~]{0,ANSWER}
 """.replace("ANSWER", str(ANSWER_TAIL_CHARS - 1))  # a second word's first character, then the rest
 
+# One character of a question, or '.' before a lowercase letter or digit ("os.path", "3.11").
+_UNIT_RULE = r"""unit ::= [a-zA-Z0-9 '"(),/_+*=<>%#&$-] | "." [a-z0-9]"""
+
 QUESTION_GRAMMAR = (f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 1}}} "?\\nAnswer: " answer "\\n"\n'
-                    + r"""unit ::= [a-zA-Z0-9 '"(),/_+*=<>%#&$-] | "." [a-z0-9]""" + _ANSWER_RULE)
+                    + _UNIT_RULE + _ANSWER_RULE)
 KEYWORD_GRAMMAR = r"""
 root ::= "Query: " kword (" " kword){1,7} "\nAnswer: " answer "\n"
 kword ::= [a-zA-Z] [a-zA-Z0-9'_+#-]{0,17} ("." [a-z0-9_]{1,17})?""" + _ANSWER_RULE
@@ -93,11 +96,8 @@ ANSWER_FIRST_SHOTS = [  # (document title, answer sentence, {type: query})
 ASKED_QUESTION_GRAMMAR = (
     f'\nroot ::= "Question: " opener unit{{6,{QUESTION_CHARS - 10}}} "?\\n"\n'
     + r"""opener ::= "What " | "How " | "Why " | "When " | "Which " | "Where " | "Who " | "Can " | "Does " | "Do " | "Is " | "Are " | "Should " | "Will "
-unit ::= [a-zA-Z0-9 '"(),/_+*=<>%#&$-] | "." [a-z0-9]
-""")
-ASKED_VAGUE_GRAMMAR = (f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 1}}} "?\\n"\n'
-                       + r"""unit ::= [a-zA-Z0-9 '"(),/_+*=<>%#&$-] | "." [a-z0-9]
-""")
+""" + _UNIT_RULE + "\n")
+ASKED_VAGUE_GRAMMAR = f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 1}}} "?\\n"\n' + _UNIT_RULE + "\n"
 # No dotted names in an answer-first keyword query: given the chance, the bundled model glued words
 # into names that exist nowhere ("systems.inboundmailrc"), 60 of 337 rejections in one quality-bench
 # run; a search-box query spells "os path join" just as well.

@@ -57,12 +57,12 @@ def score_row(db: sqlite_utils.Database, question: str, answer: str, query_type:
     """(score, signals) for one accepted row; the signals explain the score. ``answer_match`` is the
     cosine of an answer-first question and its answer sentence (None for other rows)."""
     margins = filters.margins(question, answer, query_type, [c["text"] for c in gold_chunks])
+    extra: dict = {}
     if answer_match is not None:
         margins["answer_match"] = round(max(0.0, min(1.0, (answer_match - MIN_ANSWER_MATCH) / (1 - MIN_ANSWER_MATCH))), 3)
+        extra["answer_cosine"] = round(answer_match, 3)
     margin_mean = sum(margins.values()) / len(margins) if margins else 0.0
-    signals: dict = {"margins": margins, "margin_mean": round(margin_mean, 3)}
-    if answer_match is not None:
-        signals["answer_cosine"] = round(answer_match, 3)
+    signals: dict = {"margins": margins, "margin_mean": round(margin_mean, 3), **extra}
     if query_type == "unanswerable":
         low, high = UNANSWERABLE_RANGE
         signals["no_gold"] = True
