@@ -46,7 +46,9 @@ def _render_ingest(r: dict) -> str:
     lines = [
         f"files seen {r['files_seen']}, ingested {r['files_ingested']}, unchanged {r['files_unchanged']}, "
         f"skipped {len(r['skipped'])}",
-        f"documents written {r['documents']}, chunks added {r['chunks_added']}, retired {r['chunks_retired']}",
+        f"documents written {r['documents']}, chunks added {r['chunks_added']}, retired {r['chunks_retired']}"
+        + (f", changed in place {r['chunks_changed']}" if r.get("chunks_changed") else "")
+        + (f", records refused for a taken id {r['ids_refused']}" if r.get("ids_refused") else ""),
         f"project now: {r['total_documents']} documents, {r['total_chunks']} chunks"
         + (f", {r['queries_stale']} queries with stale gold labels" if r["queries_stale"] else ""),
         f"{r['bytes'] / 1e6:.2f} MB in {r['seconds']:.2f} s",

@@ -36,6 +36,8 @@ class IngestReport:
     documents: int = 0
     chunks_added: int = 0
     chunks_retired: int = 0
+    chunks_changed: int = 0  # chunks whose text changed under the same id (a JSONL passage edited in place)
+    ids_refused: int = 0  # records whose id is another file's passage or chunk (each also in line_errors)
     queries_stale: int = 0  # queries whose gold chunks no longer exist, after this ingest
     total_documents: int = 0
     total_chunks: int = 0
@@ -106,7 +108,10 @@ def _jsonl_chunk_ids(doc_id: str, chunks: list[Chunk]) -> None:
 
 
 def refresh_stale(db: sqlite_utils.Database, chunk_ids: Iterable[str]) -> int:
-    """Recompute the stale flag of queries whose gold labels point at any of these chunks."""
+    """Recompute the stale flag of queries whose gold labels point at any of these chunks.
+
+    A query is stale while one of its gold chunks is gone, retired, or holds other text than the
+    one it was labelled against (``gold_changes``, written by ``_record_text_changes``)."""
     ids = list(set(chunk_ids))
     changed = 0
     for start in range(0, len(ids), 500):
@@ -116,7 +121,8 @@ def refresh_stale(db: sqlite_utils.Database, chunk_ids: Iterable[str]) -> int:
             f"""UPDATE queries SET stale = (
                     SELECT COUNT(*) > 0 FROM json_each(queries.gold_chunk_ids) g
                     LEFT JOIN chunks c ON c.id = g.value
-                    WHERE c.id IS NULL OR c.active = 0)
+                    WHERE c.id IS NULL OR c.active = 0
+                       OR EXISTS (SELECT 1 FROM gold_changes x WHERE x.query_id = queries.id AND x.chunk_id = g.value))
                 WHERE EXISTS (SELECT 1 FROM json_each(queries.gold_chunk_ids) g
                               WHERE g.value IN ({marks}))""",
             batch,
@@ -137,8 +143,9 @@ def _active_chunk_ids(db, doc_ids: list[str]) -> dict[str, set]:
     return found
 
 
-def _store_documents(db, docs: list[tuple], params: str, report_: IngestReport) -> None:
-    """Store a file's new or changed documents: (key, doc, content hash, chunks) each.
+def _store_documents(db, docs: list[tuple], params: str, report_: IngestReport, file: Path) -> int:
+    """Store a file's new or changed documents: (key, doc, content hash, chunks) each; returns how
+    many were stored (a document whose id belongs to another file is refused and reported).
 
     One statement of each kind for the whole file, not per document: a BEIR corpus.jsonl holds
     tens of thousands of one-chunk documents (per-document statements measured 5-8% slower).
@@ -149,6 +156,7 @@ def _store_documents(db, docs: list[tuple], params: str, report_: IngestReport) 
         if doc.format == "jsonl":
             _jsonl_chunk_ids(doc_id, chunks)
         rows.append((doc_id, key, doc, content_hash, chunks))
+    rows = _without_taken_ids(db, rows, file, report_)
     old = _active_chunk_ids(db, list(dict.fromkeys(r[0] for r in rows)))
     for doc_id, key, doc, content_hash, chunks in rows:
         new_ids = {c.id for c in chunks}
@@ -158,6 +166,7 @@ def _store_documents(db, docs: list[tuple], params: str, report_: IngestReport) 
         report_.touched_chunks |= retired | (new_ids - old[doc_id])
         retired_all |= retired
         chunk_rows += [(c.id, doc_id, c.ord, c.title, c.text, c.tokens) for c in chunks]
+    _record_text_changes(db, chunk_rows, report_)
     db.conn.executemany(
         """INSERT INTO documents (id, path, title, format, content_hash, bytes, chunk_params, metadata, ingested_at)
            VALUES (?,?,?,?,?,?,?,?,?)
@@ -174,6 +183,92 @@ def _store_documents(db, docs: list[tuple], params: str, report_: IngestReport) 
                tokens = excluded.tokens, active = 1""",  # a JSONL passage keeps its id when its text changes
         chunk_rows,
     )
+    return len(rows)
+
+
+def _owners(db, table: str, column: str, ids: list[str]) -> dict[str, tuple]:
+    """id -> (``column``, source file) of the rows of ``table`` (documents or chunks) with these ids."""
+    found: dict[str, tuple] = {}
+    source = ("json_extract(metadata, '$.source_file')" if table == "documents" else
+              "(SELECT json_extract(d.metadata, '$.source_file') FROM documents d WHERE d.id = chunks.doc_id)")
+    for start in range(0, len(ids), 500):
+        batch = ids[start : start + 500]
+        for row in db.execute(f"SELECT id, {column}, {source} FROM {table} WHERE id IN ({','.join('?' * len(batch))})",
+                              batch):
+            found[row[0]] = (row[1], row[2])
+    return found
+
+
+def _without_taken_ids(db, rows: list[tuple], file: Path, report_: IngestReport) -> list[tuple]:
+    """The rows whose document id and chunk ids are theirs to write.
+
+    A BEIR id is the document's and its chunk's id, and ``ON CONFLICT DO UPDATE`` used to let a
+    second corpus's "1" (or a record named like any chunk id) rewrite the first one's text in place,
+    under gold labels approved against the old text. An id taken by a document of another file that
+    still exists, or by a chunk of another document, now refuses the record (file:line, counted);
+    a document whose old file is gone is a corpus that moved and keeps its ids, as files keep keys."""
+    docs = _owners(db, "documents", "path", [r[0] for r in rows])
+    chunks = _owners(db, "chunks", "doc_id", [c.id for r in rows for c in r[4]])
+    here, claimed, kept = str(file.resolve()), {}, []
+    for row in rows:
+        doc_id, key, doc, _, doc_chunks = row
+        owner = _taken_by(doc_id, key, doc_chunks, here, docs, chunks, claimed)
+        if owner is not None:
+            report_.ids_refused += 1
+            where = f"{file}:{doc.line}" if doc.line else str(file)
+            report_.line_errors.append(
+                f"{where}: id {doc_id!r} is already taken by {owner}; the record was skipped (a qrels line "
+                "names a passage by id, so two passages cannot share one). Give each corpus's ids a prefix, "
+                "or ingest the corpora into separate projects.")
+            continue
+        claimed.update((c.id, key) for c in doc_chunks)
+        kept.append(row)
+    return kept
+
+
+def _taken_by(doc_id, key, doc_chunks, here, docs, chunks, claimed) -> Optional[str]:
+    """What already holds this document's id or one of its chunk ids, or None."""
+    path, source = docs.get(doc_id, (key, None))
+    if path != key and source != here and (not source or Path(source).exists()):
+        return f"{path} (from {source})"
+    for chunk in doc_chunks:
+        if chunk.id in claimed:
+            return f"{claimed[chunk.id]} (earlier in this file)"
+        owner_doc, owner_source = chunks.get(chunk.id, (doc_id, None))
+        if owner_doc != doc_id:
+            return f"a chunk of document {owner_doc}" + (f" (from {owner_source})" if owner_source else "")
+    return None
+
+
+def _text_sha(title: str, text: str) -> str:
+    return hashlib.sha256(f"{title or ''}\x00{text}".encode("utf-8")).hexdigest()
+
+
+def _record_text_changes(db, chunk_rows: list[tuple], report_: IngestReport) -> None:
+    """Chunks about to get other text under the same id (a JSONL passage edited in place) make the
+    gold labels on them stale, as a changed file's retired chunks do.
+
+    ``gold_changes`` keeps, per query and chunk, the text the label was made against: a query
+    labelled before the edit is stale until the passage reads as it did (then its row goes)."""
+    new = {row[0]: _text_sha(row[3], row[4]) for row in chunk_rows}
+    changed = []
+    ids = list(new)
+    for start in range(0, len(ids), 500):
+        batch = ids[start : start + 500]
+        for chunk_id, title, text in db.execute(
+                f"SELECT id, title, text FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch):
+            old_sha = _text_sha(title, text)
+            if old_sha != new[chunk_id]:
+                changed.append((chunk_id, old_sha))
+    at = store.now()
+    for chunk_id, old_sha in changed:
+        db.execute("""INSERT INTO gold_changes (query_id, chunk_id, labelled_sha, changed_at)
+                      SELECT q.id, ?, ?, ? FROM queries q
+                      WHERE EXISTS (SELECT 1 FROM json_each(q.gold_chunk_ids) g WHERE g.value = ?)
+                      ON CONFLICT(query_id, chunk_id) DO NOTHING""", [chunk_id, old_sha, at, chunk_id])
+        db.execute("DELETE FROM gold_changes WHERE chunk_id = ? AND labelled_sha = ?", [chunk_id, new[chunk_id]])
+    report_.chunks_changed += len(changed)
+    report_.touched_chunks.update(chunk_id for chunk_id, _ in changed)
 
 
 def _known_hashes(db) -> dict[str, tuple[str, str]]:
@@ -412,9 +507,9 @@ def _store_prepared(db, prepared: _Prepared, params: str, result: IngestReport) 
         if prepared.present is not None:
             changed = _retire_missing_rows(db, prepared.key, prepared.present, result)
         if prepared.docs:
-            _store_documents(db, prepared.docs, params, result)
-            result.documents += len(prepared.docs)
-            changed = True
+            stored = _store_documents(db, prepared.docs, params, result, prepared.file)
+            result.documents += stored
+            changed = changed or stored > 0
     if changed:
         result.files_ingested += 1
     else:

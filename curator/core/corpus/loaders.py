@@ -33,6 +33,7 @@ class LoadedDoc:
     sections: list[Section]
     metadata: dict = field(default_factory=dict)
     bytes: int = 0  # UTF-8 size of the text, kept once the sections are dropped after chunking
+    line: int = 0  # a JSONL record's line number, for messages (0: the whole file)
 
     @property
     def text(self) -> str:
@@ -485,7 +486,7 @@ def load_jsonl_corpus(path: Path, errors: list[str]) -> list[LoadedDoc]:
         title = str(record.get("title") or "").strip()
         metadata = {"corpus_id": doc_id, **(record.get("metadata") or {})}
         sections = [Section((title,) if title else (), text)]
-        docs.append(LoadedDoc(f"{path}#{doc_id}", title or doc_id, "jsonl", sections, metadata))
+        docs.append(LoadedDoc(f"{path}#{doc_id}", title or doc_id, "jsonl", sections, metadata, line=number))
     return docs
 
 

@@ -349,3 +349,21 @@ def m007_reference_statements(db: sqlite_utils.Database) -> None:
     of a trace's reference answer judged against its contexts for context recall where no chunk
     ids can be had (diagnosis.faithfulness). Existing claims are all of responses."""
     db.execute("ALTER TABLE claims ADD COLUMN kind TEXT NOT NULL DEFAULT 'response'")
+
+
+@migrations()
+def m008_gold_changes(db: sqlite_utils.Database) -> None:
+    """Gold labels whose chunk got other text under the same id (a BEIR passage edited in place):
+    the text each query was labelled against, by hash, so the query stays stale until the passage
+    reads as it did (corpus.ingest._record_text_changes, refresh_stale)."""
+    db.execute(
+        """CREATE TABLE gold_changes (
+            query_id TEXT NOT NULL,
+            chunk_id TEXT NOT NULL,
+            labelled_sha TEXT NOT NULL,
+            changed_at TEXT NOT NULL,
+            PRIMARY KEY (query_id, chunk_id)
+        )"""
+    )
+    db.execute("CREATE INDEX gold_changes_chunk ON gold_changes(chunk_id)")
+
