@@ -1,16 +1,25 @@
-"""Files written all or nothing: a temporary file beside the target, fsynced, renamed into place.
+"""Files written all or nothing, outputs that may never replace a project, inputs read in bounded lines.
 
 Shared by every stage that writes a user-visible file (exports, TREC runs), so a crash or a
-full disk never leaves half a file under the real name.
+full disk never leaves half a file under the real name, and a user-named output that is the
+project (``curator eval P --save-run P`` turned the project into a text file) or any other
+SQLite database is refused before anything is written (``check_output``).
+
+Run files and logs are read line by line with a cap on a line's length (``bounded_lines``), and
+only from regular files: ``--run /dev/zero`` read the whole device into memory.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import BinaryIO, Iterable, Iterator, Optional
+
+from curator.core.errors import InputError
 
 
 def cache_dir() -> Path:
@@ -72,3 +81,145 @@ def write_lines(path: Path, lines: Iterable[str]) -> None:
     """Write ``lines`` (each without its newline) to ``path`` atomically."""
     with atomic_file(path) as tmp:
         _write(tmp, lines)
+
+
+# ---------------------------------------------------------------- where an output may go
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+SIDE_SUFFIXES = ("-wal", "-shm", "-journal")  # SQLite's companions of a database file
+
+
+def project_files(db) -> list[Path]:
+    """The open project's file and its SQLite side files, resolved (none for an in-memory database)."""
+    main = next((row[2] for row in db.execute("PRAGMA database_list") if row[1] == "main"), "")
+    return [Path(main + suffix).resolve() for suffix in ("", *SIDE_SUFFIXES)] if main else []
+
+
+def is_sqlite_database(path: Path) -> bool:
+    """A regular file that starts with SQLite's header (checked by mode first: reading a pipe blocks)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as fh:
+            return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def _database_in(target: Path) -> Optional[Path]:
+    """The SQLite database ``target`` is, belongs to (as -wal/-shm/-journal) or holds (a folder)."""
+    if is_sqlite_database(target):
+        return target
+    for suffix in SIDE_SUFFIXES:
+        if target.name.endswith(suffix) and is_sqlite_database(target.with_name(target.name[: -len(suffix)])):
+            return target.with_name(target.name[: -len(suffix)])
+    if target.is_dir():  # a folder output (BEIR) replaces everything inside it
+        for folder, _, names in os.walk(target):
+            found = next((Path(folder) / n for n in names if is_sqlite_database(Path(folder) / n)), None)
+            if found is not None:
+                return found
+    return None
+
+
+def check_output(target, protected: Iterable[Path] = ()) -> None:
+    """Refuse, before anything is written, an output that would replace something that must survive.
+
+    Never the project (``protected``: ``project_files(db)``), its side files or a folder holding
+    it, and never a file that is (or belongs to, or a folder that holds) a SQLite database: another
+    project, or this one reached through a hard link. Every command and window that writes a file
+    the user named calls this one guard (export, ``eval --save-run``)."""
+    target = Path(target)
+    resolved = target.resolve()
+    for held in protected:
+        if held == resolved or resolved in held.parents:
+            raise InputError(f"{target}: this is the project file (or holds it); Curator never writes over it. "
+                             "Choose another output name.")
+    database = _database_in(resolved)
+    if database is not None:
+        what = "is a SQLite database" if database == resolved else f"would replace the SQLite database {database}"
+        raise InputError(f"{target}: {what} (a Curator project?); it was not modified. Choose another output name.")
+
+
+_NOT_IN_A_FIELD = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")  # whitespace (every line break is) and controls
+
+
+def one_field(value, empty: str = "_") -> str:
+    """``value`` as one field of a whitespace-separated line (TREC run and qrels, BEIR's TSV), each
+    run of whitespace or control characters made one ``_``: a run file's name with a tab or newline
+    in it, written as the saved run's tag, injected lines into the TREC file."""
+    return _NOT_IN_A_FIELD.sub("_", str(value)) or empty
+
+
+def write_output(path, lines: Iterable[str], protected: Iterable[Path] = ()) -> None:
+    """A user-named text file: checked by ``check_output``, then written atomically."""
+    check_output(path, protected)
+    write_lines(Path(path), lines)
+
+
+# ---------------------------------------------------------------- reading user-named inputs
+
+MAX_LINE_BYTES = 1_000_000  # a longer "line" is not a run line nor a query: skipped, never held whole
+MAX_UNBROKEN_BYTES = 64 * MAX_LINE_BYTES  # this much with no line break: the file is not line-based
+MAX_LINE_WARNINGS = 20  # problems kept word for word per file; the rest are counted
+
+
+def open_regular(path, what: str) -> BinaryIO:
+    """``path`` opened for binary reading, refused unless it is a regular file.
+
+    A device (/dev/zero), pipe or socket never ends or blocks, so it is refused by name, not read."""
+    try:
+        mode = os.stat(path).st_mode
+        if stat.S_ISREG(mode):
+            fh = open(path, "rb")
+            if stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return fh
+            fh.close()  # replaced between the two checks
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the {what} ({exc.strerror or exc}).") from None
+    raise InputError(f"{path}: not a regular file (a folder, device or pipe); give the {what} as a file.")
+
+
+class LineProblems:
+    """Problems with an input's lines: the first ``keep`` word for word, the rest only counted.
+
+    A million malformed run lines printed 90 MB and were all stored with the eval run."""
+
+    def __init__(self, keep: int = MAX_LINE_WARNINGS) -> None:
+        self.keep, self.count, self.kept = keep, 0, []
+
+    def add(self, message: str) -> None:
+        self.count += 1
+        if len(self.kept) < self.keep:
+            self.kept.append(message)
+
+    append = add  # takes the place of the plain list the line readers filled before
+
+    def lines(self, noun: str = "malformed lines") -> list[str]:
+        """The kept messages, then one line counting the others."""
+        more = self.count - len(self.kept)
+        return self.kept + ([f"and {more:,} more {noun}"] if more else [])
+
+
+def bounded_lines(fh: BinaryIO, path, problems, max_line: int = MAX_LINE_BYTES,
+                  max_unbroken: int = MAX_UNBROKEN_BYTES) -> Iterator[tuple[int, Optional[bytes]]]:
+    """(number, bytes with their line break) of each line of ``fh``; None for a line over ``max_line``.
+
+    A long line is reported to ``problems`` (a list or LineProblems) as file:line and read past in
+    pieces, never held whole. After ``max_unbroken`` bytes with no line break the rest of the file is
+    not read (reported), so no input makes a reader spin or fill memory."""
+    report = problems.append
+    number = 0
+    while raw := fh.readline(max_line + 1):
+        number += 1
+        if len(raw) <= max_line or raw.endswith(b"\n"):
+            yield number, raw
+            continue
+        report(f"{path}:{number}: longer than {max_line:,} bytes; line skipped.")
+        read = len(raw)
+        while raw and not raw.endswith(b"\n"):
+            if read >= max_unbroken:
+                report(f"{path}:{number}: no line break in {read:,} bytes; the rest of the file was not read.")
+                return
+            raw = fh.readline(max_line + 1)
+            read += len(raw)
+        yield number, None

@@ -22,12 +22,14 @@ import sqlite_utils
 from curator.core import store
 from curator.core.evaluation import metrics
 from curator.core.errors import InputError
-from curator.core.evaluation.evaluate import gold_qrels, gold_rows, read_trec_run
+from curator.core.evaluation.evaluate import gold_qrels, gold_rows, load_run
 
 DEFAULT_METRIC = "mrr"  # every eval run has it; ndcg@10 exists only when 10 was among the k
 RESAMPLES = 10_000
 TIE_TOLERANCE = 1e-12  # per-query values closer than this are a tie (float noise, not a difference)
 _METRIC = re.compile(r"^(mrr|(recall|hit|ndcg)@([1-9][0-9]*))$")
+_RUN_ID = re.compile(r"[0-9]+")  # ASCII digits only: str.isdigit() also takes '²', which int() refuses
+_MAX_ID = 2**63 - 1  # SQLite's largest INTEGER
 _CELLS = 5_000_000  # resample indices drawn at once, to bound memory on large query sets
 
 
@@ -68,6 +70,14 @@ def _check_metric(metric: str) -> Optional[int]:
     return int(found.group(3)) if found.group(3) else None
 
 
+def _run_id(ref: str) -> int:
+    """An eval run id; one above SQLite's INTEGER range names no run (binding it raised OverflowError)."""
+    run_id = int(ref)
+    if run_id > _MAX_ID:
+        raise InputError(f"no eval run {ref} in this project; 'curator eval PROJECT' prints the id of each run")
+    return run_id
+
+
 def _stored_side(db: sqlite_utils.Database, run_id: int, metric: str) -> tuple[str, dict[str, float]]:
     row = db.execute("SELECT retriever, per_query FROM eval_runs WHERE id = ?", [run_id]).fetchone()
     if row is None:
@@ -83,7 +93,7 @@ def _stored_side(db: sqlite_utils.Database, run_id: int, metric: str) -> tuple[s
 def _file_side(db: sqlite_utils.Database, path: Path, metric: str, warnings: list[str]) -> tuple[str, dict[str, float]]:
     """A TREC run file scored against the project's gold set (approved + unanswerable rows)."""
     k = _check_metric(metric)
-    run = read_trec_run(path, warnings)
+    run = load_run(path, warnings)
     scored = metrics.per_query(run, gold_qrels(gold_rows(db)), (k,) if k else ())
     if not scored:
         raise InputError("no reviewed answerable queries with gold chunks yet: approve some rows first")
@@ -95,8 +105,8 @@ def load_side(db: sqlite_utils.Database, ref: str, metric: str, warnings: list[s
 
     A string of digits names an eval run, unless a file of that name exists."""
     _check_metric(metric)
-    if str(ref).isdigit() and not Path(ref).is_file():
-        return _stored_side(db, int(ref), metric)
+    if _RUN_ID.fullmatch(str(ref)) and not Path(ref).is_file():
+        return _stored_side(db, _run_id(str(ref)), metric)
     if Path(ref).is_file():
         return _file_side(db, Path(ref), metric, warnings)
     raise InputError(f"{ref!r} is neither an eval run id of this project nor a run file")

@@ -10,6 +10,7 @@ are compared query by query in curator.core.evaluation.compare. Metrics follow t
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -19,7 +20,8 @@ import sqlite_utils
 from curator.core import store
 from curator.core.evaluation import metrics
 from curator.core.errors import InputError
-from curator.core.files import write_lines
+from curator.core.files import (LineProblems, bounded_lines, check_output, one_field, open_regular,
+                                project_files, write_output)
 from curator.core.queries.rows import list_queries
 from curator.core.store.gold import broken_gold_ids
 from curator.core.retrieval.retrievers import RETRIEVERS, get_retriever
@@ -28,32 +30,66 @@ RECALL_HEALTHY = 0.8
 MRR_HEALTHY = 0.6
 
 
-def read_trec_run(path: Path, errors: list[str]) -> metrics.Run:
-    """``qid Q0 docid rank score tag`` lines; malformed lines are reported as file:line and skipped."""
-    run: metrics.Run = {}
+RUN_LINE = "expected 'qid Q0 docid rank score tag' with a finite score"
+
+
+def _run_entry(line: bytes) -> Optional[tuple[str, str, float]]:
+    """(qid, docid, score) of one run line, None when it is malformed.
+
+    nan and inf are malformed: a nan score sorts wherever it happens to stand, so the same run
+    scored MRR 1.0 or 0.17 depending on its line order."""
+    parts = line.decode("utf-8", errors="replace").split()
     try:
-        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as exc:
+        qid, _, doc, _, text = parts[:5]
+        score = float(text)
+    except ValueError:
+        return None
+    return (qid, doc, score) if math.isfinite(score) else None
+
+
+def read_trec_run(path: Path, errors: list[str]) -> metrics.Run:
+    """``qid Q0 docid rank score tag`` lines; malformed lines are reported as file:line and skipped.
+
+    Read line by line from a regular file, a line at most files.MAX_LINE_BYTES long; the first
+    problems are listed and the rest counted (files.LineProblems)."""
+    run: metrics.Run = {}
+    problems = LineProblems()
+    try:
+        with open_regular(path, "run file") as fh:
+            for number, line in bounded_lines(fh, path, problems):
+                if line is None or not line.strip():
+                    continue
+                entry = _run_entry(line)
+                if entry is None:
+                    problems.add(f"{path}:{number}: {RUN_LINE}; line skipped.")
+                else:
+                    run.setdefault(entry[0], {})[entry[1]] = entry[2]
+    except OSError as exc:  # a read that fails midway (EIO, a file removed under a network mount)
         raise InputError(f"{path}: cannot read the run file ({exc.strerror or exc}).") from None
-    for number, line in enumerate(lines, 1):
-        parts = line.split()
-        if not parts:
-            continue
-        try:
-            qid, _, doc, _, score = parts[:5]
-            run.setdefault(qid, {})[doc] = float(score)
-        except ValueError:
-            errors.append(f"{path}:{number}: expected 'qid Q0 docid rank score tag'; line skipped.")
+    errors.extend(problems.lines())
     return run
 
 
-def write_trec_run(path: Path, run: metrics.Run, tag: str) -> None:
+def load_run(path, errors: list[str]) -> metrics.Run:
+    """A run file every command scores (eval, validate, compare): refused when no line is valid.
+
+    An empty or garbage run would otherwise score 0.000 everywhere as if the retriever had found
+    nothing, and validate ranked it with the others."""
+    run = read_trec_run(Path(path), errors)
+    if not run:
+        raise InputError(f"{path}: no valid TREC run line ({RUN_LINE})"
+                         + (f"; first problem: {errors[0]}" if errors else ""))
+    return run
+
+
+def write_trec_run(path: Path, run: metrics.Run, tag: str, protected: Iterable[Path] = ()) -> None:
     """Scores are written with repr's shortest exact digits: rounding to a few decimals would turn
     near-ties into ties, which trec_eval then breaks by document id, so a run read back would score
-    differently from the run that was evaluated."""
-    lines = (f"{qid} Q0 {doc} {rank} {float(run[qid][doc])!r} {tag}"
+    differently from the run that was evaluated. ``protected``: see files.check_output."""
+    tag = one_field(tag, "curator")
+    lines = (f"{one_field(qid)} Q0 {one_field(doc)} {rank} {float(run[qid][doc])!r} {tag}"
              for qid in sorted(run) for rank, doc in enumerate(metrics.ranked(run[qid]), 1))
-    write_lines(Path(path), lines)
+    write_output(Path(path), lines, protected)
 
 
 def retriever_run(db: sqlite_utils.Database, retriever: str, queries: list[dict], depth: int,
@@ -129,16 +165,20 @@ def _scored_run(db, retriever: str, run_file: Optional[str], rows: list[dict], k
                 embedder: Optional[str], errors: list[str]) -> tuple[metrics.Run, str, dict]:
     """The run to score (a TREC file, or a built-in retriever's), its name and its parameters."""
     if run_file:
-        run = read_trec_run(Path(run_file), errors)
-        if not run:  # else every metric prints 0.000 as if the retriever had found nothing
-            raise InputError(f"{run_file}: no valid TREC run line (expected 'qid Q0 docid rank score tag')"
-                             + (f"; first problem: {errors[0]}" if errors else ""))
-        return run, f"run:{Path(run_file).name}", {}
+        return load_run(run_file, errors), f"run:{Path(run_file).name}", {}
     if retriever not in RETRIEVERS:
         raise InputError(f"unknown retriever {retriever!r}; use {', '.join(RETRIEVERS)} or --run FILE")
     # Depth 100 at least, so MRR sees a relevant chunk ranked below the largest k.
     run, params = retriever_run(db, retriever, rows, max(k_max, 100), embedder)
     return run, retriever, params
+
+
+def _check_save_run(save_run, run_file: Optional[str], protected: list[Path]) -> None:
+    """Never the project or another SQLite database (files.check_output), nor the run file being read."""
+    check_output(save_run, protected)
+    if run_file and Path(save_run).resolve() == Path(run_file).resolve():
+        raise InputError(f"{save_run}: this is the run file being scored (--run); it was not modified. "
+                         "Give --save-run another name.")
 
 
 def evaluate(db: sqlite_utils.Database, retriever: str = "bm25", run_file: Optional[str] = None,
@@ -149,6 +189,9 @@ def evaluate(db: sqlite_utils.Database, retriever: str = "bm25", run_file: Optio
     ``embedder`` (tfidf | minilm | gguf:PATH) applies to the dense and hybrid retrievers.
     Stores an eval run (metrics and per-query scores, for ``compare``) and returns its metrics."""
     ks = tuple(sorted(set(ks)))
+    protected = project_files(db)
+    if save_run:  # refused before the work, not after it
+        _check_save_run(save_run, run_file, protected)
     rows = gold_rows(db, statuses)
     answerable = [q for q in rows if is_answerable(q)]
     if not answerable:
@@ -166,7 +209,7 @@ def evaluate(db: sqlite_utils.Database, retriever: str = "bm25", run_file: Optio
                                            [top.get(i, float("-inf")) for i in unanswerable_ids]),
               "warnings": errors}
     if save_run:
-        write_trec_run(Path(save_run), run, name.replace(" ", "_"))
+        write_trec_run(Path(save_run), run, name, protected)
     with db.conn:
         cursor = db.execute("INSERT INTO eval_runs (created_at, retriever, params, metrics, per_query, run_file) "
                             "VALUES (?,?,?,?,?,?)", [store.now(), name, store.dumps({"ks": list(ks), **params}),

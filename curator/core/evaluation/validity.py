@@ -31,7 +31,8 @@ import sqlite_utils
 from curator.core.errors import InputError
 from curator.core.evaluation import metrics
 from curator.core.evaluation.compare import _check_metric, paired_bootstrap
-from curator.core.evaluation.evaluate import gold_qrels, gold_rows, is_answerable, read_trec_run, retriever_run
+from curator.core.evaluation.evaluate import gold_qrels, gold_rows, is_answerable, load_run, retriever_run
+from curator.core.retrieval.retrievers import RETRIEVERS
 
 DEFAULT_RETRIEVERS = ("bm25", "tfidf", "dense", "hybrid")
 RESAMPLES = 2_000
@@ -125,29 +126,37 @@ def stability(values: np.ndarray, names: list[str], resamples: int, seed: int,
 # -- the gold set as a matrix --------------------------------------------------------------------
 
 def parse_runs(specs: Sequence[str]) -> dict[str, str]:
-    """``NAME=FILE`` options -> {name: file}; a bare FILE is named after its file name."""
+    """``NAME=FILE`` options -> {name: file}; a bare FILE is named after its file name.
+
+    A name of a built-in retriever is refused: ``--run bm25=F`` silently replaced bm25's column."""
     runs: dict[str, str] = {}
     for spec in specs:
         name, sep, path = spec.partition("=")
         if not sep:
             name, path = Path(spec).stem, spec
-        if not name.strip() or not path.strip():
+        name, path = name.strip(), path.strip()
+        if not name or not path:
             raise InputError(f"--run {spec!r}: use NAME=FILE, for example --run mine=my_retriever.trec")
+        if name in RETRIEVERS:
+            raise InputError(f"--run {spec!r}: {name!r} is the name of a built-in retriever; give the run "
+                             f"another name, for example --run my-{name}={path}")
         if name in runs:
             raise InputError(f"--run name {name!r} is given twice; give each run its own name")
-        runs[name.strip()] = path.strip()
+        runs[name] = path
     return runs
 
 
 def _runs(db: sqlite_utils.Database, retrievers: Sequence[str], runs: Mapping[str, str], rows: list[dict],
           depth: int, embedder: Optional[str], warnings: list[str]) -> dict[str, metrics.Run]:
+    """Each run file is read and checked as eval reads it (evaluate.load_run), before the built-in
+    retrievers run: an empty or garbage run is refused, not ranked."""
     found: dict[str, metrics.Run] = {}
+    for name, path in runs.items():
+        if not Path(path).exists():
+            raise InputError(f"{path}: no such run file (given as --run {name}={path})")
+        found[name] = load_run(path, warnings)
     for name in retrievers:
         found[name], _ = retriever_run(db, name, rows, depth, embedder)
-    for name, path in runs.items():
-        if not Path(path).is_file():
-            raise InputError(f"{path}: no such run file (given as --run {name}={path})")
-        found[name] = read_trec_run(Path(path), warnings)
     return found
 
 

@@ -5,7 +5,8 @@ existing file at OUT was swapped away), and a kill between renaming the data fil
 manifest left a manifest that described other files (with splits, dev and test could overlap).
 
 The guard refuses a target that is the project (or its -wal/-shm/-journal, or a folder holding
-it) always, and any existing file that is not a prior Curator export unless ``force``. A flat
+it) or any SQLite database always (files.check_output, shared with ``eval --save-run``), and any
+existing file that is not a prior Curator export unless ``force``. A flat
 export set is staged as fsynced temporary files, listed in a publish journal, and only then
 renamed into place with the old manifest removed first: at every moment the manifest beside
 the data either matches it or is absent, and the next export finishes an interrupted publish.
@@ -22,17 +23,7 @@ from typing import Iterable
 import sqlite_utils
 
 from curator.core.errors import InputError
-from curator.core.files import write_lines
-
-_PROJECT_SUFFIXES = ("", "-wal", "-shm", "-journal")
-
-
-def project_files(db: sqlite_utils.Database) -> list[Path]:
-    """The project file and its SQLite side files, resolved."""
-    main = next((row[2] for row in db.execute("PRAGMA database_list") if row[1] == "main"), "")
-    if not main:
-        return []  # an in-memory database has no file to protect
-    return [Path(main + suffix).resolve() for suffix in _PROJECT_SUFFIXES]
+from curator.core.files import check_output, project_files, write_lines
 
 
 def _is_curator_manifest(path: Path) -> dict | None:
@@ -60,11 +51,7 @@ def check_targets(db: sqlite_utils.Database, targets: Iterable[Path], manifest_p
     protected = project_files(db)
     journal = journal_path(manifest_path)
     for target in targets:
-        resolved = target.resolve()
-        for held in protected:
-            if held == resolved or resolved in held.parents:
-                raise InputError(f"{target}: this is the project file (or holds it); an export cannot "
-                                 "replace it. Choose another output name.")
+        check_output(target, protected)  # the guard every user-named output shares; --force never passes it
         if os.path.lexists(target) and not force and not _is_prior_export(target, manifest_path, journal):
             raise InputError(f"{target}: exists and is not a Curator export; it was not modified. "
                              "Choose another output name, or pass --force to replace it.")

@@ -26,7 +26,7 @@ from curator.core.queries.rows import list_queries
 from curator.core.store.gold import broken_gold_ids
 from curator.core.export.splits import assign_splits
 from curator.core.export import publish
-from curator.core.files import current_umask, stage_lines, write_lines
+from curator.core.files import current_umask, one_field, stage_lines, write_lines
 
 FORMATS = ("jsonl", "beir", "trec")
 DEFAULT_STATUSES = ("approved", "unanswerable")
@@ -75,7 +75,8 @@ def jsonl_record(q: dict, chunks_by_id: dict[str, dict], split: Optional[str] = 
 
 
 def _qrels(rows: list[dict]) -> list[tuple[str, str, int]]:
-    return [(q["id"], cid, int(q["gold_grades"].get(cid, 1))) for q in rows
+    """(query id, chunk id, grade), each id one field (files.one_field): one qrel stays one line."""
+    return [(one_field(q["id"]), one_field(cid), int(q["gold_grades"].get(cid, 1))) for q in rows
             if q["status"] != "unanswerable" for cid in q["gold_chunk_ids"]]
 
 

@@ -28,6 +28,7 @@ from curator.core import store
 from curator.core.errors import InputError
 from curator.core.progress import CancelToken, ProgressCallback, report
 from curator.core.corpus.loaders import decode_line, decode_lines, parse_json_object, read_bytes
+from curator.core.files import LineProblems, bounded_lines, open_regular
 from curator.core.queries.rows import add_query, make_query_id
 
 QUERY_FIELDS = ("query", "question", "text", "user_input", "q", "prompt", "search", "search_query")
@@ -67,44 +68,29 @@ MAX_LINE_BYTES = 1_000_000  # a longer "line" is not a query: skipped, never hel
 COMMIT_EVERY = 2000  # rows per transaction, so a labeller's decision waits a moment, not a minute
 
 
-def _lines(path: Path, errors: list[str], warnings: list[str]) -> Iterator[tuple[int, str]]:
+def _lines(path: Path, errors, warnings) -> Iterator[tuple[int, str]]:
     """(number, text with its line break) of each physical line, each decoded on its own.
 
     A line that is not UTF-8 is still imported (read as cp1252): it goes to ``warnings``, not to
-    ``errors``, which holds the skipped lines only, so the counts of the two never overlap."""
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the log file ({exc.strerror or exc}).") from None
-    with fh:
+    ``errors``, which holds the skipped lines only, so the counts of the two never overlap. Only a
+    regular file is read (``/dev/zero`` was read until memory ran out), a line at most
+    MAX_LINE_BYTES long (files.bounded_lines)."""
+    with open_regular(path, "log file") as fh:
         if fh.read(2) in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16: rare and small, decoded whole
             text = decode_lines(read_bytes(path), path, warnings, allow_nul=True)
             yield from enumerate(text.splitlines(keepends=True), 1)
             return
         fh.seek(0)
-        for number, raw in enumerate(_raw_lines(fh, path, errors), 1):
+        for number, raw in bounded_lines(fh, path, errors, MAX_LINE_BYTES):
             if raw is not None:
                 yield number, decode_line(raw.removeprefix(b"\xef\xbb\xbf") if number == 1 else raw, number, path,
                                           warnings)
 
 
-def _raw_lines(fh, path: Path, errors: list[str]) -> Iterator[Optional[bytes]]:
-    """Each line's bytes, or None for a line over MAX_LINE_BYTES (reported, read past in pieces)."""
-    number = 0
-    while raw := fh.readline(MAX_LINE_BYTES + 1):
-        number += 1
-        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
-            yield raw
-            continue
-        errors.append(f"{path}:{number}: longer than {MAX_LINE_BYTES:,} bytes; line skipped.")
-        while raw and not raw.endswith(b"\n"):
-            raw = fh.readline(MAX_LINE_BYTES + 1)
-        yield None
-
-
-def _records(path: Path, errors: list[str], warnings: Optional[list[str]] = None) -> Iterator[tuple[int, dict]]:
-    """The file's records, streamed: (line number, fields)."""
-    lines = _lines(path, errors, [] if warnings is None else warnings)
+def _records(path: Path, errors, warnings=None) -> Iterator[tuple[int, dict]]:
+    """The file's records, streamed: (line number, fields). ``errors`` and ``warnings``: lists or
+    files.LineProblems (which keeps the first few and counts the rest)."""
+    lines = _lines(path, errors, LineProblems() if warnings is None else warnings)
     if path.suffix.lower() in {".jsonl", ".ndjson"}:
         return _jsonl_records(path, lines, errors)
     return _csv_records(path, lines, "\t" if path.suffix.lower() == ".tsv" else ",", errors)
@@ -173,7 +159,7 @@ def _rephrased_lines(path: Path, pick: dict, window: float) -> set[int]:
 
     A pass of its own that keeps three numbers per query, not the queries themselves."""
     by_session: dict[str, list[tuple[float, int, int]]] = {}
-    for number, record in _records(path, []):
+    for number, record in _records(path, LineProblems()):
         record = {k.lower(): v for k, v in record.items()}
         session, when = str(record.get(pick["session"], "")), _when(record.get(pick["timestamp"]))
         text = str(record.get(pick["query"]) or "").strip()
@@ -207,7 +193,7 @@ def _fields(path: Path) -> tuple[set[str], int]:
     """Every field name in the file (lower case) and how many records it holds."""
     fields: set[str] = set()
     count = 0
-    for count, (_, record) in enumerate(_records(path, []), start=1):
+    for count, (_, record) in enumerate(_records(path, LineProblems()), start=1):
         fields.update(k.lower() for k in record)
     return fields, count
 
@@ -250,12 +236,11 @@ def import_log(db: sqlite_utils.Database, path, query_field: Optional[str] = Non
     if pick["query"] is None:
         raise InputError(f"{path}: no query column found (looked for {', '.join(QUERY_FIELDS)}); use --query-field.")
     rephrased = _rephrased_lines(path, pick, rephrase_window_s) if pick["session"] and pick["timestamp"] else set()
-    errors: list[str] = []
-    warnings: list[str] = []
+    errors, warnings = LineProblems(), LineProblems()  # a million bad lines print 20 and a count
     progress = _GroupProgress(records, on_progress, cancel)
     result = _store_entries(db, path, _entries(path, pick, redact_pii, rephrased, errors, warnings), errors, pick,
                             digest, first.get("done_through", 0), progress)
-    return {**result, "warnings": warnings}
+    return {**result, "warnings": warnings.lines("warnings")}
 
 
 class _GroupProgress:
@@ -271,8 +256,8 @@ class _GroupProgress:
             self.cancel.check()
 
 
-def _entries(path: Path, pick: dict, redact_pii: bool, rephrased: set[int], errors: list[str],
-             warnings: list[str]) -> Iterator[dict]:
+def _entries(path: Path, pick: dict, redact_pii: bool, rephrased: set[int], errors: LineProblems,
+             warnings: LineProblems) -> Iterator[dict]:
     for number, record in _records(path, errors, warnings):
         entry = _entry(record, number, pick, redact_pii, rephrased)
         if entry is None:
@@ -284,7 +269,7 @@ def _entries(path: Path, pick: dict, redact_pii: bool, rephrased: set[int], erro
 def _file_digest(path: Path) -> str:
     digest = hashlib.sha1()
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, "log file") as fh:
             while block := fh.read(1 << 20):
                 digest.update(block)
     except OSError as exc:
@@ -292,7 +277,7 @@ def _file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _store_entries(db, path: Path, entries: Iterator[dict], errors: list[str], fields: dict, digest: str,
+def _store_entries(db, path: Path, entries: Iterator[dict], errors: LineProblems, fields: dict, digest: str,
                    done_through: int, progress: _GroupProgress) -> dict:
     counts = {"imported": 0, "merged": 0, "negative": 0, "seen": 0}
     batch: list[dict] = []
@@ -303,12 +288,12 @@ def _store_entries(db, path: Path, entries: Iterator[dict], errors: list[str], f
         batch.append(entry)
         if len(batch) >= COMMIT_EVERY:
             _commit_group(db, path, batch, fields, digest, counts, complete=False)
-            progress.group_done(counts["seen"] + len(errors))
+            progress.group_done(counts["seen"] + errors.count)
     _commit_group(db, path, batch, fields, digest, counts, complete=True)
     report(progress.on_progress, progress.total, progress.total, "done")
-    return {"file": str(path), "lines_read": counts["seen"] + len(errors), "imported": counts["imported"],
-            "merged": counts["merged"], "skipped": len(errors), "negative": counts["negative"], "fields": fields,
-            "errors": errors, "already_imported": False, "sha1": digest}
+    return {"file": str(path), "lines_read": counts["seen"] + errors.count, "imported": counts["imported"],
+            "merged": counts["merged"], "skipped": errors.count, "negative": counts["negative"], "fields": fields,
+            "errors": errors.lines("lines skipped"), "already_imported": False, "sha1": digest}
 
 
 def _commit_group(db, path: Path, batch: list[dict], fields: dict, digest: str, counts: dict, complete: bool) -> None:
