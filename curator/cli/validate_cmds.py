@@ -42,6 +42,31 @@ def _source_intervals(r: dict) -> list[str]:
     return lines
 
 
+def _quartiles(q, percent: bool) -> str:
+    if not q:
+        return "n/a"
+    show = (lambda v: f"{v:.0%}") if percent else (lambda v: f"{v:g}")
+    return f"{show(q['median'])} [{show(q['q1'])}-{show(q['q3'])}]"
+
+
+def _realism_row(name: str, s: dict) -> dict:
+    return {"rows": name, "n": s["rows"], "chunk overlap": _quartiles(s["chunk_overlap"], True),
+            "answer overlap": _quartiles(s.get("answer_overlap"), True), "words": _quartiles(s["words"], False),
+            "stop words": _quartiles(s["stopword_share"], True),
+            "forms q/s/k": "/".join(f"{s['forms'][f]:.0%}" for f in ("question", "statement", "keywords"))}
+
+
+def _realism_lines(realism) -> list[str]:
+    """Realism: median [quartiles] per synthetic type against the real rows (or the built-in reference)."""
+    if not realism:
+        return []
+    ref = realism["reference"]
+    rows = [_realism_row(ref["name"], ref)] + [_realism_row(f"synthetic {t}", s) for t, s in realism["synthetic"].items()]
+    columns = ["rows", "n", "chunk overlap", "answer overlap", "words", "stop words", "forms q/s/k"]
+    return ["", "realism (median [quartiles]):", table(rows, columns, {"rows": 48})] + \
+        [f"realism: {s['text']}" for s in realism["synthetic"].values()]
+
+
 def _render_validate(r: dict) -> str:
     lines = [r["verdict"]["text"], "", f"{r['metric']} on {r['queries']} approved queries "
              f"({r['resamples']} bootstrap resamples, seed {r['seed']})", _slice_table(r), ""]
@@ -51,11 +76,13 @@ def _render_validate(r: dict) -> str:
         syn, log = r["slices"]["source:synthetic"]["means"], r["slices"]["source:log"]["means"]
         lines.append(f"synthetic ranking {_chain(a['synthetic_ranking'], syn)}; real ranking "
                      f"{_chain(a['real_ranking'], log)}; tau {_signed(a['tau'])} {_interval(a['ci95'])}")
+    lines += [f"pair {p['text']}" for p in r.get("pairs", [])]
     lines += [f"difficulty: {g['text']} (gap {g['gap']:+.2f}, 95% {_interval(g['ci95'])})" for g in r["difficulty_gap"]]
     spread = {n: v for n, v in r["type_spread"].items() if v is not None}
     if spread:
         lines.append("per-type spread (best - worst type): " + ", ".join(f"{n} {v:.2f}" for n, v in spread.items()))
     lines += [f"stability ({name}): {s['text']}" for name, s in r["stability"].items()]
+    lines += _realism_lines(r.get("realism"))
     return "\n".join(lines + [f"warning {w}" for w in r["warnings"]])
 
 

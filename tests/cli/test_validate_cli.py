@@ -44,7 +44,7 @@ def test_json_report_is_one_document_with_the_documented_keys(scripted):
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert set(report) == {"metric", "seed", "resamples", "queries", "retrievers", "verdict", "agreement", "slices",
-                           "difficulty_gap", "type_spread", "stability", "warnings"}
+                           "difficulty_gap", "type_spread", "stability", "warnings", "pairs", "realism"}
     assert report["metric"] == "mrr" and report["retrievers"] == ["bm25", "alpha", "beta", "gamma"]
     assert report["verdict"]["code"] in ("disagrees", "uncertain")
     assert set(report["slices"]["overall"]) == {"queries", "means", "ci95", "ranking"}

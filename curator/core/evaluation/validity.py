@@ -31,6 +31,7 @@ import sqlite_utils
 from curator.core.errors import InputError
 from curator.core.evaluation import metrics
 from curator.core.evaluation.compare import _check_metric, paired_bootstrap
+from curator.core.queries import realism
 from curator.core.evaluation.evaluate import gold_qrels, gold_rows, is_answerable, load_run, retriever_run
 from curator.core.retrieval.retrievers import RETRIEVERS
 
@@ -218,29 +219,81 @@ def _none_if_nan(value: float) -> Optional[float]:
     return None if np.isnan(value) else value
 
 
-def _verdict(agreement: Optional[dict], groups: dict, names: list[str]) -> dict:
-    """A verdict code and the sentence a user reads first."""
+def _pair_gap(values: np.ndarray, i: int, j: int, resamples: int, seed: int) -> dict:
+    """Mean of (retriever i - retriever j) per query, with its paired bootstrap interval."""
+    diffs = values[:, i] - values[:, j]
+    low, high = paired_bootstrap(diffs, resamples, seed) if len(diffs) else (None, None)
+    return {"gap": float(diffs.mean()) if len(diffs) else None, "ci95": [low, high],
+            "clear": low is not None and (low > 0 or high < 0)}
+
+
+def _pairs(values: np.ndarray, groups: dict, names: list[str], resamples: int, seed: int) -> list[dict]:
+    """Each pair of retrievers: its gap on the real rows (with interval), on the synthetic rows, and
+    whether the two agree in sign. With four retrievers tau moves in steps of 0.33, so a reader
+    needs the pairs: which ones the real queries tell apart, and whether the synthetic rows do too."""
+    syn, log = groups.get(f"source:{SYNTHETIC}"), groups.get(f"source:{REAL}")
+    if not syn or not log:
+        return []
+    pairs = []
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            real, synthetic = _pair_gap(values[log], i, j, resamples, seed), _pair_gap(values[syn], i, j, resamples, seed)
+            agrees = None if real["gap"] == 0 else bool(np.sign(real["gap"]) == np.sign(synthetic["gap"]))
+            pairs.append({"a": names[i], "b": names[j], "real": real, "synthetic": synthetic, "agrees": agrees,
+                          "text": _pair_text(names[i], names[j], real, synthetic, agrees)})
+    return pairs
+
+
+def _pair_text(a: str, b: str, real: dict, synthetic: dict, agrees: Optional[bool]) -> str:
+    ahead, behind = (a, b) if real["gap"] >= 0 else (b, a)
+    text = (f"{ahead} - {behind}: {abs(real['gap']):.2f} on real rows {_interval_text(real, real['gap'] < 0)}"
+            f"{' (clear)' if real['clear'] else ''}, {_signed_gap(synthetic['gap'], real['gap'] < 0)} on synthetic rows")
+    if agrees is None:
+        return text + ": the real rows tie them"
+    return text + (": agree" if agrees else ": disagree")
+
+
+def _interval_text(gap: dict, flip: bool) -> str:
+    low, high = gap["ci95"]
+    if low is None:
+        return "[n/a]"
+    return f"[{-high:+.2f}, {-low:+.2f}]" if flip else f"[{low:+.2f}, {high:+.2f}]"
+
+
+def _signed_gap(gap: float, flip: bool) -> str:
+    return f"{-gap:+.2f}" if flip else f"{gap:+.2f}"
+
+
+def _verdict(agreement: Optional[dict], groups: dict, names: list[str], pairs: Sequence[dict] = ()) -> dict:
+    """A verdict code and the sentence a user reads first. It rests on the winner and on the pairs
+    of retrievers whose real gap is clear (its interval excludes zero), not on tau alone."""
     if len(names) < 2:
         return {"code": "too_few_retrievers", "text": "Only one retriever: list at least two to compare rankings."}
     if not groups.get(f"source:{REAL}"):
         return {"code": "no_real_queries", "text": "No real (log) queries in the approved gold set, so nothing says "
                 "whether the synthetic set ranks retrievers as your users would: import a production log "
-                "(curator import-log), review its rows, and run validate again. Shown: stability and per-type spread."}
+                "(curator import-log), review its rows, and run validate again. Shown: stability, per-type spread "
+                "and realism against a built-in reference."}
     if not groups.get(f"source:{SYNTHETIC}"):
         return {"code": "no_synthetic_queries", "text": "No synthetic queries in the approved gold set: only the "
                 "real slice is shown."}
     tau, (low, high) = agreement["tau"], agreement["ci95"]
-    if tau is None:
-        return {"code": "uncertain", "text": "Every retriever scores the same on one slice, so the rankings cannot "
-                "be compared: add rows where the retrievers differ."}
-    told = f"(Kendall tau {tau:+.2f}, 95% interval [{_fmt(low)}, {_fmt(high)}])"
-    if tau >= AGREE_TAU and low is not None and low > 0:
-        return {"code": "agrees", "text": f"The synthetic set ranks your retrievers like your real queries do {told}."}
-    if tau > 0 or high is None or high >= AGREE_TAU:  # the interval still allows good agreement
-        return {"code": "uncertain", "text": f"The synthetic and real rankings may not agree {told}: trust the "
-                "real slice, and label more log queries before choosing a retriever."}
-    return {"code": "disagrees", "text": f"It does not: the synthetic set ranks your retrievers unlike your real "
-            f"queries {told}. Trust the real slice; add log queries or vague and keyword types."}
+    told = f"(Kendall tau {_fmt(tau)}, 95% interval [{_fmt(low)}, {_fmt(high)}])"
+    clear = [p for p in pairs if p["real"]["clear"]]
+    wrong = [p for p in clear if not p["agrees"]]
+    real_winner, syn_winner = agreement["real_ranking"][0], agreement["synthetic_ranking"][0]
+    counted = f"{len(clear) - len(wrong)} of the {len(clear)} pairs your real queries clearly separate agree in sign"
+    if agreement["same_winner"] and not wrong:
+        return {"code": "agrees", "text": f"The synthetic set ranks your retrievers like your real queries do: the "
+                f"same winner ({real_winner}), and {counted} {told}."}
+    if wrong:
+        worst = max(wrong, key=lambda p: abs(p["real"]["gap"]))
+        return {"code": "disagrees", "text": f"It does not: the synthetic set ranks your retrievers unlike your real "
+                f"queries. Real winner {real_winner}, synthetic winner {syn_winner}; only {counted} (worst: "
+                f"{worst['text']}) {told}. Trust the real slice; add log queries or vague and keyword types."}
+    return {"code": "uncertain", "text": f"The synthetic and real rankings may not agree: the winners differ "
+            f"(real {real_winner}, synthetic {syn_winner}) but the real queries do not clearly separate them; "
+            f"{counted} {told}. Trust the real slice, and label more log queries before choosing a retriever."}
 
 
 def _fmt(value: Optional[float]) -> str:
@@ -278,6 +331,8 @@ def _type_spread(slices: dict, names: list[str]) -> dict[str, Optional[float]]:
 def _stability_text(s: dict) -> str:
     if s["winner"] is None:
         return f"with {s['queries']} rows no single retriever is first: the top is shared"
+    if not s["sizes"]:  # one retriever: it is always first, and there is nothing to resample
+        return f"one retriever ({s['winner']}): nothing to rank"
     now = next(x["same_winner"] for x in s["sizes"] if x["size"] == s["queries"])
     # rounded down, so that "95%" is never printed for a share that misses the 95% target
     text = f"with {s['queries']} rows the winner ({s['winner']}) is the same in {int(now * 100)}% of resamples"
@@ -297,6 +352,7 @@ def validate(db: sqlite_utils.Database, retrievers: Sequence[str] = DEFAULT_RETR
     groups = _slice_members(rows)
     slices = {name: _slice(values[members], names, resamples, seed) for name, members in groups.items()}
     agreement = _agreement(values, groups, names, resamples, seed)
+    pairs = _pairs(values, groups, names, resamples, seed)
     # a source holding every row would repeat the overall figures
     sets = [n for n in ("overall", f"source:{SYNTHETIC}", f"source:{REAL}")
             if n in groups and (n == "overall" or len(groups[n]) < len(rows))]
@@ -304,6 +360,7 @@ def validate(db: sqlite_utils.Database, retrievers: Sequence[str] = DEFAULT_RETR
     for entry in stable.values():
         entry["text"] = _stability_text(entry)
     return {"metric": metric, "seed": seed, "resamples": resamples, "queries": len(rows), "retrievers": names,
-            "verdict": _verdict(agreement, groups, names), "agreement": agreement, "slices": slices,
+            "verdict": _verdict(agreement, groups, names, pairs), "agreement": agreement, "pairs": pairs,
+            "slices": slices, "realism": realism.section(db, rows),
             "difficulty_gap": _difficulty_gaps(rows, values, groups, metric, resamples, seed),
             "type_spread": _type_spread(slices, names), "stability": stable, "warnings": warnings}

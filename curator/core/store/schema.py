@@ -367,3 +367,24 @@ def m008_gold_changes(db: sqlite_utils.Database) -> None:
     )
     db.execute("CREATE INDEX gold_changes_chunk ON gold_changes(chunk_id)")
 
+
+@migrations()
+def m009_query_realism(db: sqlite_utils.Database) -> None:
+    """How each query with gold reads (queries.realism): overlap with its gold chunk and with its
+    reference answer, length, stop-word share and form. ``key`` is a hash of what the figures were
+    measured from (text, gold, reference), so an edited row is measured again; rows are filled in
+    by the code that reads them (queries.realism.refresh), not here: a landed migration must not
+    change with that code."""
+    db.execute(
+        """CREATE TABLE query_realism (
+            query_id TEXT PRIMARY KEY REFERENCES queries(id),
+            key TEXT NOT NULL,
+            chunk_overlap REAL,
+            answer_overlap REAL,
+            words INTEGER NOT NULL,
+            stopword_share REAL NOT NULL,
+            form TEXT NOT NULL,
+            measured_at TEXT
+        )"""
+    )
+

@@ -1,0 +1,134 @@
+"""Build a retrieval benchmark of REAL user questions from the Debian GNU/Linux FAQ (not Python).
+
+Source: Debian's ``debian-faq`` package (``apt-get install debian-faq``), whose plain-text edition
+is /usr/share/doc/debian/FAQ/debian-faq.en.txt.gz. Each numbered section whose heading holds a '?'
+is a question people asked ("How do I install Debian from CD-ROMs?", "You asked me to install
+stable, but ... What should I do?"), and its body is the answer.
+
+Writes to ``--out`` (default /tmp/realq-debian), in the layout of bench/realq/build.py, so
+bench/validity.py and bench/quality.py read it with ``--realq``:
+- ``corpus/faq/<chapter>/entry-NNN.md``: one file per answer, the answer text ONLY (the question
+  heading is removed, and the file is named by position, so a retriever cannot win by matching it);
+- ``corpus/docs/<chapter>/section-NNN.md``: the sections whose heading is not a question
+  ("Obtaining the source"), and each chapter's introduction, as distractors;
+- ``questions.jsonl``: {"id", "question", "gold_path", "page", "anchor"} (gold_path relative to corpus/);
+- ``README.txt``: counts and how the set was built.
+
+Standard library only:  python3 bench/realq/build_debian.py [--out /tmp/realq-debian] [--faq FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+DEFAULT_FAQ = Path("/usr/share/doc/debian/FAQ/debian-faq.en.txt.gz")
+DEFAULT_OUT = Path("/tmp/realq-debian")
+MARKER = "Curator realq benchmark (Debian FAQ)"
+MIN_ANSWER_WORDS = 15
+# "2.5.\xa0Why does ..." at the start of a line; the table of contents is indented, so it never matches.
+HEADING = re.compile(r"^(\d+(?:\.\d+)+)\.[\s\xa0]+(\S.*)$")
+CHAPTER = re.compile(r"^Chapter (\d+)\.[\s\xa0]+(.*)$")
+
+
+def sections(text: str) -> list[dict]:
+    """Numbered sections and chapter introductions: {"number", "heading", "body", "chapter"}, in order.
+    A heading runs on over the unindented lines that follow it, up to the first blank line."""
+    found: list[dict] = []
+    lines = text.replace("\xa0", " ").splitlines()
+    current, chapter, i = None, "0", 0
+    while i < len(lines):
+        line = lines[i]
+        head, chap = HEADING.match(line), CHAPTER.match(line)
+        if head or chap:
+            number = head.group(1) if head else chap.group(1)
+            heading = head.group(2) if head else chap.group(2)
+            while i + 1 < len(lines) and lines[i + 1].strip() and not lines[i + 1].startswith(" "):
+                i += 1
+                heading += " " + lines[i].strip()
+            chapter = number.split(".")[0]
+            current = {"number": number, "heading": " ".join(heading.split()), "body": [], "chapter": chapter,
+                       "intro": bool(chap)}
+            found.append(current)
+        elif current is not None:
+            current["body"].append(line)
+        i += 1
+    for section in found:
+        section["body"] = _dedent("\n".join(section["body"]))
+    return found
+
+
+def _dedent(text: str) -> str:
+    """The body's lines without the FAQ's four-space indent; paragraphs kept apart by blank lines."""
+    lines = [line[4:] if line.startswith("    ") else line.strip() for line in text.splitlines()]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def build(faq: Path, out: Path) -> dict:
+    text = gzip.open(faq, "rt", encoding="utf-8").read() if faq.suffix == ".gz" else faq.read_text(encoding="utf-8")
+    found = sections(text)
+    work = Path(tempfile.mkdtemp(prefix="realq-debian-"))
+    questions, counts = [], {"questions": 0, "distractors": 0, "short_answers": 0}
+    for n, section in enumerate(found, 1):
+        words = len(section["body"].split())
+        chapter = f"chapter-{int(section['chapter']):02d}"
+        if "?" in section["heading"] and not section["intro"]:
+            if words < MIN_ANSWER_WORDS:
+                counts["short_answers"] += 1
+                continue
+            rel = f"faq/{chapter}/entry-{n:03d}.md"
+            questions.append({"id": f"debian-{section['number']}", "question": section["heading"], "gold_path": rel,
+                              "page": chapter, "anchor": section["number"]})
+            counts["questions"] += 1
+        elif words >= MIN_ANSWER_WORDS:
+            rel = f"docs/{chapter}/section-{n:03d}.md"
+            counts["distractors"] += 1
+        else:
+            continue
+        path = work / "corpus" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(section["body"] + "\n", encoding="utf-8")
+    (work / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
+    (work / "README.txt").write_text(
+        f"{MARKER}\nsource: {faq}\nquestions: {counts['questions']} (each heading holding a '?', answer of "
+        f"{MIN_ANSWER_WORDS}+ words; {counts['short_answers']} shorter answers skipped)\n"
+        f"distractors: {counts['distractors']} sections whose heading is not a question, and chapter introductions\n"
+        "answer files hold the answer text only, named by position (no question words in the indexed text)\n",
+        encoding="utf-8")
+    _swap_in(work, out)
+    return counts
+
+
+def _swap_in(work: Path, out: Path) -> None:
+    """Replace ``out`` with the built folder, only when ``out`` is absent or one of ours."""
+    if out.exists():
+        readme = out / "README.txt"
+        if not readme.is_file() or not readme.read_text(encoding="utf-8").startswith(MARKER):
+            shutil.rmtree(work)
+            raise SystemExit(f"{out} exists and was not built by this script: pick another --out")
+        shutil.rmtree(out)
+    shutil.move(str(work), str(out))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--faq", type=Path, default=DEFAULT_FAQ)
+    args = parser.parse_args(argv)
+    if not args.faq.is_file():
+        print(f"{args.faq} not found: apt-get install debian-faq", file=sys.stderr)
+        return 1
+    counts = build(args.faq, args.out)
+    print(f"wrote {args.out}\nquestions: {counts['questions']} (skipped {counts['short_answers']} short answers)\n"
+          f"distractors: {counts['distractors']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
