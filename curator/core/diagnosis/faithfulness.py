@@ -30,6 +30,7 @@ from curator.core.errors import InputError
 from curator.core.generation.backends import Backend, Request
 from curator.core.diagnosis.recall import coverage, uses_ids
 from curator.core.diagnosis.traces import trace_gold
+from curator.core.review.decisions import VERDICT, journal
 
 VERDICTS = ("supported", "not supported")
 RESPONSE, REFERENCE = "response", "reference"  # the two kinds of claim
@@ -235,29 +236,70 @@ def statement_recall(db: sqlite_utils.Database, trace_id: str) -> tuple[Optional
 
 def update_statement_recall(db: sqlite_utils.Database, trace: dict) -> None:
     """Store the judged recall of a trace whose recall cannot come from ids."""
+    with db.conn:
+        _store_statement_recall(db, trace)
+
+
+def _store_statement_recall(db: sqlite_utils.Database, trace: dict) -> None:
     if needs_statements(db, trace):
         recall, basis = statement_recall(db, trace["id"])
-        with db.conn:
-            db.execute("UPDATE traces SET context_recall = ?, recall_basis = ? WHERE id = ?",
-                       [recall, basis, trace["id"]])
+        db.execute("UPDATE traces SET context_recall = ?, recall_basis = ? WHERE id = ?",
+                   [recall, basis, trace["id"]])
+
+
+def _rescore(db: sqlite_utils.Database, trace_id: str) -> None:
+    """Both scores of a trace after a verdict changed, inside the caller's transaction."""
+    db.execute("UPDATE traces SET faithfulness = ? WHERE id = ?", [supported_share(db, trace_id, RESPONSE), trace_id])
+    _store_statement_recall(db, store.rows(db, "SELECT * FROM traces WHERE id = ?", [trace_id])[0])
+
+
+MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger id names no row (and would overflow the driver)
 
 
 def correct_verdict(db: sqlite_utils.Database, claim_id: int, verdict: str, reviewer: str) -> dict:
-    """A reviewer's verdict for a claim: a new judgement row keeping the one it replaces."""
+    """A reviewer's verdict for a claim: a new judgement row keeping the one it replaces, journaled
+    with the review decisions (action ``verdict``), so ``undo`` takes it back like any decision."""
     if verdict not in VERDICTS:
         raise InputError(f"unknown verdict {verdict!r}; use one of: {', '.join(VERDICTS)}")
-    row = db.execute("SELECT trace_id, kind FROM claims WHERE id = ?", [claim_id]).fetchone()
-    if row is None:
-        raise InputError(f"no claim with id {claim_id}")
-    previous = store.rows(db, "SELECT verdict, judge, reviewer, context_index FROM judgements WHERE claim_id = ? "
-                              "ORDER BY id DESC LIMIT 1", [claim_id])
-    before = previous[0] if previous else None
+    found = db.execute("SELECT c.trace_id, c.kind, t.query_id FROM claims c JOIN traces t ON t.id = c.trace_id "
+                       "WHERE c.id = ?", [claim_id]).fetchone() if 0 < claim_id <= MAX_ID else None
+    if found is None:
+        raise InputError(f"no claim with id {claim_id}; 'curator trace PROJECT TRACE_ID' lists a trace's claims.")
+    trace_id, kind, query_id = found
     with db.conn:
-        db.execute("INSERT INTO judgements (claim_id, verdict, context_index, judge, reviewer, before, at) "
-                   "VALUES (?,?,?,?,?,?,?)", [claim_id, verdict, before and before["context_index"], "reviewer",
-                                              reviewer, store.dumps(before), store.now()])
-    score = update_score(db, row[0])
-    update_statement_recall(db, store.rows(db, "SELECT * FROM traces WHERE id = ?", [row[0]])[0])
-    recall, basis = db.execute("SELECT context_recall, recall_basis FROM traces WHERE id = ?", [row[0]]).fetchone()
-    return {"claim_id": claim_id, "trace_id": row[0], "kind": row[1], "verdict": verdict, "before": before,
+        previous = store.rows(db, "SELECT verdict, judge, reviewer, context_index FROM judgements WHERE claim_id = ? "
+                                  "ORDER BY id DESC LIMIT 1", [claim_id])
+        before = previous[0] if previous else None
+        judgement = {"claim_id": claim_id, "verdict": verdict, "context_index": before and before["context_index"],
+                     "judge": "reviewer", "reviewer": reviewer, "before": store.dumps(before), "at": store.now()}
+        judgement_id = _insert_judgement(db, judgement)
+        if query_id is not None:  # every imported trace has a query (an unmatched one adds it)
+            journal(db, query_id, reviewer, judgement["at"], VERDICT,
+                    {"claim_id": claim_id, "trace_id": trace_id, "verdict": before and before["verdict"]},
+                    {"claim_id": claim_id, "trace_id": trace_id, "judgement_id": judgement_id, "judgement": judgement})
+        _rescore(db, trace_id)
+    score, recall, basis = db.execute("SELECT faithfulness, context_recall, recall_basis FROM traces WHERE id = ?",
+                                      [trace_id]).fetchone()
+    return {"claim_id": claim_id, "trace_id": trace_id, "kind": kind, "verdict": verdict, "before": before,
             "faithfulness": score, "context_recall": recall, "recall_basis": basis}
+
+
+def _insert_judgement(db: sqlite_utils.Database, judgement: dict) -> int:
+    names = ", ".join(judgement)
+    marks = ", ".join("?" * len(judgement))
+    return db.execute(f"INSERT INTO judgements ({names}) VALUES ({marks})", list(judgement.values())).lastrowid
+
+
+def restore_verdict(db: sqlite_utils.Database, decision_id: int, undo: bool) -> None:
+    """Undo or redo a journaled verdict (called by review.decisions inside its transaction).
+
+    Undo deletes the judgement the correction added, so the claim's verdict is again exactly what
+    it was (the judge's, an earlier correction, or none); the journal row keeps what was undone.
+    Redo adds it again as the newest judgement, under a new id recorded in the journal row."""
+    after = store.loads(db.execute("SELECT after FROM decisions WHERE id = ?", [decision_id]).fetchone()[0])
+    if undo:
+        db.execute("DELETE FROM judgements WHERE id = ?", [after["judgement_id"]])
+    else:
+        after["judgement_id"] = _insert_judgement(db, after["judgement"])
+        db.execute("UPDATE decisions SET after = ? WHERE id = ?", [store.dumps(after), decision_id])
+    _rescore(db, after["trace_id"])

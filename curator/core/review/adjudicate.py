@@ -35,7 +35,8 @@ def _journal(db: sqlite_utils.Database, query_ids: Optional[list[str]]) -> list[
         where = "AND query_id IN (SELECT value FROM json_each(?))"
         params = [store.dumps(query_ids)]
     found = store.rows(db, f"""SELECT id, query_id, reviewer, at, action, after FROM decisions
-                               WHERE state IN ('done', 'merged') {where} ORDER BY at, id""", params)
+                               WHERE state IN ('done', 'merged') AND {decisions.QUERY_DECISIONS} {where}
+                               ORDER BY at, id""", params)
     for row in found:
         row["after"] = store.loads(row["after"], {})
     return found

@@ -4,6 +4,12 @@ Every decision writes one ``decisions`` row holding the reviewable fields of the
 and after it, in the same transaction as the change itself. Undo re-applies ``before`` and
 marks the row ``undone``; redo re-applies ``after``. A new decision discards the reviewer's
 redo stack. Because the journal lives in the project file, undo works after a restart.
+
+A reviewer's correction of a claim's verdict (``curator claim-verdict``, diagnosis.faithfulness) is
+journaled here too, as a row of action ``verdict`` under the trace's query, so undo and redo walk
+one history whatever was decided: undo right after a verdict takes back the verdict, not an
+older review decision. Such a row's ``before``/``after`` hold the claim's judgement, not the
+query's fields; readers of the journal that want review decisions only use ``QUERY_DECISIONS``.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ _STATUS_OF_ACTION = {"approve": "approved", "reject": "rejected", "unanswerable"
 REVIEW_FIELDS = ("status", "text", "reference", "gold_chunk_ids", "gold_grades", "answerable", "note",
                  "reviewer", "reviewed_at")
 _JSON_FIELDS = {"gold_chunk_ids", "gold_grades"}
+VERDICT = "verdict"  # the journal action of a claim verdict correction (not a decision on the query)
+QUERY_DECISIONS = f"action != '{VERDICT}'"  # SQL condition: journal rows that decided a query
 
 
 def snapshot(db: sqlite_utils.Database, query_id: str) -> dict:
@@ -104,28 +112,43 @@ def decide(
         _write(db, query_id, after)
         if text is not None:
             db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(text), query_id])
-        db.execute("UPDATE decisions SET state = 'discarded' WHERE reviewer IS ? AND state = 'undone'", [reviewer])
-        cursor = db.execute(
-            "INSERT INTO decisions (query_id, reviewer, at, action, before, after, state) VALUES (?,?,?,?,?,?,'done')",
-            [query_id, reviewer, after["reviewed_at"], action, store.dumps(before), store.dumps(after)],
-        )
-    return {"decision_id": cursor.lastrowid, "query_id": query_id, "action": action, **after}
+        decision_id = journal(db, query_id, reviewer, after["reviewed_at"], action, before, after)
+    return {"decision_id": decision_id, "query_id": query_id, "action": action, **after}
+
+
+def journal(db: sqlite_utils.Database, query_id: str, reviewer: str, at: str, action: str, before: dict,
+            after: dict) -> int:
+    """Add a done row to the journal (inside the caller's transaction); a new decision of any kind
+    discards the reviewer's redo stack, as in any editor. Returns the row's id."""
+    db.execute("UPDATE decisions SET state = 'discarded' WHERE reviewer IS ? AND state = 'undone'", [reviewer])
+    cursor = db.execute(
+        "INSERT INTO decisions (query_id, reviewer, at, action, before, after, state) VALUES (?,?,?,?,?,?,'done')",
+        [query_id, reviewer, at, action, store.dumps(before), store.dumps(after)],
+    )
+    return cursor.lastrowid
 
 
 def _restore(db: sqlite_utils.Database, row: tuple, new_state: str) -> str:
-    decision_id, query_id, payload = row
-    state = store.loads(payload)
-    _write(db, query_id, state)
-    db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(state["text"]), query_id])
+    decision_id, query_id, action, payload = row
+    if action == VERDICT:
+        from curator.core.diagnosis.faithfulness import restore_verdict  # diagnosis journals through here
+
+        restore_verdict(db, decision_id, undo=new_state == "undone")
+    else:
+        state = store.loads(payload)
+        _write(db, query_id, state)
+        db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(state["text"]), query_id])
     db.execute("UPDATE decisions SET state = ? WHERE id = ?", [new_state, decision_id])
     return query_id
 
 
 def undo(db: sqlite_utils.Database, reviewer: str) -> Optional[str]:
-    """Undo the reviewer's latest decision; returns its query id, or None if nothing to undo."""
+    """Undo the reviewer's latest decision, whatever its kind (a review decision or a claim verdict);
+    returns its query id (a verdict's: the query of the claim's trace), or None if nothing to undo."""
     with db.conn:
         row = db.execute(
-            "SELECT id, query_id, before FROM decisions WHERE reviewer IS ? AND state = 'done' ORDER BY id DESC LIMIT 1",
+            "SELECT id, query_id, action, before FROM decisions WHERE reviewer IS ? AND state = 'done' "
+            "ORDER BY id DESC LIMIT 1",
             [reviewer],
         ).fetchone()
         return _restore(db, row, "undone") if row else None
@@ -135,7 +158,8 @@ def redo(db: sqlite_utils.Database, reviewer: str) -> Optional[str]:
     """Re-apply the reviewer's most recently undone decision."""
     with db.conn:
         row = db.execute(
-            "SELECT id, query_id, after FROM decisions WHERE reviewer IS ? AND state = 'undone' ORDER BY id ASC LIMIT 1",
+            "SELECT id, query_id, action, after FROM decisions WHERE reviewer IS ? AND state = 'undone' "
+            "ORDER BY id ASC LIMIT 1",
             [reviewer],
         ).fetchone()
         return _restore(db, row, "done") if row else None

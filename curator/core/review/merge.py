@@ -103,8 +103,10 @@ def _read_snapshot(other: sqlite_utils.Database) -> tuple[dict[str, dict], dict[
         row["gold_chunk_ids"] = store.loads(row["gold_chunk_ids"], [])
         row["gold_grades"] = store.loads(row["gold_grades"], {})
     journal: dict[str, list[dict]] = {}
-    for row in store.rows(other, """SELECT query_id, reviewer, at, action, before, after FROM decisions
-                                    WHERE state IN ('done', 'merged') ORDER BY at, id"""):
+    # claim verdicts stay out: their claim ids are the other copy's own row numbers
+    for row in store.rows(other, f"""SELECT query_id, reviewer, at, action, before, after FROM decisions
+                                     WHERE state IN ('done', 'merged') AND {decisions.QUERY_DECISIONS}
+                                     ORDER BY at, id"""):
         journal.setdefault(row["query_id"], []).append(row)
     return rows, journal
 
@@ -139,7 +141,8 @@ def _same_name_here(db: sqlite_utils.Database, added: list[dict]) -> set[str]:
             continue
         seen.add(row["reviewer"])
         mine = db.execute("SELECT after FROM decisions WHERE query_id = ? AND reviewer IS ? AND state = 'done' "
-                          "ORDER BY at DESC, id DESC LIMIT 1", [row["query_id"], row["reviewer"]]).fetchone()
+                          f"AND {decisions.QUERY_DECISIONS} ORDER BY at DESC, id DESC LIMIT 1",
+                          [row["query_id"], row["reviewer"]]).fetchone()
         if mine and _verdict(mine[0]) != _verdict(row["after"]):
             names.add(row["reviewer"] or "")
     return names
@@ -148,7 +151,8 @@ def _same_name_here(db: sqlite_utils.Database, added: list[dict]) -> set[str]:
 def _untouched_here(db: sqlite_utils.Database, query_id: str) -> bool:
     """Nobody here has decided the query: it is pending and no own decision stands on it."""
     status = db.execute("SELECT status FROM queries WHERE id = ?", [query_id]).fetchone()[0]
-    own = db.execute("SELECT 1 FROM decisions WHERE query_id = ? AND state = 'done' LIMIT 1", [query_id]).fetchone()
+    own = db.execute(f"SELECT 1 FROM decisions WHERE query_id = ? AND state = 'done' AND {decisions.QUERY_DECISIONS} "
+                     "LIMIT 1", [query_id]).fetchone()
     return status == "pending" and own is None
 
 
