@@ -151,9 +151,14 @@ def one_field(value, empty: str = "_") -> str:
 
 
 def write_output(path, lines: Iterable[str], protected: Iterable[Path] = ()) -> None:
-    """A user-named text file: checked by ``check_output``, then written atomically."""
+    """A user-named text file: checked by ``check_output``, then written atomically; a file that
+    cannot be written (no such folder, no permission, disk full) is one line, not a traceback."""
     check_output(path, protected)
-    write_lines(Path(path), lines)
+    try:
+        write_lines(Path(path), lines)
+    except OSError as exc:
+        raise InputError(f"{path}: could not be written ({exc.strerror or exc}); "
+                         "anything already there is unchanged.") from None
 
 
 # ---------------------------------------------------------------- reading user-named inputs

@@ -150,3 +150,12 @@ def test_export_through_the_core_call_is_guarded_too(gold_project):
             evaluate(db, save_run=str(gold_project))
     finally:
         db.close()
+
+
+def test_an_unwritable_save_run_is_one_line_not_a_traceback(gold_project, tmp_path):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    for target in (a_file / "run.trec", Path("/proc/run.trec")):
+        result = _eval(str(gold_project), "--save-run", str(target))
+        assert result.exit_code == 1 and "could not be written" in result.output, result.output
+        assert not isinstance(result.exception, OSError)
