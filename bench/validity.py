@@ -186,15 +186,58 @@ def main() -> None:
     if have < args.count:
         with Timer(f"generate {args.count - have} synthetic rows (bundled model)"):
             summary = generate(db, GenerationConfig(count=args.count, seed=0, resume=have > 0))
-        print(f"  {json.dumps({k: summary.get(k) for k in ('status', 'accepted', 'rejected')})}")
+        print(f"  {json.dumps({k: summary.get(k) for k in ('status', 'accepted', 'rejected', 'rows_per_min', 'seconds', 'rejected_by_reason')})}")
     print(f"  {approve_synthetic(db)} synthetic rows approved as they are")
-    with Timer("validate"):
-        result = validate(db, [r for r in args.retrievers.split(",") if r], {}, args.metric, embedder=args.embedder)
+    retrievers = [r for r in args.retrievers.split(",") if r]
+    with Timer("validate (gold as generated: source chunk + every chunk holding the answer sentence)"):
+        result = validate(db, retrievers, {}, args.metric, embedder=args.embedder)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     print()
     print(_render_validate(result))
+    print_criteria("gold as generated (auto-widened)", result)
+    narrow = source_only_copy(db, project)
+    with Timer("validate (source chunk only, as before widening)"):
+        result = validate(narrow, retrievers, {}, args.metric, embedder=args.embedder)
+    print(_render_validate(result))
+    print_criteria("source chunk only", result)
 
+
+def source_only_copy(db, project: Path):
+    """A copy of the project whose synthetic rows have only their source chunks as gold (the gold
+    before widening), to show what widening changes."""
+    import shutil
+
+    copy = project.with_name(f"{project.stem}-source-only.curator")
+    db.conn.commit()
+    shutil.copy(project, copy)
+    narrow = open_project(copy)
+    with narrow.conn:
+        narrow.execute("UPDATE queries SET gold_chunk_ids = source_chunk_ids, gold_grades = "
+                       "(SELECT json_group_object(value, 1) FROM json_each(source_chunk_ids)) "
+                       "WHERE source = 'synthetic' AND answerable = 1")
+    return narrow
+
+
+def print_criteria(label: str, r: dict) -> None:
+    """The issue's measures, each said as holds / does not hold."""
+    agreement, syn, log = r["agreement"], r["slices"].get("source:synthetic"), r["slices"].get("source:log")
+    if not agreement:
+        return
+    print(f"\n== criteria ({label})")
+    print(f"  same winner: {agreement['same_winner']} (real {agreement['real_ranking'][0]}, "
+          f"synthetic {agreement['synthetic_ranking'][0]})")
+    clear = [p for p in r["pairs"] if p["real"]["clear"]]
+    print(f"  clear real pairs agreeing in sign: {sum(bool(p['agrees']) for p in clear)} of {len(clear)}")
+    within = {n: abs(syn["means"][n] - log["means"][n]) <= 0.10 for n in r["retrievers"]}
+    print("  recall within 0.10 of real: " + ", ".join(
+        f"{n} {syn['means'][n]:.3f} vs {log['means'][n]:.3f} {'yes' if ok else 'no'}" for n, ok in within.items()))
+    realism_section = r["realism"]
+    ref = realism_section["reference"]["chunk_overlap"]
+    for query_type, s in realism_section["synthetic"].items():
+        median = s["chunk_overlap"]["median"] if s["chunk_overlap"] else None
+        inside = median is not None and ref["q1"] <= median <= ref["q3"]
+        print(f"  {query_type}: median overlap {median} vs real IQR [{ref['q1']}, {ref['q3']}]: {'yes' if inside else 'no'}")
 
 if __name__ == "__main__":
     main()

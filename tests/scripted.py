@@ -17,8 +17,8 @@ def good_reply(messages) -> str:
     prompt = messages[-1]["content"]
     if "Passage" not in prompt:  # answer-first: ask with the answer sentence's own first content words
         words = [w for w in filters.tokens(prompt.split("Answer:", 1)[1]) if len(w) > 3 and w not in filters.STOPWORDS]
-        if "search box" in messages[0]["content"]:
-            return f"Query: {' '.join(words[:3])}\n"
+        if "search box" in messages[0]["content"]:  # a word of its own: all-copied queries are rejected
+            return f"Query: {' '.join(words[:3])} trouble\n"
         return f"Question: What is known about {' '.join(words[:4])}?\n"
     words = [w for w in filters.tokens(prompt.split("Passage", 1)[1]) if len(w) > 3 and w not in filters.STOPWORDS]
     words = (words + words)[:8]  # the answer gives other words of the passage than the question asks with

@@ -18,13 +18,16 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.generation import answers
+from curator.core.generation import examples as examples_mod
 from curator.core.generation import filters
 from curator.core.generation import prompts
 from curator.core.generation import quality
 from curator.core.generation.backends import Backend, Request, open_backend
 from curator.core.generation.repack import file_sha256
 from curator.core.errors import BadOption, InputError, NothingToGenerate
+from curator.core.queries import realism
 from curator.core.queries.rows import add_query, get_query
+from curator.core.store import gold as gold_store
 from curator.core.corpus.search import search_chunks
 from curator.core.progress import CancelToken, Cancelled, ProgressCallback, report
 
@@ -226,7 +229,7 @@ def _source_model(db: sqlite_utils.Database, described: dict) -> dict:
 
 
 def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Backend, mix: dict,
-               matcher: Optional[answers.AnswerMatcher] = None) -> int:
+               matcher: Optional[answers.AnswerMatcher] = None, checks: Optional["_Checks"] = None) -> int:
     described = backend.describe()
     model_path = described.get("model_path")
     size = sha = None
@@ -237,6 +240,7 @@ def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Bac
               "retries": config.retries, "threads": described.get("n_threads"), "cluster": config.cluster,
               "min_quality": config.min_quality, "quality": quality.DEFINITION, "answers": config.answers,
               "answer_matcher": matcher.describe() if matcher else None,
+              **(_checks_record(checks) if checks else {}),
               **described, **_source_model(db, described)}
     with db.conn:
         cursor = db.execute(
@@ -288,11 +292,15 @@ def _unanswerable_check(db: sqlite_utils.Database, question: str) -> Optional[st
     return None
 
 
-def _request(task: Task, config: GenerationConfig) -> Request:
-    """The completion a task needs; the task rides along as the request's tag."""
+def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.ExampleSet] = None) -> Request:
+    """The completion a task needs; the task rides along as the request's tag. ``shown``: the
+    project's examples of how people ask (answer-first prompts)."""
     seed = config.seed + zlib.crc32(task.chunks[0]["id"].encode()) % 10_000 + 10_000 * task.attempt
     if task.answer:
-        return Request(prompts.build_answer_first_messages(task.query_type, task.chunks[0]["title"], task.answer),
+        shots = shown.shots(task.query_type, task.chunks[0]) if shown else None
+        log_queries = shown.log_queries if shown else ()
+        return Request(prompts.build_answer_first_messages(task.query_type, task.chunks[0]["title"], task.answer,
+                                                           shots, log_queries),
                        max_tokens=min(config.max_tokens, prompts.ASKED_MAX_TOKENS), temperature=config.temperature,
                        seed=seed, grammar=prompts.asked_grammar(task.query_type), tag=task)
     passages = [_truncate(c["text"]) for c in task.chunks]
@@ -308,6 +316,18 @@ class _Checks:
     duplicates: filters.DuplicateIndex
     min_quality: float = 0.0
     matcher: Optional[answers.AnswerMatcher] = None
+    # Answer-first questions reusing more of their chunk's words than this are rejected: the upper
+    # quartile of real questions' overlap (queries.realism.overlap_cap), and what it was measured on.
+    overlap_cap: Optional[float] = None
+    overlap_basis: str = ""
+    examples: Optional[examples_mod.ExampleSet] = None
+
+
+def _checks_record(checks: "_Checks") -> dict:
+    """What the run record (and so the manifest) keeps of the checks: the examples shown and the cap."""
+    return {"examples": checks.examples.describe() if checks.examples else None,
+            "overlap_cap": {"cap": checks.overlap_cap, "calibrated_on": checks.overlap_basis,
+                            "measure": "share of the question's content words in its chunk (queries.realism)"}}
 
 
 def _parse(task: Task, raw: str) -> Optional[tuple[str, str]]:
@@ -331,6 +351,8 @@ def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[st
                                checks.duplicates, extractive=match is not None)
     if reason is None and match is not None and match < answers.MIN_ANSWER_MATCH:
         reason = f"question does not match its answer sentence (cosine {match:.2f})"
+    if reason is None and task.answer and checks.overlap_cap is not None:
+        reason = _overlap_check(question, gold_texts, checks.overlap_cap)
     if reason is None and task.query_type == "unanswerable":
         reason = _unanswerable_check(db, question)
     if reason is None:
@@ -339,6 +361,22 @@ def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[st
         if candidate["quality"] < checks.min_quality:
             reason = f"quality below --min-quality ({candidate['quality']:.2f})"
     return candidate, reason
+
+
+def _overlap_check(question: str, gold_texts: list[str], cap: float) -> Optional[str]:
+    """A question written from its answer reuses the passage's words, real users' questions do not
+    as much (issue 27): reject one above what real questions show."""
+    overlap = realism.chunk_overlap(question, gold_texts) or 0.0
+    if overlap > cap:
+        return f"reuses its chunk's words more than real questions do ({overlap:.0%} of its words; real up to {cap:.0%})"
+    return None
+
+
+def _gold_of(db, task: Task, reference: Optional[str]) -> tuple[list[str], dict]:
+    """The gold of a new answerable row: its source chunks, and every other chunk that holds its
+    reference answer (store.gold.widened), all graded 1 like the source."""
+    source_ids = [c["id"] for c in task.chunks]
+    return gold_store.widened(db, reference, source_ids, {c: 1 for c in source_ids})
 
 
 def _store(db, run_id: int, task: Task, candidate: dict, reason: Optional[str]) -> Optional[str]:
@@ -353,13 +391,15 @@ def _store(db, run_id: int, task: Task, candidate: dict, reason: Optional[str]) 
                  candidate["raw"], store.now()])
             return None
         answerable = task.query_type != "unanswerable"
+        gold = _gold_of(db, task, candidate["reference"])[0] if answerable else []
         query_id = add_query(db, candidate["text"], "synthetic", query_type=task.query_type, answerable=answerable,
                              reference=candidate["reference"] if answerable else UNANSWERABLE_REFERENCE,
-                             source_chunk_ids=source_ids, gold_chunk_ids=source_ids if answerable else [],
+                             source_chunk_ids=source_ids, gold_chunk_ids=gold,
                              run_id=run_id, raw_output=candidate["raw"])
         db.execute("UPDATE queries SET quality = ?, quality_signals = ? WHERE id = ? AND quality IS NULL",
                    [candidate.get("quality"), store.dumps(candidate.get("signals", {})), query_id])
-        return query_id
+    realism.refresh(db, [query_id])
+    return query_id
 
 
 @dataclass
@@ -550,6 +590,7 @@ class _Scheduler:
         self.in_flight: dict[str, list[Request]] = {t: [] for t in plan}
         self.deferred: list[Task] = []  # planned tasks whose type had enough in flight
         self.retries: list[Task] = []  # rejected tasks to ask again, before any new chunk
+        self.examples: Optional[examples_mod.ExampleSet] = None  # how people ask (answer-first prompts)
 
     def wanted(self, query_type: str) -> bool:
         done = self.progress.accepted + self.progress.rejected
@@ -589,7 +630,7 @@ class _Scheduler:
             # A passage over the prompt budget is cut (_truncate); the run summary says which.
             if not task.answer:  # an answer-first prompt holds one sentence, never a passage
                 self.progress.truncated.update(c["id"] for c in task.chunks if len(c["text"]) > MAX_PASSAGE_CHARS)
-            request = _request(task, self.config)
+            request = _request(task, self.config, self.examples)
             self.in_flight[task.query_type].append(request)
             yield request
 
@@ -635,6 +676,7 @@ def _run_pass(db, run_id: int, config: GenerationConfig, backend: Backend, plan:
     """Ask the backend until ``plan`` is met or no task is left; each reply is committed as it comes."""
     scheduler = _Scheduler(plan_tasks(db, plan, config.seed, _cluster_chunks(db, config.cluster), config.answers), plan, progress,
                            config, cancel)
+    scheduler.examples = checks.examples
     results = backend.iter_complete(scheduler.requests())
     try:
         for request, raw in results:
@@ -675,9 +717,12 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     if resumed:
         _check_same_model(db, resumed, backend)
     matcher = (matcher or answers.AnswerMatcher()) if config.answers == "extractive" else None
-    run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, matcher)
     checks = _Checks(filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries")), config.min_quality,
                      matcher if config.answers == "extractive" else None)
+    if config.answers == "extractive":
+        checks.overlap_cap, checks.overlap_basis = realism.overlap_cap(db)
+        checks.examples = examples_mod.load(db)
+    run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, matcher, checks)
     progress, started = _Progress(warnings=backend.warnings() + _matcher_warnings(checks)), time.perf_counter()
     target = sum(plan.values())
     try:

@@ -11,7 +11,7 @@ bundled model); the two-line grammar keeps the guarantee at a lower cost.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Optional, Sequence
 
 SYSTEM = ("You write test questions for evaluating a search engine over a company's documentation. "
           "Write exactly in the requested format.")
@@ -75,23 +75,30 @@ _ANSWER_LINE = re.compile(r"^\s*Answer\s*:\s*(\S[^\n]*)", re.I | re.M)
 # domains (so no example leaks into a user's corpus). The examples are a fixed prompt prefix, so
 # llama.cpp evaluates them once per sequence and every later request reuses them.
 ANSWER_FIRST_TYPES = ("factoid", "keyword", "vague")
+# The instructions ask for the user's need in everyday words: a question written from the answer's
+# own words reuses them, and such rows were easier for BM25 than real questions (issue 27).
 ANSWER_FIRST_INSTRUCTIONS = {
-    "factoid": "Write the question a user would ask to get the given answer. The question must make sense on "
-               "its own, without the document.",
-    "keyword": "Write the 2 to 6 words a user would type into a search box to find the given answer.",
+    "factoid": "Write the question a user would ask to get the given answer. The user has not read the "
+               "document: they describe their need in their own everyday words, not the answer's wording. The "
+               "question must make sense on its own.",
+    "keyword": "Write the 2 to 6 words a user who has not read the document would type into a search box to "
+               "find the given answer: their own everyday words for the need, not the answer's wording.",
     "vague": "Write a short, loosely worded question, in everyday words, that a user unsure of the right terms "
-             "might ask and that the given answer answers.",
+             "might ask and that the given answer answers. Do not reuse the answer's wording.",
 }
+# Written so that none copies its answer: each query names the need as someone who has not read the
+# answer would ("quits halfway" for "stops with error E24"), sharing at most the product's name.
 ANSWER_FIRST_SHOTS = [  # (document title, answer sentence, {type: query})
     ("Dishwasher manual", "A missing filter lets food particles block the drain pump, and the machine stops with "
-     "error E24.", {"factoid": "Why does my dishwasher stop with error E24?", "keyword": "dishwasher error E24",
-                    "vague": "Why does the dishwasher keep stopping halfway?"}),
+     "error E24.", {"factoid": "Why does my dishwasher quit halfway through a wash?",
+                    "keyword": "dishwasher quits halfway",
+                    "vague": "Why won't my dishwasher finish?"}),
     ("Travel expense policy", "Receipts must be uploaded within 30 days of the trip, or the claim is closed.",
-     {"factoid": "How long do I have to upload receipts for a travel expense claim?",
-      "keyword": "expense receipts upload deadline", "vague": "Is there a time limit on sending in my travel costs?"}),
+     {"factoid": "How long after travelling for work can I still get my money back?",
+      "keyword": "late reimbursement work travel", "vague": "Is it too late to get paid back for last month's trip?"}),
     ("Router setup guide", "To return the router to factory settings, hold the reset button for ten seconds until "
-     "the light blinks.", {"factoid": "How do I reset the router to factory settings?",
-                           "keyword": "router factory reset", "vague": "How do I start over with my router?"}),
+     "the light blinks.", {"factoid": "How do I wipe everything I changed on my router?",
+                           "keyword": "wipe router start over", "vague": "How do I start over with my internet box?"}),
 ]
 ASKED_QUESTION_GRAMMAR = (
     f'\nroot ::= "Question: " opener unit{{6,{QUESTION_CHARS - 10}}} "?\\n"\n'
@@ -119,13 +126,22 @@ def _answer_turn(title: str, answer: str) -> str:
     return f"Document: {title}\nAnswer: {answer}" if " " in (title or "").strip() else f"Answer: {answer}"
 
 
-def build_answer_first_messages(query_type: str, title: str, answer: str) -> list[dict]:
-    """Chat messages for answer-first generation: instruction, three worked examples, the answer."""
+def build_answer_first_messages(query_type: str, title: str, answer: str,
+                                shots: Optional[list[tuple[str, str, str]]] = None,
+                                log_queries: Sequence[str] = ()) -> list[dict]:
+    """Chat messages for answer-first generation: instruction, worked examples, the answer.
+
+    ``shots`` are (title, answer, query) examples from the project's real queries (generation.examples),
+    else the built-in ones; ``log_queries`` are real queries without gold, listed as how people ask."""
     label = "Query" if query_type == "keyword" else "Question"
-    messages = [{"role": "system", "content": ANSWER_FIRST_INSTRUCTIONS[query_type]}]
-    for shot_title, shot_answer, queries in ANSWER_FIRST_SHOTS:
+    system = ANSWER_FIRST_INSTRUCTIONS[query_type]
+    if log_queries:
+        system += "\nThis is how users of this documentation ask:\n" + "\n".join(f"- {q}" for q in log_queries)
+    messages = [{"role": "system", "content": system}]
+    examples = shots or [(t, a, queries[query_type]) for t, a, queries in ANSWER_FIRST_SHOTS]
+    for shot_title, shot_answer, query in examples:
         messages += [{"role": "user", "content": _answer_turn(shot_title, shot_answer)},
-                     {"role": "assistant", "content": f"{label}: {queries[query_type]}"}]
+                     {"role": "assistant", "content": f"{label}: {query}"}]
     return messages + [{"role": "user", "content": _answer_turn(title, answer)}]
 
 

@@ -10,11 +10,14 @@ project) out of the gold set and to count them as needing attention.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Iterable, Optional
 
 import sqlite_utils
 
 from curator.core.errors import InputError
+from curator.core.store.records import dumps, now
 
 # One row breaks the invariant when this holds (``q`` is the queries row).
 BROKEN_GOLD_SQL = """q.status = 'approved' AND q.answerable = 1 AND (
@@ -61,3 +64,81 @@ def gold_problem(db: sqlite_utils.Database, query_id: str, state: dict) -> Optio
 def broken_gold_ids(db: sqlite_utils.Database) -> set[str]:
     """Ids of the rows that break the invariant now (one query, for export, evaluate and stats)."""
     return {r[0] for r in db.execute(f"SELECT q.id FROM queries q WHERE {BROKEN_GOLD_SQL}")}
+
+
+# -- fair gold: every chunk that holds the reference answer ------------------------------------------
+# A generated row's reference answer is a sentence of its source chunk (answer-first generation), and
+# chunks overlap (32 tokens) and FAQ-like corpora repeat answers, so other chunks often hold the same
+# sentence. Scoring only the source chunk as relevant counts a retriever that returns such a chunk as
+# a miss; TREC judges a pool of every system's results for the same reason. Widening adds each active
+# chunk holding the whole reference (same words in the same order, case and punctuation aside) with
+# the source chunk's grade. It needs no retriever: the FTS5 phrase match only narrows the candidates.
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+MIN_WIDEN_WORDS = 8  # a shorter reference ("Python 3.11") is a phrase many chunks hold, not an answer sentence
+WIDEN_REVIEWER = "curator-widen"
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall((text or "").lower())
+
+
+def chunks_holding(db: sqlite_utils.Database, sentence: str) -> list[str]:
+    """Active chunks whose text holds every word of ``sentence`` in order (ids by chunk order); [] for a
+    sentence shorter than MIN_WIDEN_WORDS words."""
+    words = _words(sentence)
+    if len(words) < MIN_WIDEN_WORDS:
+        return []
+    needle = " " + " ".join(words) + " "
+    phrase = '"' + " ".join(words) + '"'
+    found = db.execute(
+        """SELECT c.id, c.text FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid
+           WHERE chunks_fts MATCH ? AND c.active = 1 ORDER BY c.doc_id, c.ord""", [f"text : {phrase}"]).fetchall()
+    return [cid for cid, text in found if needle in " " + " ".join(_words(text)) + " "]
+
+
+def widened(db: sqlite_utils.Database, reference: Optional[str], gold: list[str], grades: dict) -> tuple[list[str], dict]:
+    """(gold ids, grades) with every chunk holding ``reference`` added at the source chunk's grade
+    (the first gold chunk's); unchanged when none is new."""
+    extra = [cid for cid in chunks_holding(db, reference or "") if cid not in gold]
+    if not extra or not gold:
+        return gold, grades
+    grade = int(grades.get(gold[0], 1))
+    return gold + extra, {**{c: int(grades.get(c, 1)) for c in gold}, **{c: grade for c in extra}}
+
+
+def widen_gold(db: sqlite_utils.Database, ids: Optional[Iterable[str]] = None, source: str = "synthetic") -> dict:
+    """Widen the gold of existing answerable rows of ``source`` (all of them, or ``ids``), journaled as
+    a 'gold' decision by WIDEN_REVIEWER that keeps the row's status and reviewer (so undo and the audit
+    show it, and an approved row stays approved by whoever approved it). Counts rows and chunks added."""
+    sql = ("SELECT id, reference, gold_chunk_ids, gold_grades FROM queries WHERE answerable = 1 AND source = ? "
+           "AND json_array_length(gold_chunk_ids) > 0")
+    rows = db.execute(sql, [source]).fetchall()
+    wanted = set(ids) if ids is not None else None
+    counts = {"rows_checked": 0, "rows_widened": 0, "chunks_added": 0}
+    for query_id, reference, gold_text, grades_text in rows:
+        if wanted is not None and query_id not in wanted:
+            continue
+        counts["rows_checked"] += 1
+        gold, grades = json.loads(gold_text or "[]"), json.loads(grades_text or "{}")
+        new_gold, new_grades = widened(db, reference, gold, grades)
+        if len(new_gold) == len(gold):
+            continue
+        _journal_widening(db, query_id, new_gold, new_grades)
+        counts["rows_widened"] += 1
+        counts["chunks_added"] += len(new_gold) - len(gold)
+    return counts
+
+
+def _journal_widening(db: sqlite_utils.Database, query_id: str, gold: list[str], grades: dict) -> None:
+    fields = ("status", "text", "reference", "gold_chunk_ids", "gold_grades", "answerable", "note", "reviewer",
+              "reviewed_at")
+    with db.conn:
+        before = dict(zip(fields, db.execute(f"SELECT {', '.join(fields)} FROM queries WHERE id = ?", [query_id]).fetchone()))
+        before["gold_chunk_ids"] = json.loads(before["gold_chunk_ids"] or "[]")
+        before["gold_grades"] = json.loads(before["gold_grades"] or "{}")
+        after = {**before, "gold_chunk_ids": gold, "gold_grades": grades}
+        db.execute("UPDATE queries SET gold_chunk_ids = ?, gold_grades = ? WHERE id = ?",
+                   [dumps(gold), dumps(grades), query_id])
+        db.execute("INSERT INTO decisions (query_id, reviewer, at, action, before, after, state) VALUES (?,?,?,?,?,?,'done')",
+                   [query_id, WIDEN_REVIEWER, now(), "gold", dumps(before), dumps(after)])
