@@ -1,4 +1,4 @@
-"""CLI commands for generation: ``generate`` and ``queries``."""
+"""CLI commands for generation: ``generate``, ``queries`` and ``widen-gold``."""
 
 from __future__ import annotations
 
@@ -111,6 +111,31 @@ def queries(project_path, status, query_type, source, as_json):
                          {"text": 50, "answer": 30, "gold": 20}))
 
 
+@click.command("widen-gold")
+@click.argument("project_path", metavar="PROJECT")
+@click.option("--source", type=click.Choice(["synthetic", "log", "manual"]), default="synthetic", show_default=True,
+              help="Which rows to widen.")
+@json_option
+def widen_gold(project_path, source, as_json):
+    """Make every chunk that holds a row's reference answer gold too (graded like its source chunk).
+
+    Generation does this for new rows; this command does it for rows made before, or after a
+    re-ingest. A reference shorter than 8 words is left alone (a phrase, not an answer sentence).
+    Each change is a journaled 'gold' decision by curator-widen: status and reviewer stay, undo works.
+
+    \b
+    Example:
+        curator widen-gold handbook.curator
+    """
+    from curator.core.store.gold import widen_gold as run_widen
+
+    with project(project_path) as db:
+        counts = run_widen(db, source=source)
+    emit(counts, as_json, lambda c: f"{c['rows_widened']} of {c['rows_checked']} {source} rows widened: "
+                                    f"{c['chunks_added']} gold chunks added (each holds the row's reference answer)")
+
+
 def register(cli: click.Group) -> None:
     cli.add_command(generate)
     cli.add_command(queries)
+    cli.add_command(widen_gold)

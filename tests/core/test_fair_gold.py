@@ -1,0 +1,123 @@
+"""Fair gold (store.gold): every chunk holding a row's reference sentence is gold, graded like its source,
+at generation and by widen-gold; the grades reach the exports and evaluate."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from curator.cli.main import cli
+from curator.core.corpus.ingest import ingest
+from curator.core.evaluation.evaluate import gold_qrels, gold_rows
+from curator.core.export.writers import export
+from curator.core.generation.backends import FakeBackend
+from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.queries.rows import add_query, get_query
+from curator.core.review.decisions import decide, undo
+from curator.core.store import gold as gold_store
+from curator.core.store import open_project
+
+SENTENCE = "Hold the reset button for ten seconds until the status light blinks amber twice."
+
+
+def _corpus(tmp_path):
+    """Three documents: two repeat the answer sentence (an FAQ and a manual), one does not."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "faq.md").write_text("# Router FAQ\n\nIt keeps its settings after a power cut. "
+                                   f"{SENTENCE} After that the router starts with factory settings again.\n")
+    (folder / "manual.md").write_text("# Manual\n\nPlace the router away from metal shelves for a better signal. "
+                                      f"To start over: {SENTENCE.lower()} Then set a new password.\n")
+    (folder / "other.md").write_text("# Billing\n\nInvoices are sent on the first working day of every month by "
+                                     "email, and receipts can be downloaded from the account page at any time.\n")
+    return folder
+
+
+@pytest.fixture
+def db(tmp_path):
+    project = open_project(tmp_path / "fair.curator", create=True)
+    ingest(project, [_corpus(tmp_path)])
+    yield project
+    project.close()
+
+
+def _chunk_of(db, path_part: str) -> str:
+    return db.execute("SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path LIKE ?",
+                      [f"%{path_part}%"]).fetchone()[0]
+
+
+def test_chunks_holding_finds_every_chunk_with_the_whole_sentence(db):
+    found = gold_store.chunks_holding(db, SENTENCE)
+    assert set(found) == {_chunk_of(db, "faq"), _chunk_of(db, "manual")}
+    assert gold_store.chunks_holding(db, "Hold the reset button for ten minutes until the status light") == []
+    assert gold_store.chunks_holding(db, "reset button") == []  # a phrase, not an answer sentence
+
+
+def test_widen_gold_adds_them_at_the_source_grade_journaled_and_undoable(db):
+    faq, manual = _chunk_of(db, "faq"), _chunk_of(db, "manual")
+    with db.conn:
+        qid = add_query(db, "How do I start my router over?", "synthetic", query_type="factoid", reference=SENTENCE,
+                        source_chunk_ids=[faq], gold_chunk_ids=[faq])
+    decide(db, qid, "approve", "ana", gold=[faq], grades={faq: 2})
+    assert gold_store.widen_gold(db) == {"rows_checked": 1, "rows_widened": 1, "chunks_added": 1}
+    row = get_query(db, qid)
+    assert row["gold_chunk_ids"] == [faq, manual] and row["gold_grades"] == {faq: 2, manual: 2}
+    assert row["status"] == "approved" and row["reviewer"] == "ana"  # who approved it stays on record
+    assert gold_store.widen_gold(db)["rows_widened"] == 0  # idempotent
+    assert gold_qrels(gold_rows(db, ("approved",)))[qid] == {faq: 2, manual: 2}
+    undo(db, gold_store.WIDEN_REVIEWER)
+    assert get_query(db, qid)["gold_chunk_ids"] == [faq]
+
+
+def test_widened_grades_reach_beir_and_trec_qrels(db, tmp_path):
+    faq, manual = _chunk_of(db, "faq"), _chunk_of(db, "manual")
+    with db.conn:
+        qid = add_query(db, "How do I start my router over?", "synthetic", query_type="factoid", reference=SENTENCE,
+                        source_chunk_ids=[faq], gold_chunk_ids=[faq])
+    decide(db, qid, "approve", "ana", gold=[faq], grades={faq: 3})
+    gold_store.widen_gold(db)
+    export(db, tmp_path / "qrels.txt", "trec")
+    assert {line.split()[2]: line.split()[3] for line in (tmp_path / "qrels.txt").read_text().splitlines()} == {
+        faq: "3", manual: "3"}
+    export(db, tmp_path / "beir", "beir")
+    rows = (tmp_path / "beir" / "qrels" / "test.tsv").read_text().splitlines()[1:]
+    assert sorted(r.split("\t")[1:] for r in rows) == sorted([[faq, "3"], [manual, "3"]])
+
+
+def test_generation_makes_every_chunk_holding_the_answer_gold(db):
+    faq, manual = _chunk_of(db, "faq"), _chunk_of(db, "manual")
+
+    class Matches:
+        available = True
+
+        def similarity(self, question, answer):
+            return 0.9
+
+        def describe(self):
+            return "stand-in"
+
+    summary = generate(db, GenerationConfig(count=2, mix={"factoid": 1.0}, seed=1, retries=3),
+                       backend=FakeBackend(["Question: How do I get my box back to how it came?\n"]
+                                           + ["Question: What happens to my box after a blackout?\n"]),
+                       matcher=Matches())
+    rows = [get_query(db, r[0]) for r in db.execute("SELECT id FROM queries WHERE source = 'synthetic'")]
+    assert summary["accepted"] >= 1
+    widened = [r for r in rows if r["reference"] == SENTENCE or r["reference"].lower().endswith(SENTENCE.lower())]
+    assert widened  # the FAQ chunk's only answer sentence is the repeated one
+    for row in widened:
+        assert set(row["gold_chunk_ids"]) == {faq, manual} and row["source_chunk_ids"][0] in (faq, manual)
+        assert set(row["gold_grades"].values()) == {1}
+    for row in rows:
+        if row not in widened:
+            assert row["gold_chunk_ids"] == row["source_chunk_ids"]
+
+
+def test_widen_gold_command_prints_counts_and_json(tmp_path, db):
+    path = db.conn.execute("PRAGMA database_list").fetchone()[2]
+    result = CliRunner().invoke(cli, ["widen-gold", path, "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"rows_checked": 0, "rows_widened": 0, "chunks_added": 0}
+    result = CliRunner().invoke(cli, ["widen-gold", path])
+    assert "0 of 0 synthetic rows widened" in result.output
