@@ -11,6 +11,12 @@ that matrix:
   replacement *within* each slice (the same draws for every retriever, so they stay paired) and
   takes the 2.5th and 97.5th percentiles of the resampled taus; a resample where one side ties
   every retriever has no tau and is left out (and counted);
+- pairs: for each pair of retrievers, its gap on the real rows and on the synthetic rows, each with a
+  paired bootstrap interval, and whether they agree in sign. The verdict rests on the winner and on
+  the pairs whose real interval excludes zero: with four retrievers tau moves in steps of 0.33, so a
+  tau of 0.67 can hide a clearly separated pair in the wrong order;
+- realism (queries.realism): overlap with the gold chunk, length, function words and form of the
+  synthetic rows per type against the real rows (else a built-in reference of real questions);
 - the difficulty gap of each synthetic query type: the mean over retrievers of the metric on
   that type, minus the same on the log queries, with an interval from resampling both sides;
 - stability against size: ``resamples`` sets of n queries drawn with replacement from the gold
@@ -361,6 +367,7 @@ def validate(db: sqlite_utils.Database, retrievers: Sequence[str] = DEFAULT_RETR
         entry["text"] = _stability_text(entry)
     return {"metric": metric, "seed": seed, "resamples": resamples, "queries": len(rows), "retrievers": names,
             "verdict": _verdict(agreement, groups, names, pairs), "agreement": agreement, "pairs": pairs,
-            "slices": slices, "realism": realism.section(db, rows),
+            "slices": slices,
             "difficulty_gap": _difficulty_gaps(rows, values, groups, metric, resamples, seed),
-            "type_spread": _type_spread(slices, names), "stability": stable, "warnings": warnings}
+            "type_spread": _type_spread(slices, names), "stability": stable, "warnings": warnings,
+            "realism": realism.section(db, rows)}
