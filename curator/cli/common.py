@@ -1,9 +1,16 @@
-"""Shared plumbing for CLI commands: open a project, print text or JSON, fail with one line."""
+"""Shared plumbing for CLI commands: open a project, print text or JSON, fail with one line.
+
+Everything a command prints goes through ``echo`` (``emit`` and the error lines use it), which
+neutralises control characters: documents, logs and traces are other people's text, and an
+escape sequence in them would otherwise act on the reader's terminal (clear the screen, set the
+window title, write the clipboard with OSC 52, overprint a line with a carriage return).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import sys
 import traceback
@@ -16,6 +23,22 @@ from curator.core.errors import BadOption, CuratorError
 from curator.core.store import open_project
 
 
+# C0 controls except tab and newline (which lay text out), DEL, and the C1 controls (U+0080-U+009F:
+# CSI and OSC have one-character forms there). ESC is among them, so a whole escape sequence is inert.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_JSON_UNSAFE = re.compile("[\x7f-\x9f]")  # json.dumps escapes C0 itself; DEL and C1 it leaves raw
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with each control character shown as a visible escape (ESC as ``\\x1b``)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def echo(text: Any = "", err: bool = False, nl: bool = True) -> None:
+    """click.echo for text meant for a terminal: the one place control characters are neutralised."""
+    click.echo(terminal_safe(str(text)), err=err, nl=nl)
+
+
 class CuratorGroup(click.Group):
     """Turns a CuratorError anywhere in a command into 'Error: ...' on stderr and exit 1 (a
     BadOption into the same line and exit 2, a usage error)."""
@@ -24,16 +47,16 @@ class CuratorGroup(click.Group):
         try:
             return super().invoke(ctx)
         except BadOption as exc:  # a value no run could accept: a usage error, as click reports its own
-            click.echo(f"Error: Invalid value for '{exc.option}': {exc}", err=True)
+            echo(f"Error: Invalid value for '{exc.option}': {exc}", err=True)
             ctx.exit(2)
         except CuratorError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            echo(f"Error: {exc}", err=True)
             ctx.exit(1)
         except sqlite3.DatabaseError as exc:  # e.g. a disk that filled up mid-command: say so, no traceback
             if os.environ.get("CURATOR_DEBUG"):
                 traceback.print_exc()
-            click.echo(f"Error: the project file could not be read or written ({exc}); work committed before "
-                       "this point is kept.", err=True)
+            echo(f"Error: the project file could not be read or written ({exc}); work committed before "
+                 "this point is kept.", err=True)
             ctx.exit(1)
 
 
@@ -47,11 +70,15 @@ def project(path: str, create: bool = False) -> Iterator[Any]:
 
 
 def emit(data: Any, as_json: bool, render: Callable[[Any], str] | None = None) -> None:
-    """Print one JSON document (for scripts) or the human rendering."""
+    """Print one JSON document (for scripts) or the human rendering (through ``echo``).
+
+    JSON keeps every character of the data: json.dumps escapes C0 controls, and DEL and C1 are
+    escaped here the same way (\\u0080...), which parses back to the same text."""
     if as_json:
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+        text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+        click.echo(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
     elif render is not None:
-        click.echo(render(data))
+        echo(render(data))
 
 
 def table(rows: list[dict], columns: list[str], widths: dict[str, int] | None = None) -> str:
@@ -73,7 +100,8 @@ def progress_printer(label: str) -> Callable[[int, int, str], None]:
     interactive = sys.stderr.isatty()
     def on_progress(done: int, total: int, message: str) -> None:
         if interactive and total:
-            click.echo(f"\r{label} {done}/{total} {message[:50]:<50}", err=True, nl=done >= total)
+            # the leading carriage return is ours (the line redraws); the message's own are shown
+            click.echo(f"\r{label} {done}/{total} {terminal_safe(message[:50]):<50}", err=True, nl=done >= total)
     return on_progress
 
 
