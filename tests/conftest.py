@@ -15,6 +15,7 @@ import settings_guard  # noqa: E402
 
 # Before anything makes a QSettings: the suite writes settings only under a temporary folder.
 REAL_SETTINGS_DIRS, TEST_SETTINGS_DIR = settings_guard.isolate()
+os.environ["XDG_STATE_HOME"] = str(TEST_SETTINGS_DIR / "state")  # the error log of a test's bug stays here too
 
 from curator.core.corpus.ingest import ingest  # noqa: E402
 from curator.core.resources import bundled_model_path, sample_corpus_dir  # noqa: E402

@@ -106,9 +106,9 @@ def test_core_imports_nothing_heavy_at_import_time():
 # -- stages inside core ----------------------------------------------------------------------
 # What each room of curator/core may import besides itself. The shared modules (errors,
 # progress, files) come first; store imports no stage; a stage sees only the ones it builds on.
-SHARED = {"errors", "progress", "files"}
+SHARED = {"errors", "progress", "files", "logfile"}
 ALLOWED = {
-    "errors": set(), "progress": set(), "files": set(), "resources": {"errors"},
+    "errors": set(), "progress": set(), "files": set(), "logfile": set(), "resources": {"errors"},
     "store": {"errors"},
     "corpus": {"store", *SHARED},
     "queries": {"store", "corpus", *SHARED},
@@ -207,3 +207,67 @@ def test_every_core_folder_is_a_room_with_a_rule():
     rooms = {p.name for p in (PACKAGE / "core").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     rooms |= {p.stem for p in (PACKAGE / "core").glob("*.py") if p.stem != "__init__"}
     assert rooms <= set(ALLOWED), rooms - set(ALLOWED)
+
+# -- inside the GUI: no view imports another view ------------------------------------------
+# A view is a tab (``*_view.py``); its parts are the dialogs and panels only it opens, listed
+# here or named after it (``review_keys.py`` is a part of ``review_view.py``). A view and its
+# parts import, of the GUI, only the shared modules and their own parts; the shared modules
+# import no view and no part; only the window (and the app that opens it) puts views together.
+GUI_SHARED = {"widgets", "models", "task_view", "workers", "crash", "chart", "empty_state", "highlight", "settings",
+              "cluster_map", "qt_probe"}
+GUI_ASSEMBLERS = {"window", "app", "__main__", "__init__"}
+GUI_PARTS = {"gold_dialog": "review", "suggestions_panel": "review", "import_log_dialog": "queries"}
+
+
+def gui_owner(module: str, views: set[str]) -> str | None:
+    """The view ('review') a GUI module belongs to, as the view itself or as one of its parts."""
+    if module in GUI_SHARED or module in GUI_ASSEMBLERS:
+        return None
+    if module.endswith("_view") and module[: -len("_view")] in views:
+        return module[: -len("_view")]
+    if module in GUI_PARTS:
+        return GUI_PARTS[module]
+    return next((view for view in sorted(views, key=len, reverse=True) if module.startswith(view + "_")), None)
+
+
+def gui_imports() -> dict[str, set[str]]:
+    """GUI module stem -> the GUI module stems it imports."""
+    graph = {}
+    for path in _files("gui"):
+        names = {name.split(".")[2] for _, name in imported_names(path)
+                 if name.startswith("curator.gui.") and len(name.split(".")) > 2}
+        graph[path.stem] = names - {path.stem}
+    return graph
+
+
+def gui_violations(graph: dict[str, set[str]]) -> list[str]:
+    views = {m[: -len("_view")] for m in graph if m.endswith("_view") and m not in GUI_SHARED}
+    bad = []
+    for module, targets in sorted(graph.items()):
+        owner = gui_owner(module, views)
+        if module not in GUI_SHARED | GUI_ASSEMBLERS and owner is None:
+            bad.append(f"curator/gui/{module}.py is not classified: a view, a part of one, or shared?")
+            continue
+        for target in sorted(targets):
+            if module in GUI_ASSEMBLERS or target in GUI_SHARED:
+                continue
+            if module in GUI_SHARED:
+                bad.append(f"{module} (shared) imports {target}")
+            elif gui_owner(target, views) != owner or target == f"{owner}_view":
+                bad.append(f"{module} imports {target} (a view imports only shared modules and its own parts)")
+    return bad
+
+
+def test_no_gui_view_imports_another_view():
+    assert gui_violations(gui_imports()) == []
+
+
+def test_gui_check_can_fail():
+    graph = {"widgets": set(), "window": {"review_view", "queries_view"}, "review_view": {"widgets", "review_keys",
+             "gold_dialog"}, "review_keys": {"widgets"}, "gold_dialog": set(), "queries_view": {"review_view"},
+             "import_log_dialog": {"queries_view"}, "task_view": {"queries_view"}, "stray": set()}
+    assert gui_violations(graph) == [
+        "import_log_dialog imports queries_view (a view imports only shared modules and its own parts)",
+        "queries_view imports review_view (a view imports only shared modules and its own parts)",
+        "curator/gui/stray.py is not classified: a view, a part of one, or shared?",
+        "task_view (shared) imports queries_view"]

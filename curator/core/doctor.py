@@ -168,8 +168,15 @@ def _xcb_fix(missing: list[str]) -> str:
     return "; ".join(fixes)
 
 
+def check_error_log() -> Check:
+    """Not a test: where the window writes the traceback of an unexpected error, to read or attach."""
+    from curator.core.logfile import log_path
+
+    return Check("error log", "ok", f"the window writes unexpected errors to {log_path()}")
+
+
 CHECKS: tuple[Callable[[], Check], ...] = (check_bundled_model, check_minilm, check_llama_build, check_qt_offscreen,
-                                           check_qt_xcb)
+                                           check_qt_xcb, check_error_log)
 
 
 def run_doctor(checks: Optional[tuple[Callable[[], Check], ...]] = None) -> dict:

@@ -17,7 +17,7 @@ from typing import Optional
 import sqlite_utils
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QFrame, QHBoxLayout, QLineEdit, QListWidget, QPlainTextEdit,
-                               QProgressBar, QPushButton, QSplitter, QVBoxLayout, QWidget)
+                               QPushButton, QSplitter, QVBoxLayout, QWidget)
 
 from curator.core.review import adjudicate
 from curator.core.corpus import documents
@@ -25,8 +25,8 @@ from curator.core.review import decisions
 from curator.core.review.identity import default_reviewer
 from curator.core.errors import CuratorError
 from curator.gui import workers
-from curator.gui.review_view import EditKeys, plain_label
 from curator.gui.task_view import TaskView
+from curator.gui.widgets import EditKeys, plain_label
 
 HINT = "A take left · B take right · E edit (Ctrl+Enter saves, Esc cancels) · Space next · Ctrl+Z undo"
 
@@ -99,7 +99,7 @@ class AdjudicationView(TaskView, QWidget):
                  parent=None) -> None:
         super().__init__(parent)
         self.db, self.project_path = db, Path(project_path)
-        self.init_tasks()
+        self.init_tasks(cancellable=False)  # a merge is one transaction: it cannot stop half-way
         self.last_merge: Optional[dict] = None
         self.judge = reviewer or default_reviewer()
         self.conflicts: list[dict] = []
@@ -135,7 +135,6 @@ class AdjudicationView(TaskView, QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(self._merge_bar())
-        layout.addWidget(self.progress)
         layout.addWidget(splitter)
 
     def _merge_bar(self) -> QHBoxLayout:
@@ -144,13 +143,9 @@ class AdjudicationView(TaskView, QWidget):
                                      "(opened read-only; re-merging changes nothing).")
         self.merge_button.setFocusPolicy(Qt.NoFocus)
         self.merge_button.clicked.connect(self.choose_copy)
-        self.status = plain_label()
-        self.status.setWordWrap(True)
-        self.progress = QProgressBar()
-        self.progress.setVisible(False)
         bar = QHBoxLayout()
         bar.addWidget(self.merge_button)
-        bar.addWidget(self.status, 1)
+        bar.addWidget(self.task_bar, 1)
         return bar
 
     # -- merge -----------------------------------------------------------------------------

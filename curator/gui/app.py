@@ -18,11 +18,13 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
+    from curator.gui import crash
     from curator.gui.window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Curator")
     _style(app)
+    crash.install()  # from here an uncaught error is logged and shown in a dialog, and the app goes on
     window = MainWindow(args.project, reviewer=args.reviewer or ("bench" if args.benchmark_startup else None))
     window.show()
     if args.benchmark_startup:

@@ -14,14 +14,15 @@ from typing import Optional
 import sqlite_utils
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QPixmap
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QProgressBar,
-                               QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSpinBox,
+                               QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from curator.core.clustering.reads import active_cluster_run, cluster_points
 from curator.core.review import sample
 from curator.gui import workers
 from curator.gui.cluster_map import ClusterMap, cluster_color
 from curator.gui.task_view import TaskView
+from curator.gui.widgets import plain_label
 
 LIST_HEADERS = ("Cluster", "Label", "Size", "Queued", "Reviewed", "Approved")
 
@@ -67,23 +68,11 @@ class ClustersView(TaskView, QWidget):
         self.allocation.addItems(list(sample.ALLOCATIONS))
         self.sample_button = QPushButton("Build review queue")
         self.sample_button.clicked.connect(self.run_sampling)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self.cancel)
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(220)
-        self.progress.setTextVisible(True)
-        self.progress.hide()
         bar = QHBoxLayout()
         for widget in (QLabel("k"), self.k_spin, self.cluster_button, QLabel("   Sample size"), self.size_spin,
                        self.allocation, self.sample_button):
             bar.addWidget(widget)
         bar.addStretch(1)
-        bar.addWidget(self.progress)
-        bar.addWidget(self.cancel_button)
-        self.status = QLabel()
-        self.status.setTextFormat(Qt.PlainText)
-        self.status.setObjectName("hint")
 
         self.table = QTableWidget(0, len(LIST_HEADERS))
         self.table.setHorizontalHeaderLabels(list(LIST_HEADERS))
@@ -98,9 +87,7 @@ class ClustersView(TaskView, QWidget):
 
         self.map = ClusterMap()
         self.map.selection_changed.connect(self._map_selected)
-        self.selection_label = QLabel("Click a point or drag a lasso to filter the Queries tab.")
-        self.selection_label.setTextFormat(Qt.PlainText)
-        self.selection_label.setObjectName("hint")
+        self.selection_label = plain_label("Click a point or drag a lasso to filter the Queries tab.", hint=True)
         self.clear_button = QPushButton("Clear selection")
         self.clear_button.setEnabled(False)
         self.clear_button.clicked.connect(self.map.clear_selection)
@@ -125,7 +112,7 @@ class ClustersView(TaskView, QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(bar)
-        layout.addWidget(self.status)
+        layout.addWidget(self.task_bar)
         layout.addWidget(splitter, 1)
 
     # -- data ------------------------------------------------------------------------------
@@ -207,7 +194,6 @@ class ClustersView(TaskView, QWidget):
     def set_busy(self, busy: bool, message: str = "") -> None:
         for widget in (self.cluster_button, self.sample_button, self.k_spin, self.size_spin, self.allocation):
             widget.setEnabled(not busy)
-        self.cancel_button.setEnabled(busy)
         super().set_busy(busy, message)
 
     def show_task_progress(self, done: int, total: int, message: str) -> None:

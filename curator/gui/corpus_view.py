@@ -13,7 +13,7 @@ from typing import Optional
 import sqlite_utils
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLineEdit, QListWidget, QListWidgetItem,
-                               QPlainTextEdit, QProgressBar, QPushButton, QSplitter, QVBoxLayout, QWidget)
+                               QPlainTextEdit, QPushButton, QSplitter, QVBoxLayout, QWidget)
 
 from curator.core.corpus import documents
 from curator.core.corpus import search
@@ -21,19 +21,14 @@ from curator.core.corpus.ingest import IngestReport, corpus_sources, ingest, rei
 from curator.core.corpus.loaders import SUPPORTED_SUFFIXES
 from curator.gui.empty_state import EmptyStack, EmptyState
 from curator.gui.models import plain_tooltip
-from curator.gui.review_view import plain_label
 from curator.gui.task_view import TaskView
+from curator.gui.widgets import plain_label, plural, project_file
 
 FORMATS = " ".join(sorted(SUPPORTED_SUFFIXES))
 FORMATS_LINE = f"Formats: {FORMATS} (a BEIR corpus.jsonl keeps its ids; other files are skipped)"
 FILE_FILTER = f"Documents ({' '.join('*' + s for s in sorted(SUPPORTED_SUFFIXES))});;All files (*)"
 EMPTY_TEXT = ("No documents yet. Add the folder of documents you want questions about, "
               "or drop files and folders here.\n" + FORMATS_LINE)
-
-
-def project_file(db: sqlite_utils.Database) -> Path:
-    """The file a connection has open (the worker opens its own connection on it)."""
-    return Path(db.execute("PRAGMA database_list").fetchone()[2])
 
 
 def summary(result: IngestReport) -> str:
@@ -47,10 +42,6 @@ def summary(result: IngestReport) -> str:
     if result.queries_stale:
         parts.append(f"{result.queries_stale} queries have a gold chunk that is gone: review them again")
     return "; ".join(parts) + f". The project holds {result.total_documents} documents, {result.total_chunks} chunks."
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def dropped_paths(mime) -> list[str]:
@@ -84,8 +75,7 @@ class CorpusView(TaskView, QWidget):
                                                                          ("Add files…", self.add_files)]))
         layout = QVBoxLayout(self)
         layout.addLayout(self._ingest_bar())
-        layout.addWidget(self.status)
-        layout.addWidget(self.progress)
+        layout.addWidget(self.task_bar)
         layout.addWidget(self.skipped_label)
         layout.addWidget(self.skipped_list)
         layout.addWidget(self.stack, 1)
@@ -99,20 +89,13 @@ class CorpusView(TaskView, QWidget):
         self.reingest_button.setToolTip("Read every folder and file added so far again: changed files update "
                                         "their chunks, unchanged ones are skipped.")
         self.reingest_button.clicked.connect(self.reingest)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.clicked.connect(self.cancel)
-        self.cancel_button.setEnabled(False)
         self.formats = plain_label(FORMATS_LINE)
-        self.status = plain_label()
-        self.status.setWordWrap(True)
-        self.progress = QProgressBar()
-        self.progress.setVisible(False)
         self.skipped_label = plain_label(bold=True)
         self.skipped_list = QListWidget()
         self.skipped_list.setMaximumHeight(120)
         self._show_skipped(None)
         bar = QHBoxLayout()
-        for button in (self.add_files_button, self.add_folder_button, self.reingest_button, self.cancel_button):
+        for button in (self.add_files_button, self.add_folder_button, self.reingest_button):
             bar.addWidget(button)
         bar.addWidget(self.formats, 1)
         return bar
@@ -178,7 +161,6 @@ class CorpusView(TaskView, QWidget):
         for button in (self.add_files_button, self.add_folder_button, *self.stack.empty.buttons):
             button.setEnabled(not busy)
         self.reingest_button.setEnabled(not busy and bool(corpus_sources(self.db)))
-        self.cancel_button.setEnabled(busy)
         super().set_busy(busy, message)
 
     def show_task_progress(self, done: int, total: int, message: str) -> None:

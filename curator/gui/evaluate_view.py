@@ -14,8 +14,9 @@ import sqlite_utils
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLineEdit,
-                               QProgressBar, QPushButton, QSplitter, QVBoxLayout, QWidget)
+                               QPushButton, QSplitter, QVBoxLayout, QWidget)
 
+from curator.core.clustering.reads import active_cluster_run
 from curator.core.evaluation.evaluate import eval_runs
 from curator.core.export.writers import exports as past_exports
 from curator.core.evaluation.evaluate import RECALL_HEALTHY, RETRIEVERS, slice_title
@@ -24,11 +25,12 @@ from curator.core.evaluation import metrics
 from curator.core.evaluation.metrics import DEFAULT_KS
 from curator.core.export.writers import DEFAULT_STATUSES, FORMATS, manifest_path
 from curator.core.review.decisions import STATUSES
+from curator.core.store.stats import project_stats
 from curator.gui import workers
 from curator.gui.chart import Chart
-from curator.gui.generate_view import RecordTableModel, path_row, plain, record_table
+from curator.gui.models import RecordTableModel
 from curator.gui.task_view import TaskView
-from curator.gui.validity_view import ValidityPanel
+from curator.gui.widgets import path_row, plain_label, record_table, titled
 
 EMBEDDERS = ("", "tfidf", "minilm")
 OUT_NAMES = {"jsonl": "gold.jsonl", "trec": "gold.qrels", "beir": "beir"}
@@ -102,6 +104,24 @@ def cluster_bars(result: dict, k: int) -> list[tuple[str, float, float]]:
             for name, s in sorted(slices.items()) if name.startswith("cluster:")]
 
 
+def no_evaluation_text(approved: int) -> str:
+    if approved:
+        return (f"No evaluation yet. Press Evaluate to score the chosen retriever on the {approved} approved "
+                f"{'row' if approved == 1 else 'rows'} (Recall@k, MRR and nDCG, overall and per slice).")
+    return "No evaluation yet: approve some rows in Review, then press Evaluate."
+
+
+def no_cluster_bars_text(evaluated: bool, approved: int, clustered: bool) -> str:
+    """The per-cluster chart's empty text: the first missing step, in the order they are taken."""
+    if not clustered:
+        return "No clusters in this project: run clustering (Clusters tab), then Evaluate, to see results per cluster."
+    if not approved:
+        return "No approved rows yet: approve some in Review, then press Evaluate."
+    if not evaluated:
+        return "Press Evaluate to chart Recall@k and MRR per cluster."
+    return "This evaluation has no per-cluster slices (its rows had no cluster when it ran): press Evaluate again."
+
+
 # -- tasks (run in the worker thread) -------------------------------------------------------
 
 def export_task(db: sqlite_utils.Database, out: str, *, fmt: str, statuses: tuple[str, ...],
@@ -134,14 +154,14 @@ class ClusterBarChart(Chart):
         super().__init__(320, 200, parent)
         self.bars: list[tuple[str, float, float]] = []
         self.k = 5
+        self.empty_text = "No per-cluster results yet."  # the view says what this project lacks
 
     def set_bars(self, bars: list[tuple[str, float, float]], k: int) -> None:
         self.bars, self.k = list(bars), k
         self.update()
 
     def paintEvent(self, event) -> None:
-        started = self.begin_paint(None if self.bars else "No per-cluster results yet: cluster the queries, "
-                                                          "approve some rows, then evaluate.")
+        started = self.begin_paint(None if self.bars else self.empty_text)
         if started is None:
             return
         painter, metrics = started
@@ -196,7 +216,7 @@ class EvaluateView(TaskView, QWidget):
     def __init__(self, db: sqlite_utils.Database, project_path: str | Path, parent=None) -> None:
         super().__init__(parent)
         self.db, self.project_path = db, Path(project_path)
-        self.init_tasks()
+        self.init_tasks(cancellable=False)  # export and evaluate are one step each: nothing to stop half-way
         self.result: Optional[dict] = None
         self.manifest: Optional[dict] = None
         self._build()
@@ -207,48 +227,36 @@ class EvaluateView(TaskView, QWidget):
         options = QHBoxLayout()
         options.addWidget(self._export_box(), 1)
         options.addWidget(self._evaluate_box(), 1)
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(220)
-        self.progress.hide()
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self.cancel)
-        self.status = plain()
-        bar = QHBoxLayout()
-        bar.addWidget(self.status, 1)
-        bar.addWidget(self.progress)
-        bar.addWidget(self.cancel_button)
         self.manifest_model = RecordTableModel(MANIFEST_COLUMNS)
         self.manifest_table = record_table(self.manifest_model, stretch=(1,))
         self.metrics_model = RecordTableModel(metric_columns([1, 3, 5, 10, 20]))
         self.metrics_table = record_table(self.metrics_model, stretch=())
         self.metrics_table.horizontalHeader().setMaximumSectionSize(320)  # long cluster labels are elided
-        self.summary = plain()
+        self.summary = plain_label()
         self.chart = ClusterBarChart()
         self.chart_k = QComboBox()
         self.chart_k.currentIndexChanged.connect(self._draw_chart)
         chart_bar = QHBoxLayout()
-        chart_bar.addWidget(plain("Per cluster"), 1)
-        chart_bar.addWidget(plain("Recall at k ="))
+        chart_bar.addWidget(plain_label("Per cluster"), 1)
+        chart_bar.addWidget(plain_label("Recall at k ="))
         chart_bar.addWidget(self.chart_k)
-        left = self._column(plain("Last export"), self.manifest_table)
+        left = titled(plain_label("Last export"), self.manifest_table)
         chart_pane = QWidget()
         ccol = QVBoxLayout(chart_pane)
         ccol.setContentsMargins(0, 0, 0, 0)
         ccol.addLayout(chart_bar)
         ccol.addWidget(self.chart, 1)
         results = QSplitter(Qt.Vertical)
-        results.addWidget(self._column(self.summary, self.metrics_table))
+        results.addWidget(titled(self.summary, self.metrics_table))
         results.addWidget(chart_pane)
-        self.validity = ValidityPanel(self.project_path)
-        results.addWidget(self.validity)
         # floors below the panes' own minimum hints, so the tab fits a 1024x640 window; the
         # metrics pane keeps room for the overall row and a few slices
-        for pane, floor in ((results.widget(0), 150), (chart_pane, 80), (self.validity, 80)):
+        for pane, floor in ((results.widget(0), 150), (chart_pane, 80)):
             pane.setMinimumHeight(floor)
         results.setChildrenCollapsible(False)
-        results.setStretchFactor(0, 2)
-        results.setSizes([260, 200, 200])
+        results.setStretchFactor(0, 1)
+        results.setStretchFactor(1, 1)
+        results.setSizes([300, 300])
         splitter = QSplitter()
         splitter.addWidget(left)
         splitter.addWidget(results)
@@ -257,17 +265,8 @@ class EvaluateView(TaskView, QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(options)
-        layout.addLayout(bar)
+        layout.addWidget(self.task_bar)
         layout.addWidget(splitter, 1)
-
-    @staticmethod
-    def _column(header: QWidget, body: QWidget) -> QWidget:
-        pane = QWidget()
-        col = QVBoxLayout(pane)
-        col.setContentsMargins(0, 0, 0, 0)
-        col.addWidget(header)
-        col.addWidget(body, 1)
-        return pane
 
     def _export_box(self) -> QGroupBox:
         box = QGroupBox("Export the gold set")
@@ -314,7 +313,7 @@ class EvaluateView(TaskView, QWidget):
         form.addRow("Embedder", self.embedder)
         form.addRow("k values", self.ks)
         form.addRow("Run file", run_row)
-        form.addRow(plain("A run file, when given, is scored instead of the retriever.", hint=True))
+        form.addRow(plain_label("A run file, when given, is scored instead of the retriever.", hint=True))
         form.addRow(self.evaluate_button)
         return box
 
@@ -338,7 +337,6 @@ class EvaluateView(TaskView, QWidget):
         if runs and runs[0]["metrics"]:
             self.show_result({"eval_run": runs[0]["id"], **runs[0]["metrics"]}, runs[0]["created_at"])
         else:
-            self.summary.setText("No evaluation yet: approve some rows in Review, then press Evaluate.")
             self.show_result(None)
         exports = past_exports(self.db, limit=1)
         if self.manifest is None and exports:
@@ -358,11 +356,26 @@ class EvaluateView(TaskView, QWidget):
         self.chart_k.setCurrentIndex(ks.index(5) if 5 in ks else len(ks) - 1)
         self.chart_k.blockSignals(False)
         self._draw_chart()
+        self._say_what_is_missing()
         if result:
             self.summary.setText(
                 f"Eval run {result.get('eval_run', '?')} · {result['retriever']} · {result['answerable_queries']} "
                 f"answerable, {result['unanswerable_queries']} unanswerable" + auroc_note(result)
                 + (f" · {_when(when)}" if when else "") + "".join(f"\n{w}" for w in result.get("warnings", [])[:3]))
+
+    def _say_what_is_missing(self) -> None:
+        """The empty table and chart say what is true of this project now, and the next step."""
+        approved = project_stats(self.db)["queries_by_status"].get("approved", 0)
+        clustered = active_cluster_run(self.db) is not None
+        if self.result is None:
+            self.summary.setText(no_evaluation_text(approved))
+        self.chart.empty_text = no_cluster_bars_text(self.result is not None, approved, clustered)
+        self.chart.update()
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt's naming)
+        # rows approved in the Review tab since the last look change what the empty states say
+        self._say_what_is_missing()
+        super().showEvent(event)
 
     def _draw_chart(self) -> None:
         k = int(self.chart_k.currentText() or 5)
@@ -413,7 +426,6 @@ class EvaluateView(TaskView, QWidget):
     def set_busy(self, busy: bool, message: str = "") -> None:
         self.export_button.setEnabled(not busy)
         self.evaluate_button.setEnabled(not busy)
-        self.cancel_button.setEnabled(busy)
         super().set_busy(busy, message)
 
     def _finished(self, kind: str, result: dict) -> tuple:

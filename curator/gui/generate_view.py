@@ -11,23 +11,22 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional
 
 import sqlite_utils
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QProgressBar, QPushButton, QSpinBox, QSplitter, QTableView,
-                               QVBoxLayout, QWidget)
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLineEdit, QPushButton,
+                               QSpinBox, QSplitter, QVBoxLayout, QWidget)
 
 from curator.core.generation.runs import generation_runs, rejected_candidates
 from curator.core.generation.backends import Backend
 from curator.core.generation.generate import (DEFAULT_MIX, NO_EVENTS, QUERY_TYPES, GenerationConfig,
                                               GenerationEvents)
 from curator.gui import workers
+from curator.gui.models import RecordTableModel
 from curator.gui.task_view import TaskView
-from curator.gui.models import plain_tooltip
+from curator.gui.widgets import path_row, plain_label, record_table, titled
 
-RAW_ROLE = Qt.UserRole + 2  # the unformatted value of a cell (floats stay floats)
 BUNDLED, GGUF, ENDPOINT = 0, 1, 2
 MODEL_CHOICES = ("Bundled model (SmolLM2-135M)", "GGUF file on this computer", "OpenAI-compatible endpoint")
 ANSWER_CHOICES = {"Taken from the chunk (answer-first)": "extractive", "Written by the model": "free"}
@@ -35,124 +34,8 @@ RESUMABLE = ("cancelled", "running")  # 'running' after a crash: the run never f
 ROW_COLUMNS = (("query_type", "Type"), ("text", "Question"), ("reference", "Reference answer"), ("quality", "Quality"))
 REJECT_COLUMNS = (("query_type", "Type"), ("text", "Candidate"), ("reason", "Why rejected"))
 NO_QUESTION = "(no question could be read from the model's reply)"
-IDLE_FORMAT = "no run in progress"
-ROW_HEIGHT = 24
 
 BackendFactory = Callable[[GenerationConfig], Backend]
-
-
-# -- a small table model shared by the Generate and Export / Evaluate tabs ----------------
-
-class RecordTableModel(QAbstractTableModel):
-    """Rows of dicts shown as a table of plain strings; ``columns`` is ((key, header), ...).
-
-    Floats show with three decimals; ``RAW_ROLE`` gives a cell's value unformatted."""
-
-    def __init__(self, columns: Sequence[tuple[str, str]], formats: Optional[dict] = None, parent=None) -> None:
-        super().__init__(parent)
-        self.keys = [key for key, _ in columns]
-        self.headers = [header for _, header in columns]
-        self.formats = formats or {}  # key -> callable(value) -> str
-        self._rows: list[dict] = []
-
-    def set_rows(self, rows: Sequence[dict], columns: Optional[Sequence[tuple[str, str]]] = None) -> None:
-        """Replace every row (and optionally the columns) in one reset."""
-        self.beginResetModel()
-        if columns is not None:
-            self.keys = [key for key, _ in columns]
-            self.headers = [header for _, header in columns]
-        self._rows = list(rows)
-        self.endResetModel()
-
-    def append_rows(self, rows: Sequence[dict]) -> None:
-        if not rows:
-            return
-        first = len(self._rows)
-        self.beginInsertRows(QModelIndex(), first, first + len(rows) - 1)
-        self._rows.extend(rows)
-        self.endInsertRows()
-
-    def rows(self) -> list[dict]:
-        return list(self._rows)
-
-    def text(self, row: int, column: int) -> str:
-        value = self._rows[row].get(self.keys[column])
-        if value is None:
-            return ""
-        fmt = self.formats.get(self.keys[column])
-        if fmt is not None:
-            return fmt(value)
-        return f"{value:.3f}" if isinstance(value, float) else str(value)
-
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.keys)
-
-    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.DisplayRole) -> Any:
-        if not index.isValid() or not (0 <= index.row() < len(self._rows)):
-            return None
-        if role == Qt.DisplayRole:
-            return self.text(index.row(), index.column())
-        if role == Qt.ToolTipRole:
-            return plain_tooltip(self.text(index.row(), index.column()))
-        if role == RAW_ROLE:
-            return self._rows[index.row()].get(self.keys[index.column()])
-        return None
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole) -> Any:
-        if role != Qt.DisplayRole:
-            return None
-        if orientation == Qt.Horizontal:
-            return self.headers[section] if 0 <= section < len(self.headers) else None
-        return str(section + 1)
-
-
-def record_table(model: RecordTableModel, stretch: Sequence[int] = (1,)) -> QTableView:
-    """A read-only table of a RecordTableModel with fixed row heights (never size every row)."""
-    table = QTableView()
-    table.setModel(model)
-    table.setSelectionBehavior(QTableView.SelectRows)
-    table.setEditTriggers(QTableView.NoEditTriggers)
-    table.setAlternatingRowColors(True)
-    table.setWordWrap(False)
-    vh = table.verticalHeader()
-    vh.setSectionResizeMode(QHeaderView.Fixed)
-    vh.setDefaultSectionSize(ROW_HEIGHT)
-    vh.hide()
-    hh = table.horizontalHeader()
-    hh.setSectionResizeMode(QHeaderView.ResizeToContents)
-    for column in stretch:
-        if 0 <= column < model.columnCount():
-            hh.setSectionResizeMode(column, QHeaderView.Stretch)
-    hh.setMinimumSectionSize(readable_width(hh, model))
-    return table
-
-
-def readable_width(header: QHeaderView, model: RecordTableModel) -> int:
-    """The narrowest a column may get: its widest header title in full. A stretched column in a
-    narrow table otherwise shrank to a sliver ("andidat"); now the table scrolls sideways."""
-    titles = [str(model.headerData(c, Qt.Horizontal) or "") for c in range(model.columnCount())]
-    return max([header.fontMetrics().horizontalAdvance(t) for t in titles] + [40]) + 24
-
-
-def path_row(edit: QLineEdit, choose: QPushButton, on_choose: Callable[[], None]) -> QHBoxLayout:
-    """A path field with its "Choose…" button beside it, the button opening ``on_choose``."""
-    choose.clicked.connect(on_choose)
-    row = QHBoxLayout()
-    row.addWidget(edit, 1)
-    row.addWidget(choose)
-    return row
-
-
-def plain(text: str = "", hint: bool = False) -> QLabel:
-    label = QLabel(text)
-    label.setTextFormat(Qt.PlainText)
-    label.setWordWrap(True)
-    if hint:
-        label.setObjectName("hint")
-    return label
 
 
 # -- the task adapter (runs in the worker thread) -----------------------------------------
@@ -234,21 +117,18 @@ class GenerateView(TaskView, QWidget):
         self.rejected_model = RecordTableModel(REJECT_COLUMNS)
         self.rows_table = record_table(self.rows_model, stretch=(1, 2))
         self.rejected_table = record_table(self.rejected_model, stretch=(1,))
-        self.rows_label = plain("New rows (this session)")
-        self.rejected_label = plain("Rejected candidates")
+        self.rows_label = plain_label("New rows (this session)")
+        self.rejected_label = plain_label("Rejected candidates")
         splitter = QSplitter()
         for label, table in ((self.rows_label, self.rows_table), (self.rejected_label, self.rejected_table)):
-            pane = QWidget()
-            col = QVBoxLayout(pane)
-            col.setContentsMargins(0, 0, 0, 0)
-            col.addWidget(label)
-            col.addWidget(table, 1)
-            splitter.addWidget(pane)
+            splitter.addWidget(titled(label, table))
         splitter.setSizes([600, 500])
+        self.rate = plain_label()
+        self.task_bar.add(self.rate)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(options)
-        layout.addLayout(self._progress_bar())
+        layout.addWidget(self.task_bar)
         layout.addWidget(splitter, 1)
 
     def _model_box(self) -> QGroupBox:
@@ -296,36 +176,17 @@ class GenerateView(TaskView, QWidget):
         self.start_button.clicked.connect(self.start)
         self.resume_button = QPushButton("Resume last run")
         self.resume_button.clicked.connect(self.resume)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.clicked.connect(self.cancel)
-        self.cancel_button.setEnabled(False)
-        self.run_status = plain(hint=True)
+        self.run_status = plain_label(hint=True)
         form = QFormLayout(box)
         form.addRow("Rows", self.count)
         form.addRow("Seed", self.seed)
         form.addRow("Answers", self.answers)
         buttons = QHBoxLayout()
-        for button in (self.start_button, self.resume_button, self.cancel_button):
+        for button in (self.start_button, self.resume_button):
             buttons.addWidget(button)
         form.addRow(buttons)
         form.addRow(self.run_status)
         return box
-
-    def _progress_bar(self) -> QVBoxLayout:
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1)
-        self.progress.setValue(0)
-        self.progress.setFormat(IDLE_FORMAT)
-        self.rate = plain()
-        self.rate.setMinimumWidth(260)
-        self.status = plain()
-        bar = QHBoxLayout()
-        bar.addWidget(self.progress, 2)
-        bar.addWidget(self.rate)
-        column = QVBoxLayout()
-        column.addLayout(bar)
-        column.addWidget(self.status)
-        return column
 
     def _model_changed(self, index: int) -> None:
         for widget in (self.model_path, self.browse_button):
@@ -417,18 +278,13 @@ class GenerateView(TaskView, QWidget):
                        *self.mix_spins.values()):
             widget.setEnabled(not busy)
         self.resume_button.setEnabled(not busy and self.can_resume())
-        self.cancel_button.setEnabled(busy)
+        super().set_busy(busy, message)
         if busy:
             self._started = time.monotonic()
-            self.progress.setRange(0, 0)  # busy indicator until the first row
+            self.progress.setFormat("%p%")  # spinning until the first row
             self.rate.setText("")
-            self.status.setText(message)
-            return
-        if self.progress.maximum() == 0:  # ended before the first row
-            self.progress.setRange(0, 1)
-            self.progress.setValue(0)
-            self.progress.setFormat(IDLE_FORMAT)
-        self.reload()
+        else:
+            self.reload()
 
     def show_task_progress(self, done: int, total: int, message: str) -> None:
         self.progress.setFormat("%v / %m rows")

@@ -7,11 +7,12 @@ roles) so views and proxies stay consistent. No widget per row: 100k rows stay s
 from __future__ import annotations
 
 import html
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
 
 ID_ROLE = Qt.UserRole + 1
+RAW_ROLE = Qt.UserRole + 2  # the unformatted value of a RecordTableModel cell (floats stay floats)
 COLUMNS = ("text", "query_type", "source", "status", "cluster", "reviewer", "quality")
 HEADERS = ("Text", "Type", "Source", "Status", "Cluster", "Reviewer", "Quality")
 
@@ -156,3 +157,71 @@ class QueryFilterProxy(QSortFilterProxyModel):
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.AscendingOrder) -> None:
         self.sourceModel().sort(column, order)
+
+
+# -- a small table of records (generation rows, export manifests, metrics) ---------------------
+
+class RecordTableModel(QAbstractTableModel):
+    """Rows of dicts shown as a table of plain strings; ``columns`` is ((key, header), ...).
+
+    Floats show with three decimals; ``RAW_ROLE`` gives a cell's value unformatted."""
+
+    def __init__(self, columns: Sequence[tuple[str, str]], formats: Optional[dict] = None, parent=None) -> None:
+        super().__init__(parent)
+        self.keys = [key for key, _ in columns]
+        self.headers = [header for _, header in columns]
+        self.formats = formats or {}  # key -> callable(value) -> str
+        self._rows: list[dict] = []
+
+    def set_rows(self, rows: Sequence[dict], columns: Optional[Sequence[tuple[str, str]]] = None) -> None:
+        """Replace every row (and optionally the columns) in one reset."""
+        self.beginResetModel()
+        if columns is not None:
+            self.keys = [key for key, _ in columns]
+            self.headers = [header for _, header in columns]
+        self._rows = list(rows)
+        self.endResetModel()
+
+    def append_rows(self, rows: Sequence[dict]) -> None:
+        if not rows:
+            return
+        first = len(self._rows)
+        self.beginInsertRows(QModelIndex(), first, first + len(rows) - 1)
+        self._rows.extend(rows)
+        self.endInsertRows()
+
+    def rows(self) -> list[dict]:
+        return list(self._rows)
+
+    def text(self, row: int, column: int) -> str:
+        value = self._rows[row].get(self.keys[column])
+        if value is None:
+            return ""
+        fmt = self.formats.get(self.keys[column])
+        if fmt is not None:
+            return fmt(value)
+        return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.keys)
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.DisplayRole) -> Any:
+        if not index.isValid() or not (0 <= index.row() < len(self._rows)):
+            return None
+        if role == Qt.DisplayRole:
+            return self.text(index.row(), index.column())
+        if role == Qt.ToolTipRole:
+            return plain_tooltip(self.text(index.row(), index.column()))
+        if role == RAW_ROLE:
+            return self._rows[index.row()].get(self.keys[index.column()])
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole) -> Any:
+        if role != Qt.DisplayRole:
+            return None
+        if orientation == Qt.Horizontal:
+            return self.headers[section] if 0 <= section < len(self.headers) else None
+        return str(section + 1)

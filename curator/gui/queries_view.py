@@ -12,21 +12,19 @@ from typing import Optional
 
 import sqlite_utils
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLineEdit, QListWidget,
-                               QProgressBar, QPushButton, QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLineEdit, QListWidget, QPushButton,
+                               QTableView, QVBoxLayout, QWidget)
 
 from curator.core.queries.logs import detect_fields, import_log
 from curator.core.queries.rows import get_query, list_queries
 from curator.gui import workers
-from curator.gui.corpus_view import plural, project_file
 from curator.gui.empty_state import EmptyStack, EmptyState
 from curator.gui.import_log_dialog import ImportLogDialog
 from curator.gui.models import COLUMNS, HEADERS, ID_ROLE, QueryFilterProxy, QueryTableModel
-from curator.gui.review_view import plain_label
 from curator.gui.task_view import TaskView
+from curator.gui.widgets import ROW_HEIGHT, plain_label, plural, project_file
 
 FILTER_COLUMNS = (1, 2, 3, 4, 5)  # every column except the text, which has the search box
-ROW_HEIGHT = 24
 LOG_FILTER = "Query logs (*.jsonl *.csv *.tsv *.json *.txt);;All files (*)"
 EMPTY_TEXT = ("No queries yet. Import a production query log (CSV or JSONL, with feedback if you have it), "
               "or generate synthetic queries from the corpus.")
@@ -75,7 +73,6 @@ class QueriesView(TaskView, QWidget):
         self.stack = EmptyStack(self._table_page(), empty)
         layout = QVBoxLayout(self)
         layout.addLayout(self._import_bar())
-        layout.addWidget(self.progress)
         layout.addWidget(self.errors)
         layout.addWidget(self.stack, 1)
         self.reload()
@@ -83,20 +80,12 @@ class QueriesView(TaskView, QWidget):
     def _import_bar(self) -> QHBoxLayout:
         self.import_button = QPushButton("Import log…")
         self.import_button.clicked.connect(self.choose_log)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self.cancel)
-        self.status = plain_label()
-        self.status.setWordWrap(True)
-        self.progress = QProgressBar()
-        self.progress.setVisible(False)
         self.errors = QListWidget()
         self.errors.setMaximumHeight(100)
         self.errors.hide()
         bar = QHBoxLayout()
         bar.addWidget(self.import_button)
-        bar.addWidget(self.cancel_button)
-        bar.addWidget(self.status, 1)
+        bar.addWidget(self.task_bar, 1)
         return bar
 
     def _filter_bar(self) -> QWidget:
@@ -236,5 +225,4 @@ class QueriesView(TaskView, QWidget):
         self.import_button.setEnabled(not busy)
         for button in self.stack.empty.buttons:
             button.setEnabled(not busy)
-        self.cancel_button.setEnabled(busy)
         super().set_busy(busy, message)

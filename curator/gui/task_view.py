@@ -1,8 +1,10 @@
 """One way for a view to run a core task: busy, start, cancel, progress, failure, outcome.
 
-``TaskView`` sits on top of ``workers.launch``. A view mixes it in, keeps ``progress`` (a
-QProgressBar) and ``status`` (a QLabel), declares ``task_finished`` and ``task_failed``
-signals, and overrides ``set_busy`` to enable or disable its own inputs. The rules it holds:
+``TaskView`` sits on top of ``workers.launch``. A view mixes it in, calls ``init_tasks()`` in its
+``__init__`` and puts ``self.task_bar`` (a ``TaskBar``: status line, progress bar, Cancel) in
+its layout; ``status``, ``progress`` and ``cancel_button`` are the bar's widgets. The view
+declares ``task_finished`` and ``task_failed`` signals and overrides ``set_busy`` to enable or
+disable its own inputs. The rules it holds:
 
 - one task at a time: ``run_task`` refuses (returns None) while a worker runs;
 - the outcome (``task_finished`` or ``task_failed``) is announced only after the worker's
@@ -18,9 +20,10 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QMessageBox, QProgressBar, QPushButton, QWidget
 
 from curator.gui import workers
+from curator.gui.widgets import plain_label
 
 Outcome = tuple[Any, tuple]  # (a signal, the arguments it is emitted with)
 
@@ -34,6 +37,44 @@ def show_error(parent: QWidget, what: str, todo: str, title: str = "Step failed"
     return box
 
 
+class TaskBar(QWidget):
+    """A view's status line, progress bar and Cancel button: where every task shows that it runs.
+
+    The progress bar spins until the first report and hides when the task ends; the status line
+    keeps the last message (the outcome, or "Failed: ..."). ``add`` puts a view's own figure
+    (a rate, a count) beside the bar."""
+
+    def __init__(self, cancellable: bool = True, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.status = plain_label()
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(260)
+        self.progress.hide()
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.setVisible(cancellable)  # a one-step task cannot stop half-way: no button
+        self._row = QHBoxLayout(self)
+        self._row.setContentsMargins(0, 0, 0, 0)
+        self._row.addWidget(self.status, 1)
+        self._row.addWidget(self.progress)
+        self._row.addWidget(self.cancel_button)
+
+    def add(self, widget: QWidget) -> None:
+        """Show ``widget`` between the status line and the progress bar."""
+        self._row.insertWidget(1, widget)
+
+    def show_busy(self, busy: bool, message: str = "") -> None:
+        self.progress.setVisible(busy)
+        self.cancel_button.setEnabled(busy)
+        if busy:
+            self.progress.setRange(0, 0)
+            self.status.setText(message)
+
+    def show_progress(self, done: int, total: int) -> None:
+        self.progress.setRange(0, max(total, 1))
+        self.progress.setValue(done)
+
+
 class TaskView:
     """Mixin for a QWidget view that runs one ``workers.TaskWorker`` at a time."""
 
@@ -41,8 +82,12 @@ class TaskView:
     cancel_message = ""  # the status line while a cancelled task winds down (blank: unchanged)
     project_path: Path
 
-    def init_tasks(self) -> None:
-        """Call in ``__init__`` before building the widgets."""
+    def init_tasks(self, cancellable: bool = True) -> None:
+        """Call in ``__init__`` (after QWidget's) before building the widgets: it makes the task bar."""
+        self.task_bar = TaskBar(cancellable)
+        self.status, self.progress, self.cancel_button = (self.task_bar.status, self.task_bar.progress,
+                                                          self.task_bar.cancel_button)
+        self.cancel_button.clicked.connect(self.cancel)
         self.worker: Optional[workers.TaskWorker] = None
         self.last_error: Optional[tuple[str, str]] = None
         self._dialog: Optional[QMessageBox] = None
@@ -50,11 +95,11 @@ class TaskView:
 
     # -- what a view overrides ---------------------------------------------------------
     def set_busy(self, busy: bool, message: str = "") -> None:
-        """Enable or disable the view's inputs; the default shows the progress bar while busy."""
-        workers.show_busy(self.progress, self.status, busy, message)
+        """Enable or disable the view's inputs (then call this); the bar shows progress and Cancel while busy."""
+        self.task_bar.show_busy(busy, message)
 
     def show_task_progress(self, done: int, total: int, message: str) -> None:
-        workers.show_progress(self.progress, done, total)
+        self.task_bar.show_progress(done, total)
 
     # -- the pattern -------------------------------------------------------------------
     def busy(self) -> bool:

@@ -1,40 +1,57 @@
-"""The validity panel of the Export / Evaluate tab: does the gold set rank retrievers like real queries?
+"""The Validity tab: does the gold set rank retrievers like the project's real queries?
 
-The verdict sits above a chart of every retriever side by side per source (synthetic, log), each
-bar with its 95% bootstrap interval; tau, the difficulty gaps and the stability line follow as
-text. The report is computed by core's validity.validate in a TaskWorker (own SQLite connection).
+The product's most important answer gets a tab of its own. The verdict sits above a chart of
+every retriever side by side per source (synthetic, log), each bar with its 95% bootstrap
+interval; beside the chart, in its own pane (never over it), the rankings with tau, the
+difficulty gaps and the stability lines. The report is computed by core's validity.validate
+in a TaskWorker (own SQLite connection) through ``TaskView``, like every other task.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Optional
 
+import sqlite_utils
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
-from PySide6.QtWidgets import QHBoxLayout, QLineEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLineEdit, QPlainTextEdit, QPushButton, QSplitter, QVBoxLayout, QWidget
 
+from curator.core.queries.rows import list_queries
 from curator.gui import workers
 from curator.gui.chart import Chart
-from curator.gui.generate_view import plain
-from curator.gui.task_view import show_error
+from curator.gui.task_view import TaskView
+from curator.gui.widgets import plain_label, titled
 
 SOURCE_COLOURS = {"synthetic": QColor("#2563eb"), "log": QColor("#f59e0b"), "manual": QColor("#6b7280")}
 VERDICT_COLOURS = {"agrees": "#15803d", "uncertain": "#b45309", "disagrees": "#b91c1c"}
 DEFAULT_RETRIEVERS = "bm25,tfidf,dense,hybrid"
 
 
+INTRO = ("A gold set is valid when it ranks retrievers as the project's real (log) queries do. The check scores "
+         "each retriever on the approved synthetic rows and on the approved log rows, then compares the rankings.")
+
+
 def validity_task(db, *, retrievers: list[str], metric: str, on_progress=None, cancel=None) -> dict:
+    """Core's validate (one pass, no progress of its own) as a task for the worker."""
     from curator.core.evaluation.validity import validate
 
-    if on_progress is not None:
-        on_progress(0, 1, "scoring the retrievers")
-    if cancel is not None:
-        cancel.check()
-    result = validate(db, retrievers, {}, metric)
-    if on_progress is not None:
-        on_progress(1, 1, "done")
-    return result
+    return workers.one_step("scoring the retrievers", lambda: validate(db, retrievers, {}, metric), on_progress, cancel)
+
+
+def before_check_text(by_source: dict[str, int]) -> str:
+    """What the check will compare on this project, or the step it lacks first."""
+    synthetic, log = by_source.get("synthetic", 0), by_source.get("log", 0)
+    if not synthetic and not log:
+        return "No approved rows yet: approve synthetic and log (real) rows in Review, then check validity."
+    if not log:
+        return (f"{synthetic} approved synthetic rows and no approved log (real) rows: import a query log (Queries tab) "
+                "and approve some of its rows, or nothing says whether the gold set ranks retrievers as real queries do.")
+    if not synthetic:
+        return (f"{log} approved log rows and no approved synthetic rows: generate some (Generate tab) and approve "
+                "them to compare the two.")
+    return f"Press Check validity to compare the retrievers on {synthetic} approved synthetic and {log} approved log rows."
 
 
 def source_bars(report: dict) -> tuple[list[str], list[str], dict]:
@@ -138,68 +155,84 @@ class ValidityChart(Chart):
         return y + metrics.height() + 4
 
 
-class ValidityPanel(QWidget):
-    """Retrievers and metric, a Check validity button, then the verdict, the chart and the details."""
+class ValidityView(TaskView, QWidget):
+    """Retrievers and metric, a Check validity button and the task bar; then the verdict, and the
+    chart beside the details."""
 
-    finished = Signal(object)
-    failed = Signal(str, str)
+    task_finished = Signal(object)  # core's validity report
+    task_failed = Signal(str, str)
+    failure_title = "Validity check failed"
 
-    def __init__(self, project_path: str | Path, parent=None) -> None:
+    def __init__(self, db: sqlite_utils.Database, project_path: str | Path, parent=None) -> None:
         super().__init__(parent)
-        self.project_path = Path(project_path)
-        self.worker: Optional[workers.TaskWorker] = None
+        self.db, self.project_path = db, Path(project_path)
+        self.init_tasks(cancellable=False)  # validate is one pass: it cannot stop half-way
         self.report: Optional[dict] = None
+        self._build()  # the counts are read when the tab is first shown, not while the window opens
+
+    def _build(self) -> None:
         self.retrievers = QLineEdit(DEFAULT_RETRIEVERS)
         self.retrievers.setToolTip("Comma-separated built-in retrievers: bm25, tfidf, dense, hybrid, fts5")
         self.metric_box = QLineEdit("recall@5")  # not "self.metric": that would hide QPaintDevice.metric()
         self.metric_box.setMaximumWidth(110)
         self.button = QPushButton("Check validity")
         self.button.clicked.connect(self.run)
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(160)
-        self.progress.hide()
-        self.verdict = plain("Does the gold set rank your retrievers like your real (log) queries? "
-                             "Press Check validity.")
+        controls = QHBoxLayout()
+        for widget in (plain_label("Retrievers"), self.retrievers, plain_label("Metric"), self.metric_box, self.button):
+            controls.addWidget(widget)
+        controls.addWidget(self.task_bar, 1)
+        self.verdict = plain_label()
         self.verdict.setStyleSheet("font-weight: bold;")
         self.chart = ValidityChart()
-        self.details = plain(hint=True)
+        self.details = QPlainTextEdit()
+        self.details.setReadOnly(True)
+        self.details.setPlaceholderText("The rankings, Kendall's tau, the difficulty gaps and the stability of each "
+                                        "source show here after the check.")
+        body = QSplitter()
+        body.addWidget(self.chart)
+        body.addWidget(titled(plain_label("Details", bold=True), self.details))
+        body.setChildrenCollapsible(False)
+        body.setStretchFactor(0, 3)
+        body.setStretchFactor(1, 2)
+        body.setSizes([720, 480])
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        controls = QHBoxLayout()
+        layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(controls)
-        for widget in (plain("Retrievers"), self.retrievers, plain("Metric"), self.metric_box, self.button, self.progress):
-            controls.addWidget(widget)
+        layout.addWidget(plain_label(INTRO, hint=True))
         layout.addWidget(self.verdict)
-        layout.addWidget(self.chart, 1)
-        layout.addWidget(self.details)
+        layout.addWidget(body, 1)
+
+    def reload(self) -> None:
+        """Before a check, say what it would compare on this project (counts of approved rows)."""
+        if self.report is None:
+            self.verdict.setText(before_check_text(approved_by_source(self.db)))
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt's naming)
+        self.reload()  # rows approved in the Review tab since the last look
+        super().showEvent(event)
 
     def run(self) -> Optional[workers.TaskWorker]:
-        if self.worker is not None:
-            return None
         names = [n.strip() for n in self.retrievers.text().split(",") if n.strip()]
-        self.button.setEnabled(False)
-        workers.show_busy(self.progress, self.verdict, True, "Scoring every retriever on the gold set…")
-        self.worker = workers.launch(
-            self.project_path, validity_task, retrievers=names, metric=self.metric_box.text().strip() or "recall@5",
-            progress=lambda done, total, _: workers.show_progress(self.progress, done, total),
-            finished=self.show_report, failed=self._failed, cancelled=lambda: None, done=self._done)
-        return self.worker
+        if not names:
+            return self.refuse("No retriever named.", f"List some, comma-separated, e.g. {DEFAULT_RETRIEVERS}.")
+        return self.run_task(validity_task, retrievers=names, metric=self.metric_box.text().strip() or "recall@5",
+                             message="Scoring every retriever on the gold set…", finished=self.show_report,
+                             cancelled=lambda: None)
 
-    def show_report(self, report: dict) -> None:
+    def set_busy(self, busy: bool, message: str = "") -> None:
+        self.button.setEnabled(not busy)
+        super().set_busy(busy, message)
+
+    def show_report(self, report: dict) -> tuple:
         self.report = report
         code = report["verdict"]["code"]
         self.verdict.setText(report["verdict"]["text"])
         self.verdict.setStyleSheet(f"font-weight: bold; color: {VERDICT_COLOURS.get(code, '#374151')};")
         self.chart.set_report(report)
-        self.details.setText(details_text(report))
-        self.finished.emit(report)
+        self.details.setPlainText(details_text(report))
+        self.status.setText(f"Checked {', '.join(report['retrievers'])} on {report['metric']}.")
+        return (report,)
 
-    def _failed(self, what: str, todo: str) -> None:
-        self.verdict.setText(f"Failed: {what}")
-        self._dialog = show_error(self, what, todo)
-        self.failed.emit(what, todo)
 
-    def _done(self) -> None:
-        self.worker = None
-        self.button.setEnabled(True)
-        workers.show_busy(self.progress, self.verdict, False)
+def approved_by_source(db: sqlite_utils.Database) -> dict[str, int]:
+    return dict(Counter(q["source"] for q in list_queries(db, status="approved")))

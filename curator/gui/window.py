@@ -160,14 +160,18 @@ class MainWindow(QMainWindow):
         self._dialog = box
         return box
 
-    def show_about(self) -> None:
+    def show_about(self) -> QMessageBox:
         from curator import __version__
+        from curator.core.logfile import log_path
 
         box = QMessageBox(QMessageBox.Information, "About Curator",
                           f"Curator {__version__}: an offline workbench for retrieval-evaluation gold sets.",
                           QMessageBox.Ok, self)
+        box.setTextFormat(Qt.PlainText)
+        box.setInformativeText(f"Unexpected errors are written, with their details, to {log_path()}")
         box.open()
         self._dialog = box
+        return box
 
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
@@ -230,6 +234,10 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.clusters_view, "Clusters")
         self.evaluate_view = EvaluateView(self.db, self.project_path)
         self.tabs.addTab(self.evaluate_view, "Export / Evaluate")
+        from curator.gui.validity_view import ValidityView  # does the gold set rank retrievers like real queries?
+
+        self.validity_view = ValidityView(self.db, self.project_path)
+        self.tabs.addTab(self.validity_view, "Validity")
         from curator.gui.adjudication_view import AdjudicationView  # two reviewers' conflicts after a merge
 
         self.adjudication_view = AdjudicationView(self.db, self.project_path, reviewer=self.reviewer())

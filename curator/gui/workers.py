@@ -13,21 +13,10 @@ from typing import Any, Callable, Optional
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from curator.core.errors import CuratorError
+from curator.core.logfile import log_path
 from curator.core.store import open_project
 from curator.core.progress import CancelToken, Cancelled
-
-
-def show_busy(progress, status, busy: bool, message: str = "") -> None:
-    """A view's progress bar while a task runs: shown, spinning until the first report."""
-    progress.setVisible(busy)
-    if busy:
-        progress.setRange(0, 0)
-        status.setText(message)
-
-
-def show_progress(progress, done: int, total: int) -> None:
-    progress.setRange(0, max(total, 1))
-    progress.setValue(done)
+from curator.gui.crash import write_traceback
 
 
 class TaskSignals(QObject):
@@ -43,7 +32,8 @@ def explain(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, CuratorError):
         return str(exc), "Fix the problem named above and run the step again; work already saved is kept."
     return (f"{type(exc).__name__}: {exc}",
-            "This looks like a bug. Work already saved is kept; run the step again, and report it if it repeats.")
+            "This looks like a bug. Work already saved is kept; run the step again, and report it if it repeats "
+            f"(its traceback is in {log_path()}).")
 
 
 class TaskWorker(QRunnable):
@@ -73,7 +63,8 @@ class TaskWorker(QRunnable):
             self.signals.cancelled.emit()
         except BaseException as exc:  # noqa: BLE001 - every error must reach the user
             what, todo = explain(exc)
-            traceback.print_exc()
+            if not isinstance(exc, CuratorError):  # a bug: its traceback goes to the error log
+                write_traceback(traceback.format_exc())
             self.signals.failed.emit(what, todo)
         finally:
             if db is not None:

@@ -8,12 +8,12 @@ import pytest
 from PySide6.QtCore import Qt
 
 from curator.core.evaluation.evaluate import evaluate
-from curator.core.queries.rows import add_query
+from curator.core.queries.rows import add_query, list_queries
 from curator.core.review.decisions import decide
 from curator.core.corpus.search import search_chunks
 from curator.core.store import open_project
 from curator.gui.evaluate_view import RECALL_COLOUR, MRR_COLOUR, EvaluateView, cluster_bars, parse_ks
-from curator.gui.generate_view import RAW_ROLE
+from curator.gui.models import RAW_ROLE
 
 APPROVED = ("rotate encryption keys", "webhook signature verification", "refund within 14 days",
             "single sign-on setup", "export audit log")
@@ -153,11 +153,26 @@ def test_chart_draws_both_series(view, qtbot):
     assert view.chart.k == 1 and view.chart.bars == cluster_bars(view.result, 1)
 
 
+def test_empty_states_say_what_is_true_of_this_project(view, qtbot):
+    """Approved rows and no evaluation: the table says to press Evaluate (not to approve rows), and
+    the chart names the step this project lacks for per-cluster bars."""
+    assert view.result is None
+    assert view.summary.text() == (f"No evaluation yet. Press Evaluate to score the chosen retriever on the "
+                                   f"{len(APPROVED)} approved rows (Recall@k, MRR and nDCG, overall and per slice).")
+    assert "run clustering" in view.chart.empty_text
+    pending = list_queries(view.db, status="pending")[0]
+    decide(view.db, pending["id"], "approve", "ana", gold=[search_chunks(view.db, "refund", limit=1)[0]["id"]])
+    view.hide()
+    view.show()  # the tab shown again re-reads what is true now
+    assert f"on the {len(APPROVED) + 1} approved rows" in view.summary.text()
+
+
 def test_errors_reach_a_dialog(qtbot, sample_project_path, tmp_path):
     db = open_project(sample_project_path)  # nothing approved yet
     v = EvaluateView(db, sample_project_path)
     qtbot.addWidget(v)
-    assert "No evaluation yet" in v.summary.text() and v.chart.bars == []
+    assert v.summary.text() == "No evaluation yet: approve some rows in Review, then press Evaluate."
+    assert v.chart.bars == []
     with qtbot.waitSignal(v.task_failed, timeout=30000) as blocker:
         v.run_evaluate()
     assert "approve some rows" in blocker.args[0]

@@ -21,7 +21,7 @@ from scripted import every_nth_bad
 
 _REPLY = every_nth_bad(5)
 
-TABS = ("Corpus", "Queries", "Review", "Generate", "Clusters", "Export / Evaluate", "Adjudicate", "Diagnose")
+TABS = ("Corpus", "Queries", "Review", "Generate", "Clusters", "Export / Evaluate", "Validity", "Adjudicate", "Diagnose")
 
 
 def build_project(path, out_dir) -> None:

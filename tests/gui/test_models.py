@@ -17,8 +17,8 @@ from curator.core.generation.generate import GenerationConfig, generate
 from curator.core.queries.rows import list_queries
 from curator.core.review.decisions import decide
 from curator.gui.evaluate_view import MANIFEST_COLUMNS, manifest_rows, metric_columns, slice_rows
-from curator.gui.generate_view import REJECT_COLUMNS, ROW_COLUMNS, RecordTableModel
-from curator.gui.models import QueryFilterProxy, QueryTableModel
+from curator.gui.generate_view import REJECT_COLUMNS, ROW_COLUMNS
+from curator.gui.models import QueryFilterProxy, QueryTableModel, RecordTableModel
 from scripted import every_nth_bad
 
 _REPLY = every_nth_bad(4, "not in the expected format <b>at all</b>")

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QPushButton, QVBoxLayout, QWidget
 
 from curator.core.errors import InputError
 from curator.gui.task_view import TaskView
@@ -23,9 +23,9 @@ class Probe(TaskView, QWidget):
         super().__init__()
         self.project_path = project_path
         self.init_tasks()
-        self.progress, self.status, self.go = QProgressBar(), QLabel(), QPushButton("Go")
+        self.go = QPushButton("Go")
         layout = QVBoxLayout(self)
-        for widget in (self.go, self.progress, self.status):
+        for widget in (self.go, self.task_bar):
             layout.addWidget(widget)
         self.heard: list[tuple] = []
         self.task_finished.connect(lambda result: self.heard.append(("finished", result, self.busy())))
@@ -63,7 +63,7 @@ def test_a_task_runs_once_and_is_announced_only_when_the_view_is_idle(probe, qtb
     gate = threading.Event()
     assert probe.start(count_rows, gate=gate) is not None
     assert probe.busy() and not probe.go.isEnabled() and probe.progress.isVisible()
-    assert probe.status.text() == "Working…"
+    assert probe.cancel_button.isEnabled() and probe.status.text() == "Working…"
     assert probe.start(count_rows, gate=gate) is None  # one task at a time
     qtbot.waitUntil(lambda: probe.progress.value() == 1, timeout=10000)
     gate.set()
@@ -71,7 +71,7 @@ def test_a_task_runs_once_and_is_announced_only_when_the_view_is_idle(probe, qtb
     kind, doubled, busy_then = probe.heard[0]
     assert kind == "finished" and doubled > 0 and doubled % 2 == 0
     assert busy_then is False  # announced after done: a listener may start the next step at once
-    assert probe.go.isEnabled() and not probe.progress.isVisible()
+    assert probe.go.isEnabled() and not probe.progress.isVisible() and not probe.cancel_button.isEnabled()
 
 
 def test_a_failure_is_shown_one_way_and_announced_after_done(probe, qtbot):
@@ -99,3 +99,51 @@ def test_cancel_says_so_and_ends_idle_without_an_outcome(probe, qtbot):
     gate.set()
     qtbot.waitUntil(lambda: not probe.busy(), timeout=10000)
     assert probe.status.text() == "Cancelled." and probe.heard == [] and probe.go.isEnabled()
+    probe.cancel_button.click()  # idle: the bar's Cancel does nothing (and is disabled anyway)
+    assert not probe.busy()
+
+
+def test_the_bar_is_the_views_status_progress_and_cancel(probe, qtbot):
+    """One bar: the view's status, progress and Cancel are the bar's widgets, and Cancel cancels."""
+    bar = probe.task_bar
+    assert (probe.status, probe.progress, probe.cancel_button) == (bar.status, bar.progress, bar.cancel_button)
+    assert probe.cancel_button.isVisible() and not probe.cancel_button.isEnabled()
+    gate = threading.Event()
+    probe.start(count_rows, gate=gate)
+    probe.cancel_button.click()
+    assert probe.status.text() == "Stopping…"
+    gate.set()
+    qtbot.waitUntil(lambda: not probe.busy(), timeout=10000)
+    assert probe.status.text() == "Cancelled."
+
+
+def test_a_task_that_cannot_stop_shows_no_cancel_button(qtbot, sample_project_path):
+    class OneStep(Probe):
+        def __init__(self, project_path) -> None:
+            QWidget.__init__(self)
+            self.project_path = project_path
+            self.init_tasks(cancellable=False)
+            QVBoxLayout(self).addWidget(self.task_bar)
+
+    view = OneStep(sample_project_path)
+    qtbot.addWidget(view)
+    view.show()
+    assert view.task_bar.isVisible() and not view.cancel_button.isVisible()
+
+
+def test_every_task_view_uses_the_one_bar():
+    """No view builds a progress bar or a Cancel button of its own (there were seven copies)."""
+    import re
+    from pathlib import Path
+
+    import curator.gui
+
+    gui = Path(curator.gui.__file__).parent
+    for path in sorted(gui.glob("*.py")):
+        if path.name == "task_view.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "QProgressBar(" not in text, path.name
+        assert not re.search(r"QPushButton\(\"Cancel\"\)", text), path.name
+        if re.search(r"class \w+\(TaskView, QWidget\)", text):
+            assert "self.task_bar" in text, f"{path.name} runs tasks but never shows the task bar"
