@@ -4,8 +4,9 @@ Field names follow RAGAS (``user_input``, ``retrieved_contexts``, ``retrieved_co
 ``response``, ``reference``, ``reference_context_ids``); ``question``/``query`` and ``answer``
 work too. A trace is matched to a query row by query id, else by normalised text (an approved
 row first); an unmatched trace is kept and its question added as a log query, so it can be
-reviewed into the gold set. A trace's id is a hash of its content, so importing the same file
-twice changes nothing; bad lines are reported as file:line and skipped.
+reviewed into the gold set. A trace's id is a hash of all its fields, so importing the same file
+twice changes nothing and two traces that differ in any field stay two; bad lines are reported
+as file:line and skipped.
 """
 
 from __future__ import annotations
@@ -57,10 +58,48 @@ def as_list(value: Any) -> list[str]:
     return [str(v) for v in value if v is not None and str(v) != ""]
 
 
-def trace_id(question: str, response: str, ids: list[str], texts: list[str]) -> str:
-    """Stable id from the trace's content: the same run imported twice is one row."""
-    payload = store.dumps([normalize_text(question), response, ids, texts])
-    return "t_" + hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16]
+# Fields that make two traces different although question, response and contexts are the same:
+# two runs of one question (their own trace ids, timestamps) are two traces, not one.
+IDENTITY_FIELDS = ("external_id", "query_ref", "reference", "reference_ids", "timestamp")
+
+
+def trace_id(trace: dict) -> str:
+    """Stable id from everything a parsed trace says: the same run imported twice is one row,
+    and traces that differ in any field (their query id, own id, reference or timestamp too) are
+    two. A trace with none of the IDENTITY_FIELDS keeps the id it had before they counted."""
+    extras = _identity_extras(trace)
+    return _hash_id(_content(trace) + ([extras] if extras else []))
+
+
+def _content(trace: dict) -> list:
+    return [normalize_text(trace["question"]), trace["response"], trace["retrieved_ids"], trace["retrieved_texts"]]
+
+
+def _identity_extras(trace: dict) -> dict:
+    return {name: trace[name] for name in IDENTITY_FIELDS if trace.get(name) not in (None, "", [])}
+
+
+def _hash_id(payload: list) -> str:
+    return "t_" + hashlib.sha1(store.dumps(payload).encode("utf-8")).hexdigest()[:16]
+
+
+def _imported_before(db: sqlite_utils.Database, trace: dict) -> bool:
+    """Whether this trace is stored already: under its id, or under the content-only id that
+    imports before the identity fields counted gave it, with the same fields stored."""
+    if db.execute("SELECT 1 FROM traces WHERE id = ?", [trace_id(trace)]).fetchone():
+        return True
+    old = store.rows(db, "SELECT external_id, query_id, matched_by, reference, reference_ids, timestamp FROM traces "
+                         "WHERE id = ?", [_hash_id(_content(trace))])
+    if not old:
+        return False
+    row = old[0]
+    # The query id a trace named is stored only when it matched a query. An old row whose query id
+    # matched nothing cannot be told from one without: it counts as without, so such a trace may
+    # be imported once more rather than a new trace with that query id be taken for it.
+    query_ref = row["query_id"] if row["matched_by"] == "query_id" else None
+    stored = {"external_id": row["external_id"], "query_ref": query_ref, "reference": row["reference"],
+              "reference_ids": store.loads(row["reference_ids"], []), "timestamp": row["timestamp"]}
+    return _identity_extras(stored) == _identity_extras(trace)
 
 
 def parse_trace(record: dict) -> dict:
@@ -140,10 +179,10 @@ def import_traces(db: sqlite_utils.Database, path, matcher: Optional[ChunkMatche
 
 
 def _store_trace(db, path: Path, number: int, trace: dict, matcher: ChunkMatcher, counts: dict) -> None:
-    tid = trace_id(trace["question"], trace["response"], trace["retrieved_ids"], trace["retrieved_texts"])
-    if db.execute("SELECT 1 FROM traces WHERE id = ?", [tid]).fetchone():
+    if _imported_before(db, trace):
         counts["unchanged"] += 1
         return
+    tid = trace_id(trace)
     with db.conn:  # each trace (and the log query it may add) commits on its own
         query, how = match_query(db, trace)
         if query is None:
