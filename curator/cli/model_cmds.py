@@ -14,7 +14,8 @@ def _mb(n: int) -> str:
 def _render(r: dict) -> str:
     src, copy = r["source"], r["copy"]
     where = "in the cache" if r["where"] == "cache" else "beside the original"
-    lines = [f"{'reused existing' if r['reused_existing_copy'] else 'wrote'} {copy['path']} ({where})",
+    lines = [f"{'reused existing' if r['reused_existing_copy'] else 'wrote'} {copy['path']} ({where})"
+             + (f"; replaced the copy there ({r['replaced']})" if r.get("replaced") else ""),
              f"  type {src['type']} -> {copy['type']}, size {_mb(src['bytes'])} -> {_mb(copy['bytes'])}",
              f"  prompt {src['prompt_tokens_per_s']} -> {copy['prompt_tokens_per_s']} tokens/s "
              f"({r['prompt_speedup']:.2f}x), decode {src['decode_tokens_per_s']} -> {copy['decode_tokens_per_s']} "

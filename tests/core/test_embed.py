@@ -130,7 +130,7 @@ def test_minilm_gguf_cached_by_source_hash_and_written_once(tmp_path, monkeypatc
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = minilm_gguf.minilm_gguf_path()
     assert path.parent == tmp_path / "curator" / "models" and path.stat().st_size > 80_000_000
-    assert minilm_gguf._file_sha1(minilm_gguf.minilm_zip())[:16] in path.name
+    assert minilm_gguf.cachefiles.file_sha256(minilm_gguf.minilm_zip())[:16] in path.name
     assert not list(path.parent.glob("*.part"))  # written through a temporary file, renamed
     mtime = path.stat().st_mtime_ns
     assert minilm_gguf.minilm_gguf_path() == path and path.stat().st_mtime_ns == mtime
@@ -148,7 +148,7 @@ def test_default_embedder_is_minilm_and_falls_back_to_tfidf_once(empty_db, monke
     from curator.core.embedding import embed
 
     assert embed.default_embedder_spec() == "minilm"
-    assert get_embedder(None, empty_db).id == embed.MiniLMEmbedder.id
+    assert get_embedder(None, empty_db).id.startswith("minilm:all-MiniLM-L6-v2:t256:gguf-")
 
     def missing(name):
         raise md.PackageNotFoundError(name)
@@ -170,4 +170,4 @@ def test_changed_embedder_never_mixes_cached_spaces(sample_db):
     tfidf = embed_texts(sample_db, tfidf_emb, texts)
     assert minilm.shape[1] == 384 and tfidf.shape[1] != 384
     ids = {r[0] for r in sample_db.execute("SELECT DISTINCT embedder FROM embeddings")}
-    assert {tfidf_emb.id, "minilm:all-MiniLM-L6-v2:t256"} <= ids
+    assert tfidf_emb.id in ids and any(i.startswith("minilm:all-MiniLM-L6-v2:t256:gguf-") for i in ids)

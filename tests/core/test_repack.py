@@ -36,7 +36,8 @@ def test_copy_is_written_once_keyed_by_the_source_hash(own_cache, bundled_model)
     second = repack.bundled_model_files()
     assert second == first
     assert (second.path.stat().st_mtime_ns, second.path.stat().st_ino) == stamp  # reused, not rewritten
-    assert [p.name for p in own_cache.iterdir()] == [first.path.name]  # no temporary file left
+    # no temporary file left; the sidecar records the copy's hash
+    assert sorted(p.name for p in own_cache.iterdir()) == [first.path.name, first.path.name + ".sha256"]
 
 
 def test_no_repack_runs_the_source_file(own_cache, bundled_model):

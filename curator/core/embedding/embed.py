@@ -12,7 +12,11 @@ Offered embedders (``default``: minilm, or tfidf when the MiniLM package is miss
   ~40x faster than the numpy forward pass here (bench/embed.py).
 - ``minilm-numpy``: the same model as a pure-numpy BERT forward pass (``tokenizers`` for WordPiece,
   mean pooling), kept as the reference: it matches sentence-transformers to 1e-7, and the llama.cpp
-  path is tested against it (cosine >= 0.999 per text). Both share one embedder id and cache.
+  path is tested against it (cosine >= 0.999 per text).
+
+Every model-backed embedder's id carries the hash of the file it runs (the MiniLM GGUF, the
+package's model.zip, a user's GGUF), so vectors from a damaged or replaced file are never reused;
+``drop_vectors`` (``curator vectors drop``) clears a project's stored vectors.
 
 Heavy libraries (sklearn, llama_cpp) are imported lazily inside functions.
 """
@@ -81,12 +85,25 @@ class GgufEmbedder(Embedder):
     def __init__(self, model_path: str, n_ctx: int = 512, n_threads: Optional[int] = None, batch_size: int = 32):
         if not os.path.isfile(model_path):
             raise ModelFileError(f"embedding model not found: {model_path}")
+        from curator.core.generation.backends.llama_cpp import check_gguf
+
+        check_gguf(model_path)  # a damaged header is one line naming the file, not a traceback at load
         self.model_path = model_path
         self.n_ctx = n_ctx
         self.n_threads = n_threads or max(1, (os.cpu_count() or 2))
         self.batch_size = batch_size
-        self.id = f"gguf:{os.path.basename(model_path)}:{os.path.getsize(model_path)}"
+        self._id: Optional[str] = None
         self._llm = None
+
+    @property
+    def id(self) -> str:
+        """Keyed by the file's hash (it was its size: another file of the same name and size, or a
+        damaged copy, took the cached vectors of the first)."""
+        if self._id is None:
+            from curator.core.cachefiles import file_sha256
+
+            self._id = f"gguf:{os.path.basename(self.model_path)}:{file_sha256(self.model_path)[:16]}"
+        return self._id
 
     def _model(self):
         if self._llm is None:
@@ -199,3 +216,14 @@ def embed_texts(db, embedder: Embedder, texts: list[str],
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
     return np.vstack([cached[h] for h in hashes]).astype(np.float32)
+
+
+def drop_vectors(db, embedder: Optional[str] = None) -> dict:
+    """Delete the project's stored vectors (all, or one embedder id's); they are made again on the
+    next step that needs them. Returns the rows dropped per embedder id."""
+    where, args = ("WHERE embedder = ?", [embedder]) if embedder else ("", [])
+    counts = {row[0]: row[1] for row in db.execute(
+        f"SELECT embedder, COUNT(*) FROM embeddings {where} GROUP BY embedder ORDER BY embedder", args)}
+    with db.conn:
+        db.execute(f"DELETE FROM embeddings {where}", args)
+    return {"dropped": sum(counts.values()), "embedders": counts}

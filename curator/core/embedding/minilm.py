@@ -13,6 +13,11 @@ import numpy as np
 from curator.core.embedding.base import Embedder, l2_normalise
 from curator.core.errors import ModelFileError
 
+# t256: truncation at sentence-transformers' max_seq_length (256); an older "np1" id cut at 128
+# tokens, so its cached vectors of long texts differ and must not mix with these. Each engine adds
+# the hash of the file it reads (the package's model.zip, or the GGUF made from it) to this.
+MINILM_ID = "minilm:all-MiniLM-L6-v2:t256"
+
 
 def minilm_zip() -> str:
     """Path of all-MiniLM-L6-v2's model.zip inside the installed PyPI package, found without importing it."""
@@ -69,15 +74,21 @@ class MiniLMEmbedder(Embedder):
     Batches are sorted by length so padding stays small on short queries.
     """
 
-    # t256: truncation at sentence-transformers' max_seq_length (256); an older "np1" id cut at 128
-    # tokens, so its cached vectors of long texts differ and must not mix with these.
-    id = "minilm:all-MiniLM-L6-v2:t256"
-
     def __init__(self, batch_size: int = 64, max_len: int = 256) -> None:
         self.batch_size = batch_size
         self.max_len = max_len
         self._w: Optional[dict[str, np.ndarray]] = None
         self._tok = None
+        self._id: Optional[str] = None
+
+    @property
+    def id(self) -> str:
+        """The vector space, keyed by the hash of the weights' zip (a damaged one gives other vectors)."""
+        if self._id is None:
+            from curator.core.cachefiles import file_sha256
+
+            self._id = f"{MINILM_ID}:zip-{file_sha256(minilm_zip())[:16]}"
+        return self._id
 
     def _load(self) -> None:
         import zipfile

@@ -4,7 +4,9 @@ Why: the numpy forward pass (embed.MiniLMEmbedder) is the reference but runs ~70
 llama.cpp's BERT graph runs the same maths with ggml's threaded kernels and many sequences per
 decode call. The GGUF file is built from the PyPI package's safetensors with the ``gguf`` package
 (its TensorNameMap knows BERT's tensor names), written once to the user's cache folder under a name
-keyed by the source file's hash, via a temporary file renamed into place.
+keyed by the source file's hash, via a temporary file renamed into place, with a sidecar of its hash
+(cachefiles): a damaged or swapped file is written again before it is used, and the embedder's id
+carries the file's hash, so vectors made by any other file are never taken from the cache.
 
 Tokenisation stays with the ``tokenizers`` package (the exact WordPiece sentence-transformers
 uses); llama.cpp only receives token ids, so both engines see identical inputs. Pooling is the
@@ -13,30 +15,21 @@ mean the file declares; vectors are L2-normalised here.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
+from curator.core import cachefiles
 from curator.core.embedding.base import Embedder, l2_normalise
-from curator.core.embedding.minilm import MiniLMEmbedder, minilm_zip, read_safetensors
+from curator.core.embedding.minilm import MINILM_ID, minilm_zip, read_safetensors
 from curator.core.errors import ModelFileError
 from curator.core.files import cache_dir  # noqa: F401 (clustering imports it from here too)
 
 GGUF_FORMAT = 1  # bump when the conversion changes: the cache name includes it
-
-
-def _file_sha1(path: str) -> str:
-    digest = hashlib.sha1()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _vocab_tokens(tokenizer: dict) -> tuple[list[str], list[int]]:
@@ -109,8 +102,7 @@ def convert_minilm(zip_path: str, out_path: Path) -> None:
         tokenizer = json.loads(zf.read("tokenizer.json"))
         weights = read_safetensors(zf.read("model.safetensors"))
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out_path.parent, prefix=out_path.name, suffix=".part")
-    os.close(fd)
+    tmp = cachefiles.new_part(out_path)  # named with our pid: a kill -9 leaves a part the next run clears
     try:
         writer = gguf.GGUFWriter(tmp, gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.BERT])
         writer.add_name("all-MiniLM-L6-v2")
@@ -120,19 +112,23 @@ def convert_minilm(zip_path: str, out_path: Path) -> None:
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
         writer.close()
-        os.replace(tmp, out_path)  # a crash mid-write leaves only the .part file, never a torn GGUF
+        cachefiles.publish_part(tmp, out_path)  # a crash mid-write leaves only the .part file, never a torn GGUF
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
+def minilm_gguf_name(zip_sha: str) -> str:
+    return f"all-MiniLM-L6-v2.{zip_sha[:16]}.v{GGUF_FORMAT}.f32.gguf"
+
+
 def minilm_gguf_path(zip_path: Optional[str] = None) -> Path:
-    """The cached GGUF of the installed MiniLM package, converted on first use."""
+    """The cached GGUF of the installed MiniLM package: converted on first use, checked against its
+    recorded hash on every later one and converted again when it does not match."""
     zip_path = zip_path or minilm_zip()
-    out = cache_dir() / "models" / f"all-MiniLM-L6-v2.{_file_sha1(zip_path)[:16]}.v{GGUF_FORMAT}.f32.gguf"
-    if not out.is_file():
-        convert_minilm(zip_path, out)
-    return out
+    zip_sha = cachefiles.file_sha256(zip_path)
+    out = cachefiles.usable_dir("models") / minilm_gguf_name(zip_sha)
+    return cachefiles.ensure(out, zip_sha, lambda path: convert_minilm(zip_path, path))
 
 
 def default_threads() -> int:
@@ -148,8 +144,6 @@ class MiniLMLlamaEmbedder(Embedder):
     each sequence. ``n_threads`` pins ggml's one thread pool.
     """
 
-    id = MiniLMEmbedder.id  # the same vector space as the numpy reference: the cache is shared
-
     def __init__(self, max_len: int = 256, n_batch: int = 256, n_threads: Optional[int] = None) -> None:
         self.max_len = max_len
         # Small batches are faster: every token of a decode call attends over the whole KV pool (the
@@ -162,6 +156,21 @@ class MiniLMLlamaEmbedder(Embedder):
         self.n_threads = n_threads or default_threads()
         self._llm = None
         self._tok = None
+        self._model_path: Optional[Path] = None
+        self._id: Optional[str] = None
+
+    @property
+    def id(self) -> str:
+        """The vector space, keyed by the GGUF file's hash: vectors a damaged or different file made
+        (stored under the bare MiniLM id before) are never reused once the file is right again."""
+        if self._id is None:
+            self._id = f"{MINILM_ID}:gguf-{cachefiles.file_sha256(self.model_path())[:16]}"
+        return self._id
+
+    def model_path(self) -> Path:
+        if self._model_path is None:
+            self._model_path = minilm_gguf_path()
+        return self._model_path
 
     def _load(self) -> None:
         from llama_cpp import Llama
@@ -173,7 +182,7 @@ class MiniLMLlamaEmbedder(Embedder):
             self._tok = Tokenizer.from_str(zf.read("tokenizer.json").decode("utf-8"))
         self._tok.enable_truncation(self.max_len)
         self._tok.no_padding()
-        model_path = str(minilm_gguf_path(zip_path))
+        model_path = str(self.model_path())
         # One KV pool holds all sequences of a batch, so llama.cpp warns that n_ctx exceeds the 512
         # positions the model was trained on; no sequence does (max_len <= 256): silence the noise.
         with suppress_stdout_stderr(disable=False):

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Optional, Union
 
+from curator.core import cachefiles
 from curator.core.errors import InputError
 from curator.core.generation import repack
 from curator.core.generation.backends.llama_cpp import LlamaCppBackend, check_gguf
@@ -59,19 +60,25 @@ def optimize_model(source: Union[str, Path], type_name: str = repack.DEFAULT_TYP
                    threads: Optional[int] = None) -> dict:
     """Write the ``type_name`` copy of ``source`` (beside it, or in the cache) and measure both files.
 
-    An existing copy of the same name is reused (it was written atomically, so it is whole).
+    An existing copy is reused only when its sidecar says it was made from this very ``source`` (by
+    hash) and its bytes still match: a copy beside a model that changed since (same name, other
+    weights) or a damaged one is written again, and ``replaced`` says why.
     """
     source = check_gguf(source)
     before = _describe(source)
     if (before["type"] or "").lower() == type_name:
         raise InputError(f"{source}: already {before['type']}; nothing to optimize.")
     out = repack.cached_copy_path(source, type_name) if into_cache else beside_path(source, type_name)
-    reused = out.is_file()
+    why = cachefiles.problem(out, repack.file_sha256(source))
+    reused = why is None
     if not reused:
+        if why != "missing":
+            cachefiles.discard(out)
         repack.quantize_copy(source, out, type_name)
     after = _describe(out)
     before.update(measure_speed(source, threads))
     after.update(measure_speed(out, threads))
-    return {"source": before, "copy": after, "reused_existing_copy": reused, "where": "cache" if into_cache else "beside",
+    return {"source": before, "copy": after, "reused_existing_copy": reused,
+            "replaced": None if why == "missing" else why, "where": "cache" if into_cache else "beside",
             "prompt_speedup": round(after["prompt_tokens_per_s"] / before["prompt_tokens_per_s"], 2),
             "decode_speedup": round(after["decode_tokens_per_s"] / before["decode_tokens_per_s"], 2)}

@@ -8,7 +8,8 @@ bench/generate.py measured the bundled 135M model's batched decode at 75 tokens/
 
 The copy is written once through llama.cpp's own quantize API (requantizing allowed), to a
 temporary file renamed into place, so a kill mid-write leaves no torn model behind. The bundled
-model's copy lives in the user's cache folder under a name keyed by the source's SHA-256; a user's
+model's copy lives in the user's cache folder under a name keyed by the source's SHA-256, with a
+sidecar of its own hash (cachefiles): a damaged copy is written again before it is used. A user's
 model is only ever converted on request (``curator model optimize``), never silently.
 """
 
@@ -16,21 +17,19 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
+from curator.core import cachefiles
+from curator.core.cachefiles import file_sha256  # noqa: F401 (generation and tests import it from here)
 from curator.core.errors import ModelFileError
-from curator.core.files import cache_dir, current_umask
 
 REPACK_FORMAT = 1  # bump when the conversion changes: the cache name includes it
 # llama.cpp's llama_ftype values (llama.h) of the types we write, by name.
 FTYPES = {"q8_0": 7, "q4_0": 2}
 DEFAULT_TYPE = "q8_0"  # keeps a Q4_1 model's weights; Q4_0 would lose half its precision
-_HASHES: dict[tuple, str] = {}  # (path, size, mtime_ns) -> SHA-256: hashing 92 MB takes ~0.3 s
 
 
 @dataclass(frozen=True)
@@ -45,25 +44,11 @@ class ModelFiles:
         return self.path != self.source
 
 
-def file_sha256(path: Union[str, Path]) -> str:
-    """SHA-256 of a file, remembered for this process by path, size and modification time."""
-    path = Path(path)
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _HASHES:
-        digest = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        _HASHES[key] = digest.hexdigest()
-    return _HASHES[key]
-
-
 def cached_copy_path(source: Union[str, Path], type_name: str = DEFAULT_TYPE) -> Path:
     """Where the cache keeps the ``type_name`` copy of ``source`` (named by the source's hash)."""
     source = Path(source)
     stem = source.name.removesuffix(".gguf")
-    return cache_dir() / "models" / f"{stem}.{file_sha256(source)[:16]}.v{REPACK_FORMAT}.{type_name}.gguf"
+    return cachefiles.usable_dir("models") / f"{stem}.{file_sha256(source)[:16]}.v{REPACK_FORMAT}.{type_name}.gguf"
 
 
 @contextlib.contextmanager
@@ -77,25 +62,6 @@ def _quiet_llama_log():
         yield
     finally:
         llama_logger.logger.setLevel(level)
-
-
-def _remove_stale_parts(out: Path) -> None:
-    """Delete temporary files of earlier writes of ``out`` whose process is gone (killed mid-write)."""
-    for part in out.parent.glob(f"{out.name}.*.part"):
-        pid = part.name[len(out.name) + 1:].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            with contextlib.suppress(OSError):
-                part.unlink()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def quantize_copy(source: Union[str, Path], out: Union[str, Path], type_name: str = DEFAULT_TYPE,
@@ -113,9 +79,7 @@ def quantize_copy(source: Union[str, Path], out: Union[str, Path], type_name: st
     if type_name not in FTYPES:
         raise ModelFileError(f"unknown model type {type_name!r}; use one of {', '.join(FTYPES)}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_parts(out)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f"{out.name}.{os.getpid()}.", suffix=".part")
-    os.close(fd)
+    tmp = cachefiles.new_part(out)
     try:
         params = llama_cpp.llama_model_quantize_default_params()
         params.ftype, params.allow_requantize, params.nthread = FTYPES[type_name], True, threads
@@ -124,11 +88,11 @@ def quantize_copy(source: Union[str, Path], out: Union[str, Path], type_name: st
             failed = llama_cpp.llama_model_quantize(str(source).encode(), tmp.encode(), ctypes.byref(params))
         if failed:
             raise ModelFileError(f"{source}: llama.cpp could not write a {type_name} copy (error {failed}).")
-        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes it owner-only; a model file is not secret
-        os.replace(tmp, out)
+        cachefiles.publish_part(tmp, out)  # mkstemp makes it owner-only; a model file is not secret
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    cachefiles.record(out, file_sha256(source))
     return out
 
 
@@ -139,9 +103,7 @@ def bundled_model_files(repack: bool = True) -> ModelFiles:
     source = bundled_model_path()
     if not repack:
         return ModelFiles(source, source)
-    out = cached_copy_path(source)
-    if not out.is_file():
-        quantize_copy(source, out)
+    out = cachefiles.ensure(cached_copy_path(source), file_sha256(source), lambda path: quantize_copy(source, path))
     return ModelFiles(out, source)
 
 
@@ -149,7 +111,7 @@ def gguf_file_type(path: Union[str, Path]) -> Optional[str]:
     """The weights' type a GGUF file declares (``general.file_type``), e.g. 'Q4_1', or None."""
     import gguf
 
-    reader = gguf.GGUFReader(str(path))
+    reader = read_gguf(path)
     field = reader.fields.get("general.file_type")
     if field is None:
         return None
@@ -158,3 +120,19 @@ def gguf_file_type(path: Union[str, Path]) -> Optional[str]:
         return gguf.LlamaFileType(value).name.removeprefix("MOSTLY_")
     except ValueError:
         return str(value)
+
+
+def read_gguf(path: Union[str, Path]):
+    """The gguf package's reader of ``path``; a header it cannot read is a one-line ModelFileError.
+
+    A header claiming 2**62 tensors or keys made the reader raise deep inside numpy (a traceback)."""
+    import gguf
+
+    try:
+        return gguf.GGUFReader(str(path))
+    except MemoryError:
+        raise ModelFileError(f"{path}: not a readable GGUF file (its header asks for more memory than there is); "
+                             "check the file or download it again.") from None
+    except Exception as exc:  # the reader raises ValueError, IndexError, struct/numpy errors, OSError...
+        raise ModelFileError(f"{path}: not a readable GGUF file ({type(exc).__name__}: {str(exc)[:200]}); "
+                             "check the file or download it again.") from None
