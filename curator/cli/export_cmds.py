@@ -19,7 +19,8 @@ from curator.core.evaluation.metrics import DEFAULT_KS, parse_ks
 @click.option("--split", "split_spec", metavar="NAME=F,...",
               help="Cut the rows into splits stratified by cluster, e.g. dev=0.3,test=0.7.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the split assignment.")
-@click.option("--force", is_flag=True, help="Replace an existing OUT that is not a Curator export (never the project).")
+@click.option("--force", is_flag=True,
+              help="Replace an existing OUT that is not a Curator export (never the project nor any SQLite database).")
 @json_option
 def export(project_path, out, fmt, status, query_type, source, split_spec, seed, force, as_json):
     """Export the gold set (JSONL with RAGAS names, a BEIR folder, or TREC qrels) with a manifest.
@@ -100,7 +101,8 @@ def _parse_ks(k_text: str) -> tuple[int, ...]:
 @click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False),
               help="Score a TREC run file instead. Example: --run my_retriever.trec")
 @click.option("--save-run", type=click.Path(dir_okay=False),
-              help="Write the scored run as a TREC run file. Example: --save-run bm25.trec")
+              help="Write the scored run as a TREC run file (never over the project, a SQLite database or the "
+                   "--run file). Example: --save-run bm25.trec")
 @click.option("--k", "k_text", default=DEFAULT_KS, show_default=True, help="Cut-offs for Recall@k, hit rate and nDCG.")
 @click.option("--compare", "compare_refs", nargs=2, metavar="RUN_A RUN_B",
               help="Compare two eval runs (ids printed by eval) or TREC run files, query by query, instead of "

@@ -104,7 +104,8 @@ def test_non_finite_scores_are_malformed_lines_and_line_order_does_not_matter(go
     try:
         a, b = evaluate(db, run_file=str(first), ks=(1, 5)), evaluate(db, run_file=str(second), ks=(1, 5))
         assert a["slices"]["overall"]["mrr"] == b["slices"]["overall"]["mrr"] == 0.0  # the gold line is dropped
-        assert a["warnings"][0] == f"{first}:1: expected 'qid Q0 docid rank score tag' with a finite score; line skipped."
+        assert a["warnings"][0] == (f"{first}:1: expected 'qid Q0 docid rank score tag' with a finite score; "
+                                    "line skipped.")
         assert len(a["warnings"]) == len(made)
         gap = compare(db, str(first), str(second))
         assert gap["ties"] == gap["queries"] == len(made) and gap["ci95"] == [0.0, 0.0]
