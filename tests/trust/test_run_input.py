@@ -194,3 +194,13 @@ def test_ids_above_2_63_are_a_one_line_error_not_a_traceback(gold, tmp_path):
             compare(db, str(2**64), "1")
         finally:
             db.close()
+
+
+def test_the_refusal_names_the_problem_of_the_file_refused(gold, tmp_path):
+    """validate reads several runs into one warning list: the message quotes the refused file's line."""
+    project, made = gold
+    good, bad = tmp_path / "good.trec", tmp_path / "bad.trec"
+    good.write_text("\n".join(_good_lines(made)) + "\nbroken in good\n")
+    bad.write_text("broken in bad\n")
+    result = _invoke("validate", str(project), "--retrievers", "", "--run", f"a={good}", "--run", f"b={bad}")
+    assert result.exit_code == 1 and f"first problem: {bad}:1:" in result.output, result.output

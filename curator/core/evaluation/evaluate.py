@@ -75,10 +75,11 @@ def load_run(path, errors: list[str]) -> metrics.Run:
 
     An empty or garbage run would otherwise score 0.000 everywhere as if the retriever had found
     nothing, and validate ranked it with the others."""
+    known = len(errors)  # validate shares one list among its run files: name this file's problem
     run = read_trec_run(Path(path), errors)
     if not run:
         raise InputError(f"{path}: no valid TREC run line ({RUN_LINE})"
-                         + (f"; first problem: {errors[0]}" if errors else ""))
+                         + (f"; first problem: {errors[known]}" if len(errors) > known else ""))
     return run
 
 
