@@ -175,8 +175,79 @@ def check_error_log() -> Check:
     return Check("error log", "ok", f"the window writes unexpected errors to {log_path()}")
 
 
+def check_cache_folder() -> Check:
+    """The cache folder (model copies, numba's kernels) can be written."""
+    from curator.core.cachefiles import cache_problem
+    from curator.core.files import cache_dir
+
+    folder = cache_dir()
+    problem = cache_problem()
+    if problem:
+        return Check("cache folder", "fail", f"{folder} cannot be written ({problem}); Curator falls back to a "
+                     "temporary folder and converts its models again in every session",
+                     f"chmod u+rwx {folder}, or set XDG_CACHE_HOME to a writable folder")
+    return Check("cache folder", "ok", f"{folder} is writable")
+
+
+def _cached_models() -> list[Path]:
+    from curator.core.cachefiles import fallback_dir
+    from curator.core.files import cache_dir
+
+    found = []
+    for root in (cache_dir(), fallback_dir()):
+        folder = root / "models"
+        if folder.is_dir():
+            found += sorted(p for p in folder.iterdir() if p.name.endswith(".gguf"))
+    return found
+
+
+def check_cached_models() -> Check:
+    """Every model file Curator wrote into its cache still matches the hash recorded when it was written;
+    no part of a killed conversion is left."""
+    from curator.core import cachefiles
+    from curator.core.files import cache_dir
+
+    files = _cached_models()
+    problems = {path: cachefiles.problem(path) for path in files}
+    # a file without a record is one an older Curator wrote: it is rewritten before any use, and one
+    # whose name nothing asks for any more is only wasted space, not a fault
+    unrecorded = [path for path, why in problems.items() if why and why.startswith("no ")]
+    bad = {path: why for path, why in problems.items() if why and path not in unrecorded}
+    parts = [p for folder in {f.parent for f in files} | {cache_dir() / "models"}
+             for p in cachefiles.stale_parts(folder)]
+    note = (f"; {len(unrecorded)} file(s) from an older Curator without a hash record (never used as they are; "
+            f"rm to free {sum(p.stat().st_size for p in unrecorded) / 1e6:.0f} MB: "
+            + " ".join(str(p) for p in unrecorded) + ")") if unrecorded else ""
+    if bad or parts:
+        found = [f"{path.name}: {why}" for path, why in bad.items()]
+        found += [f"{len(parts)} part file(s) of a killed conversion "
+                  f"({sum(p.stat().st_size for p in parts) / 1e6:.0f} MB)"] if parts else []
+        doomed = [str(p) for p in [*bad, *parts]]
+        return Check("cached model files", "fail", "; ".join(found) + " (Curator rewrites such files before it "
+                     "uses them)", "rm -f " + " ".join(f"'{p}'" for p in doomed))
+    if not files:
+        return Check("cached model files", "ok", "none yet (they are written on first use)")
+    return Check("cached model files", "ok", f"{len(files) - len(unrecorded)} file(s) match the hashes recorded when "
+                 f"they were written" + note)
+
+
+def check_numba_cache() -> Check:
+    """numba's compiled-code cache holds no empty or cut-short files."""
+    from curator.core import cachefiles
+    from curator.core.files import cache_dir
+
+    folder = Path(os.environ.get("NUMBA_CACHE_DIR") or cache_dir() / "numba")
+    broken = cachefiles.broken_numba_files(folder)
+    if broken:
+        return Check("numba cache", "fail", f"{len(broken)} damaged file(s) in {folder}, e.g. {broken[0].name} "
+                     "('curator cluster' removes them before it runs)", f"rm -r '{folder}'  (it is rebuilt)")
+    count = sum(1 for p in folder.rglob("*") if p.suffix in cachefiles.NUMBA_SUFFIXES) if folder.is_dir() else 0
+    return Check("numba cache", "ok", f"{count} compiled-code file(s) in {folder}, none damaged")
+
+
 CHECKS: tuple[Callable[[], Check], ...] = (check_bundled_model, check_minilm, check_llama_build, check_qt_offscreen,
-                                           check_qt_xcb, check_error_log)
+                                           check_qt_xcb, check_error_log, check_cache_folder, check_cached_models,
+                                           check_numba_cache)
 
 
 def run_doctor(checks: Optional[tuple[Callable[[], Check], ...]] = None) -> dict:

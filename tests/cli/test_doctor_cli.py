@@ -19,7 +19,7 @@ def test_doctor_json_reports_every_check_and_its_exit_code_follows_them():
     report = json.loads(result.stdout)
     names = [c["name"] for c in report["checks"]]
     assert names == ["bundled model", "MiniLM weights", "llama.cpp build", "Qt (offscreen)", "Qt (xcb, Linux desktops)",
-                     "error log"]
+                     "error log", "cache folder", "cached model files", "numba cache"]
     by_name = {c["name"]: c for c in report["checks"]}
     for name in ("bundled model", "MiniLM weights", "llama.cpp build", "Qt (offscreen)"):
         assert by_name[name]["status"] == "ok", by_name[name]  # the test suite itself needs all four

@@ -32,13 +32,13 @@ import os
 import queue
 import time
 import uuid
+from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
 
 from curator.core import store
 from curator.core.embedding.embed import Embedder, embed_texts, get_embedder
-from curator.core.embedding.minilm_gguf import cache_dir
 from curator.core.errors import InputError
 from curator.core.clustering.labels import ctfidf_labels
 from curator.core.progress import CancelToken, report
@@ -57,8 +57,15 @@ def _use_numba_disk_cache() -> None:
     UMAP and pynndescent mark their kernels ``cache=True``; numba then stores the compiled code next
     to the package, which fails silently when site-packages is read-only (a system or bundled
     install), so every fresh CLI process would compile again. The spawned worker inherits this.
+    The folder is checked first (cachefiles.numba_cache_dir): an empty or cut-short cache file made
+    numba raise EOFError in the worker, which the CLI printed as a bare "Aborted!".
     """
-    os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir() / "numba"))
+    from curator.core.cachefiles import clear_broken_numba_files, numba_cache_dir
+
+    if "NUMBA_CACHE_DIR" in os.environ:
+        clear_broken_numba_files(Path(os.environ["NUMBA_CACHE_DIR"]))
+    else:
+        os.environ["NUMBA_CACHE_DIR"] = str(numba_cache_dir())
 
 
 def _pool() -> cf.ProcessPoolExecutor:
