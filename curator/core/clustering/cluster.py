@@ -37,7 +37,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from curator.core import store
+from curator.core import processes, store
 from curator.core.embedding.embed import Embedder, embed_texts, get_embedder
 from curator.core.errors import InputError
 from curator.core.clustering.labels import ctfidf_labels
@@ -69,19 +69,25 @@ def _use_numba_disk_cache() -> None:
 
 
 def _pool() -> cf.ProcessPoolExecutor:
-    """One long-lived spawn worker, so numba's JIT is paid once per session."""
+    """One long-lived spawn worker, so numba's JIT is paid once per session.
+
+    The worker dies with this process (curator.core.processes): it is started here, from the
+    thread that lasts as long as the process, rather than by the first submit in whatever thread
+    (a GUI task's) makes it."""
     global _POOL, _PROGRESS
     if _POOL is None:
         _use_numba_disk_cache()
         context = multiprocessing.get_context("spawn")
         _PROGRESS = context.Queue()
         _POOL = cf.ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_init_worker,
-                                       initargs=(_PROGRESS,))
+                                       initargs=(_PROGRESS, os.getpid()))
+        processes.in_lasting_thread(_POOL._adjust_process_count)  # no public way to start the worker now
     return _POOL
 
 
-def _init_worker(progress) -> None:
+def _init_worker(progress, parent_pid: int) -> None:
     global _PROGRESS, _IN_WORKER
+    processes.die_with_parent(parent_pid)  # a window ended by SIGTERM must not leave it running
     _PROGRESS, _IN_WORKER = progress, True
 
 
