@@ -18,6 +18,7 @@ from curator.core.generation.backends.base import Backend, Messages, Request
 GGUF_MAGIC = b"GGUF"
 MIN_GGUF_BYTES = 1024
 _LOAD_LOCK = threading.Lock()  # model loads that patch llama-cpp-python defaults, one at a time
+_TEMPLATE_LOCK = threading.Lock()  # model loads that keep llama-cpp-python from compiling templates
 DEFAULT_PARALLEL = 8  # sequences decoded together by default (figures: bench/generate.py)
 
 
@@ -189,6 +190,54 @@ def _extra_buffer_types(enabled: bool):
             high_level.llama_cpp.llama_model_default_params = original
 
 
+@contextlib.contextmanager
+def _templates_uncompiled():
+    """``Llama()`` compiles every chat template of the file's header while it loads, so a template
+    with a syntax error aborted the load with a traceback, even when --chat-format named another
+    format. Loads skip that here; the file's template is rendered by template_guard instead."""
+    import llama_cpp.llama as high_level
+
+    with _TEMPLATE_LOCK:
+        original = high_level.llama_chat_format.Jinja2ChatFormatter
+        high_level.llama_chat_format.Jinja2ChatFormatter = _UncompiledTemplate
+        try:
+            yield
+        finally:
+            high_level.llama_chat_format.Jinja2ChatFormatter = original
+
+
+class _UncompiledTemplate:
+    """Stands in for llama-cpp-python's Jinja2ChatFormatter while a model loads (_templates_uncompiled)."""
+
+    def __init__(self, template: str, *args, **kwargs):
+        self.template = template
+
+    def to_chat_handler(self):
+        def not_guarded(**_):
+            raise ModelFileError("a GGUF chat template was about to be rendered outside curator's guard")
+        return not_guarded
+
+
+def _guarded_template_handler(llm, model_path: Path, template: str):
+    """A chat handler for the file's own template, as llama-cpp-python builds one (same prompt,
+    stop string and end-of-generation check), rendering through a TemplateGuard."""
+    from llama_cpp import llama as high_level, llama_chat_format
+
+    from curator.core.generation.backends.template_guard import TemplateGuard
+
+    eos_id, bos_id = llm.token_eos(), llm.token_bos()
+    eos = llm._model.token_get_text(eos_id) if eos_id != -1 else ""
+    bos = llm._model.token_get_text(bos_id) if bos_id != -1 else ""
+    guard = TemplateGuard(model_path, template, bos, eos)
+
+    def format_messages(*, messages, **_):
+        stop_at_eos = high_level.StoppingCriteriaList([lambda tokens, logits: tokens[-1] in (eos_id,)])
+        return llama_chat_format.ChatFormatterResponse(prompt=guard.render(messages), stop=[eos],
+                                                       stopping_criteria=stop_at_eos, added_special=True)
+
+    return llama_chat_format.chat_formatter_to_chat_completion_handler(format_messages)
+
+
 
 
 class LlamaCppBackend(Backend):
@@ -203,7 +252,8 @@ class LlamaCppBackend(Backend):
         # A llama-cpp-python chat format name (chatml, gemma, llama-3, ...) for a file that holds no
         # chat template; None uses the template the file holds.
         self.chat_format = _known_chat_format(chat_format)
-        self.has_chat_template = gguf_string(self.model_path, CHAT_TEMPLATE_KEY) is not None
+        self.chat_template = gguf_string(self.model_path, CHAT_TEMPLATE_KEY)
+        self.has_chat_template = self.chat_template is not None
         # The file model_path was made from (a repacked copy's original), named in the run record.
         self.source_model_path = Path(source_model_path) if source_model_path else None
         # llama-cpp-python's defaults (n_ctx=512, half the cores) are too small and too slow.
@@ -225,12 +275,16 @@ class LlamaCppBackend(Backend):
             from llama_cpp import Llama  # heavy: imported on first use only
 
             try:
-                with _extra_buffer_types(_use_extra_buffer_types()):
-                    self._llm = Llama(model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                                      n_threads_batch=self.n_threads_batch, seed=self.seed,
-                                      chat_format=self.chat_format, verbose=False)
+                with _templates_uncompiled(), _extra_buffer_types(_use_extra_buffer_types()):
+                    llm = Llama(model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                                n_threads_batch=self.n_threads_batch, seed=self.seed, chat_format=self.chat_format,
+                                verbose=False)
             except (ValueError, RuntimeError) as exc:
                 raise ModelFileError(f"{self.model_path}: llama.cpp could not load this model ({exc}).") from None
+            if llm.chat_format == "chat_template.default":  # the file's template (not a known format's copy)
+                template = llm.metadata.get(CHAT_TEMPLATE_KEY, self.chat_template)  # what llama-cpp-python uses
+                llm._chat_handlers[llm.chat_format] = _guarded_template_handler(llm, self.model_path, template)
+            self._llm = llm
         return self._llm
 
     def grammar(self, text: Optional[str]):
