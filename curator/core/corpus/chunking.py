@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from bisect import bisect_left, bisect_right
+from array import array
 from dataclasses import dataclass
-from itertools import accumulate
 
 import numpy as np
 
@@ -72,24 +71,47 @@ class _TokenCounter:
     """Token counts of spans of one text; each span begins and ends next to whitespace (or at the
     ends of the text), so no token is cut in half and a count equals count_tokens(span).
 
-    One vectorised pass over the text: a token starts at every non-word, non-space character and
-    at every word character that follows a non-word one, and a running sum of those starts counts
-    any span as the difference of two sums. (Counting span by span with the regex instead is
-    slower even on 450-character BEIR passages: the regex engine, not numpy's call overhead, is
-    the cost.)
+    A token starts at every non-word, non-space character and at every word character that follows
+    a non-word one; the sorted positions of those starts count any span with two binary searches.
+    (Counting span by span with the regex instead is slower even on 450-character BEIR passages:
+    the regex engine, not numpy's call overhead, is the cost.)
+
+    Memory: the starts are found block by block and only their positions are kept (4 bytes per
+    token). A running sum over every character (4 bytes per character) and the whole-text boolean
+    temporaries behind it made a 50 MB one-line file need 1.3 GB to chunk.
     """
 
+    BLOCK = 1 << 20  # characters classified at a time
+
     def __init__(self, text: str):
-        classes = _classes(text)
-        word = classes == _WORD
-        starts = classes == _OTHER
-        starts[1:] |= word[1:] & ~word[:-1]
-        starts[:1] |= word[:1]  # slices: an empty text has no first character
-        self._running = np.zeros(len(text) + 1, dtype=np.int32)
-        np.cumsum(starts, out=self._running[1:])
+        self.text = text
+        dtype = np.int32 if len(text) < 2**31 else np.int64
+        parts, previous_word = [], False
+        for offset in range(0, len(text), self.BLOCK):
+            classes = _classes(text[offset : offset + self.BLOCK])
+            word = classes == _WORD
+            starts = classes == _OTHER
+            starts[1:] |= word[1:] & ~word[:-1]
+            starts[:1] |= word[:1] & (not previous_word)  # slices: an empty block has no first character
+            previous_word = bool(word[-1])
+            parts.append(np.flatnonzero(starts).astype(dtype) + offset)
+        self.positions = np.concatenate(parts) if parts else np.zeros(0, dtype)
 
     def spans(self, starts: list[int], ends: list[int]) -> list[int]:
-        return (self._running[ends] - self._running[starts]).tolist()
+        return (np.searchsorted(self.positions, ends) - np.searchsorted(self.positions, starts)).tolist()
+
+    def pieces(self, start: int, end: int, size: int) -> list[tuple[int, int, int]]:
+        """``_split_long_unit(text[start:end], size)`` (offsets relative to ``start``) from the token
+        positions: the regex's list of every token's match object took ~100 bytes per token."""
+        first, last = np.searchsorted(self.positions, [start, end]).tolist()
+        out = []
+        for i in range(first, last, size):
+            j = min(i + size, last)
+            stop = int(self.positions[j]) if j < last else end
+            while self.text[stop - 1].isspace():  # only whitespace lies between tokens
+                stop -= 1
+            out.append((int(self.positions[i]) - start, stop - start, j - i))
+        return out
 
 
 @dataclass
@@ -107,9 +129,12 @@ def chunk_id(doc_key: str, text: str, occurrence: int) -> str:
     return "c_" + digest[:16]
 
 
-def _unit_spans(text: str) -> tuple[list[int], list[int]]:
-    """Starts and ends of the sentences or lines of a text, without surrounding whitespace."""
-    starts, ends, start = [], [], 0
+def _unit_spans(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and ends of the sentences or lines of a text, without surrounding whitespace.
+
+    Collected in ``array('q')`` (8 bytes an offset, a Python int in a list takes 36): a 50 MB file
+    of short sentences has ~700,000 units."""
+    starts, ends, start = array("q"), array("q"), 0
     for boundary in _UNIT_BOUNDARY.finditer(text):
         end = boundary.start()
         if text[end] == "\n":
@@ -124,11 +149,12 @@ def _unit_spans(text: str) -> tuple[list[int], list[int]]:
     if start < len(text):
         starts.append(start)
         ends.append(len(text))
-    return starts, ends
+    return np.frombuffer(starts, dtype=np.int64), np.frombuffer(ends, dtype=np.int64)
 
 
 def _split_long_unit(text: str, size: int) -> list[tuple[int, int, int]]:
-    """A sentence longer than a chunk is cut at token boundaries."""
+    """A sentence longer than a chunk is cut at token boundaries (the definition: the chunker uses
+    _TokenCounter.pieces, which gives the same pieces without a match object per token)."""
     tokens = list(_TOKEN.finditer(text))
     pieces = []
     for i in range(0, len(tokens), size):
@@ -137,35 +163,44 @@ def _split_long_unit(text: str, size: int) -> list[tuple[int, int, int]]:
     return pieces
 
 
-def _units(text: str, counter: _TokenCounter, offset: int, size: int) -> list[tuple[int, int, int]]:
-    """(start, end, tokens) of every unit of a section that starts at ``offset`` in the counter's
-    text; a unit longer than ``size`` tokens is cut into pieces."""
+def _units(text: str, counter: _TokenCounter, offset: int, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Starts, ends and token counts of every unit of a section that starts at ``offset`` in the
+    counter's text, as arrays; a unit longer than ``size`` tokens is cut into pieces."""
     starts, ends = _unit_spans(text)
-    counts = counter.spans([s + offset for s in starts], [e + offset for e in ends])
-    units = []
-    for start, end, n in zip(starts, ends, counts):
-        if n > size:
-            units.extend((start + s, start + e, m) for s, e, m in _split_long_unit(text[start:end], size))
-        else:
-            units.append((start, end, n))
-    return units
+    counts = np.asarray(counter.positions.searchsorted(ends + offset) - counter.positions.searchsorted(starts + offset),
+                        dtype=np.int64)
+    long = np.flatnonzero(counts > size).tolist()
+    if not long:
+        return starts, ends, counts
+    parts, previous = [], 0
+    for k in long:
+        parts.append((starts[previous:k], ends[previous:k], counts[previous:k]))
+        pieces = np.array(counter.pieces(int(starts[k]) + offset, int(ends[k]) + offset, size), dtype=np.int64)
+        parts.append((pieces[:, 0] + starts[k], pieces[:, 1] + starts[k], pieces[:, 2]))
+        previous = k + 1
+    parts.append((starts[previous:], ends[previous:], counts[previous:]))
+    return tuple(np.concatenate([part[column] for part in parts]) for column in range(3))
 
 
-def _pack(units: list[tuple[int, int, int]], text: str, size: int, overlap: int) -> list[tuple[str, int]]:
+def _pack(units: tuple[np.ndarray, np.ndarray, np.ndarray], text: str, size: int,
+          overlap: int) -> list[tuple[str, int]]:
     """Greedily pack sentence units into windows of at most ``size`` tokens with overlap.
 
     With running token sums, both greedy steps are binary searches: the most whole units from
     ``i`` that fit in ``size`` (at least one), then the fewest trailing units of that window, worth
-    at most ``overlap`` tokens, that the next window starts with.
+    at most ``overlap`` tokens, that the next window starts with. (Searching the whole running sum
+    and clamping to [lo, hi] is what bisect's lo and hi do on a non-decreasing list.)
     """
-    running = [0, *accumulate(n for _, _, n in units)]
-    windows, i = [], 0
-    while i < len(units):
-        j = max(bisect_right(running, running[i] + size, i + 1) - 1, i + 1)
-        windows.append((text[units[i][0] : units[j - 1][1]], running[j] - running[i]))
-        if j >= len(units):
+    starts, ends, counts = units
+    running = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=running[1:])
+    windows, i, n = [], 0, len(counts)
+    while i < n:
+        j = max(min(int(running.searchsorted(running[i] + size, "right")), n + 1) - 1, i + 1)
+        windows.append((text[int(starts[i]) : int(ends[j - 1])], int(running[j] - running[i])))
+        if j >= n:
             break
-        i = bisect_left(running, running[j] - overlap, i + 1, j)
+        i = min(max(int(running.searchsorted(running[j] - overlap, "left")), i + 1), j)
     return windows
 
 
