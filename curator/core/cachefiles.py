@@ -86,6 +86,15 @@ def usable_dir(sub: str) -> Path:
     return spare
 
 
+def cache_file(sub: str, name: str, source_sha: Optional[str] = None) -> Path:
+    """Where ``sub/name`` is to be read or written: the cache's own copy when it checks out, even in
+    a folder that cannot be written (a shared, read-only cache); otherwise a writable place."""
+    primary = cache_dir() / sub / name
+    if problem(primary, source_sha) is None:
+        return primary
+    return usable_dir(sub) / name
+
+
 def cache_problem() -> Optional[str]:
     """Why the cache folder cannot be written, or None (for ``curator doctor``)."""
     return _writable(cache_dir())

@@ -109,3 +109,19 @@ def test_empty_numba_cache_files_are_cleared_before_clustering(tmp_path, monkeyp
     cluster._use_numba_disk_cache()  # what the cluster worker's start does
     assert cachefiles.broken_numba_files(folder) == []
     assert run().stdout.strip() == "2" and cachefiles.broken_numba_files(folder) == []
+
+
+def test_a_read_only_cache_is_used_while_its_files_check_out(cache_home, tmp_path, monkeypatch, caplog):
+    path = minilm_gguf.minilm_gguf_path()
+    real_writable = cachefiles._writable
+    monkeypatch.setattr(cachefiles, "_writable", lambda folder: "Read-only file system"
+                        if folder.is_relative_to(cache_home) else real_writable(folder))
+    with caplog.at_level(logging.WARNING, logger="curator"):
+        assert minilm_gguf.minilm_gguf_path() == path  # read as it is: nothing to write
+    assert not caplog.records
+    with open(path, "r+b") as fh:
+        fh.seek(1_000_000)
+        fh.write(b"damage")
+    rebuilt = minilm_gguf.minilm_gguf_path()  # a damaged file in a read-only cache: rebuilt elsewhere
+    assert rebuilt.parent == tmp_path / "tmp" / f"curator-cache-{os.getuid()}" / "models"
+    assert rebuilt.name == path.name and cachefiles.problem(rebuilt) is None

@@ -127,7 +127,7 @@ def minilm_gguf_path(zip_path: Optional[str] = None) -> Path:
     recorded hash on every later one and converted again when it does not match."""
     zip_path = zip_path or minilm_zip()
     zip_sha = cachefiles.file_sha256(zip_path)
-    out = cachefiles.usable_dir("models") / minilm_gguf_name(zip_sha)
+    out = cachefiles.cache_file("models", minilm_gguf_name(zip_sha), zip_sha)
     return cachefiles.ensure(out, zip_sha, lambda path: convert_minilm(zip_path, path))
 
 

@@ -48,7 +48,8 @@ def cached_copy_path(source: Union[str, Path], type_name: str = DEFAULT_TYPE) ->
     """Where the cache keeps the ``type_name`` copy of ``source`` (named by the source's hash)."""
     source = Path(source)
     stem = source.name.removesuffix(".gguf")
-    return cachefiles.usable_dir("models") / f"{stem}.{file_sha256(source)[:16]}.v{REPACK_FORMAT}.{type_name}.gguf"
+    source_sha = file_sha256(source)
+    return cachefiles.cache_file("models", f"{stem}.{source_sha[:16]}.v{REPACK_FORMAT}.{type_name}.gguf", source_sha)
 
 
 @contextlib.contextmanager
