@@ -125,7 +125,8 @@ ALLOWED = {
     "diagnosis": {"store", "corpus", "queries", "generation", "retrieval", "evaluation", *SHARED},
     # doctor looks at the installed pieces: the bundled model, MiniLM's weights, generation's GGUF check
     "doctor": {"resources", "generation", "embedding", *SHARED},
-    "demo": {"store", "corpus", "queries", "generation", "clustering", "review", "resources", *SHARED},
+    # the demo ends with suggested gold for its log queries, so review shows them on first use
+    "demo": {"store", "corpus", "queries", "generation", "clustering", "review", "retrieval", "resources", *SHARED},
 }
 
 

@@ -1,5 +1,6 @@
 """The bundled-defaults main job: sample corpus -> chunks -> generated queries + sample log ->
-clusters -> review queue."""
+clusters -> review queue -> suggested gold for the log queries, so every review feature shows on
+first use."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from curator.core.clustering.cluster import cluster_queries
 from curator.core.generation.generate import GenerationConfig, generate
 from curator.core.corpus.ingest import ingest
 from curator.core.queries.logs import import_log
+from curator.core.retrieval.suggest import needing_suggestions, suggest, suggested_ids
 from curator.core.resources import resources_dir, sample_corpus_dir
 from curator.core.review.sample import build_queue
 from curator.core.store.stats import project_stats
@@ -34,8 +36,9 @@ def build_demo_project(path: str | Path, on_progress: Optional[ProgressCallback]
         log = import_log(db, resources_dir() / "sample_logs" / "queries.jsonl")
         clusters = _cluster_if_changed(db, on_progress, cancel)
         queue = build_queue(db, count) if count else None  # tops up; never re-queues a row
+        suggested = _suggest_missing(db, on_progress, cancel)
         return {"project": str(path), "ingest": report.as_dict(), "generation": generation, "log": log,
-                "clusters": clusters, "queue": queue, "stats": project_stats(db)}
+                "clusters": clusters, "queue": queue, "suggested": suggested, "stats": project_stats(db)}
     finally:
         db.close()
 
@@ -48,3 +51,12 @@ def _cluster_if_changed(db, on_progress, cancel) -> Optional[dict]:
     if queries < 3 or covered == queries:
         return None
     return cluster_queries(db, on_progress=on_progress, cancel=cancel)
+
+
+def _suggest_missing(db, on_progress, cancel) -> int:
+    """Suggested gold for every pending row without gold (the log queries), queued or not, so the
+    Review tab's keys 1-5 work on the first log query and on any one opened from the Queries tab.
+    Rows that already have suggestions keep them, so a re-run computes nothing."""
+    have = suggested_ids(db)
+    todo = [qid for qid, _ in needing_suggestions(db, queued_only=False) if qid not in have]
+    return suggest(db, todo, on_progress=on_progress, cancel=cancel)["queries"] if todo else 0

@@ -1,150 +1,36 @@
 """The one-row-at-a-time review loop: one key per decision, auto-advance, unlimited undo.
 
-Keys are handled in ``keyPressEvent`` of the view; the display widgets take no focus, and
-while an edit box has focus it consumes typed keys, so decisions never fire while typing.
-Every decision goes through ``curator.core.review.decisions.decide`` and is committed at once.
+Every key comes from the table in ``review_keys`` (dispatch, hint line, help overlay, buttons,
+F1 page). The display widgets take no focus, and while an edit box has focus it consumes typed
+keys, so decisions never fire while typing. Every decision goes through
+``curator.core.review.decisions.decide`` and is committed at once; everything shown is read
+through core (``review.screen``, ``review.navigation``, ``retrieval.suggest``).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Collection, Optional
+from typing import Collection, Optional
 
 import sqlite_utils
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel, QListWidget, QPlainTextEdit,
-                               QPushButton, QSplitter, QTextEdit, QVBoxLayout, QWidget)
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QHBoxLayout, QListWidget, QPlainTextEdit, QPushButton, QSplitter, QTextEdit, QVBoxLayout, QWidget
 
-from curator.core.review.navigation import get_cursor, get_guidelines, next_pending, progress_by_cluster, review_order, set_cursor, set_guidelines
-from curator.core.corpus import documents
-from curator.core.review import decisions
 from curator.core.errors import InputError
-from curator.core.generation import quality
-from curator.core.queries.rows import get_query
-from curator.core.retrieval.suggest import suggestions
-from curator.core.review.sample import queue_entry
-from curator.core.clustering.reads import cluster_table
+from curator.core.review import decisions, screen
+from curator.core.review.navigation import Cursor, get_guidelines, next_pending, resume_row, set_guidelines
 from curator.core.store.gold import GoldMissing
+from curator.gui import review_keys
 from curator.gui.gold_dialog import GoldDialog
-from curator.gui.highlight import content_words, highlight
-from curator.gui.suggestions_panel import SuggestionsPanel
+from curator.gui.review_parts import NoteDialog, header, render_gold, why_queued
+from curator.gui.suggestions_panel import SuggestionsBox
+from curator.gui.widgets import EditKeys, plain_label  # noqa: F401 (EditKeys: other views' old import path)
 
-KEYS = [
-    ("A", "approve"), ("X", "reject"), ("U", "unanswerable"), ("E", "edit question and answer"),
-    ("Ctrl+Enter", "save the edit"), ("Esc", "cancel the edit / close this help"),
-    ("Space / S", "skip"), ("1-5", "toggle a suggestion as gold"), ("Shift+1-5", "cycle its grade 1-3"),
-    ("G", "search for gold chunks"), ("N", "note"),
-    ("Ctrl+Z", "undo"), ("Ctrl+Shift+Z", "redo"), ("?", "this help"),
-]
-def plain_label(text: str = "", *, bold: bool = False) -> QLabel:
-    """A QLabel that never interprets user text as rich text."""
-    label = QLabel(text)
-    label.setTextFormat(Qt.PlainText)
-    label.setWordWrap(True)
-    label.setTextInteractionFlags(Qt.TextSelectableByMouse)
-    if bold:
-        font = label.font()
-        font.setBold(True)
-        label.setFont(font)
-    return label
-
-
-# Shift+1..5 arrive as these keys on a US layout; offscreen tests send Key_1..5 with Shift.
-_SHIFTED_DIGITS = {Qt.Key_Exclam: 1, Qt.Key_At: 2, Qt.Key_NumberSign: 3, Qt.Key_Dollar: 4, Qt.Key_Percent: 5}
-BUTTONS = [("Approve (A)", "approve"), ("Reject (X)", "reject"), ("Unanswerable (U)", "unanswerable"),
-           ("Skip (Space)", "skip"), ("Gold… (G)", "gold")]
-
-
-def suggestion_key(key: int, shift: bool) -> Optional[tuple[int, bool]]:
-    """(suggestion number 1-5, whether to cycle its grade) for a key press, or None."""
-    if Qt.Key_1 <= key <= Qt.Key_5:
-        return key - Qt.Key_0, shift
-    return (_SHIFTED_DIGITS[key], True) if key in _SHIFTED_DIGITS else None
-
-
-def why_queued(q: dict, entry: Optional[dict]) -> str:
-    """One line on why the row is in the queue: how often it was asked, the negative feedback
-    signals, its cluster and the draw that picked it."""
-    parts = []
-    if q["source"] == "log":
-        parts.append(f"asked {q['frequency']}×")
-        signals = sorted(set((q.get("metadata") or {}).get("signals") or []))
-        if q["negative_count"]:
-            parts.append(f"negative feedback {q['negative_count']}×" + (f" ({', '.join(signals)})" if signals else ""))
-    if q.get("cluster_label"):
-        parts.append(f"cluster “{q['cluster_label']}”")
-    if entry is not None:
-        reason = entry["reason"]
-        parts.append(f"drawn from stratum {entry['stratum']} ({reason.get('allocation', '?')}, quota {reason.get('quota', '?')})"
-                     + ("; boosted for negative feedback" if reason.get("negative") else ""))
-    return ("Why in the queue: " + " · ".join(parts)) if parts else ""
-
-
-def quality_note(q: dict) -> str:
-    """' · quality 0.62 (BM25 finds the gold chunk at rank 1; ...)' for generated rows, else ''."""
-    if q.get("quality") is None:
-        return ""
-    return f" · quality {q['quality']:.2f} ({quality.explain(q.get('quality_signals'))})"
-
-
-def answer_words(reference: str) -> set[str]:
-    return content_words(reference)
-
-
-class HelpOverlay(QFrame):
-    """A translucent panel over the view listing every key; any key closes it."""
-
-    def __init__(self, parent: QWidget) -> None:
-        super().__init__(parent)
-        self.setObjectName("helpOverlay")
-        self.setFocusPolicy(Qt.StrongFocus)
-        layout = QVBoxLayout(self)
-        layout.addWidget(plain_label("Keyboard", bold=True))
-        for key, what in KEYS:
-            layout.addWidget(plain_label(f"{key:<14} {what}"))
-        layout.addStretch(1)
-        self.hide()
-
-    def show_over(self) -> None:
-        self.setGeometry(self.parentWidget().rect().adjusted(60, 40, -60, -40))
-        self.raise_()
-        self.show()
-        self.setFocus()
-
-    def keyPressEvent(self, event) -> None:
-        self.hide()
-        self.parentWidget().setFocus()
-
-
-class NoteDialog(QDialog):
-    def __init__(self, note: str, parent=None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Note")
-        self.edit = QPlainTextEdit(note or "")
-        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.edit)
-        layout.addWidget(buttons)
-
-
-class EditKeys(QObject):
-    """Ctrl+Enter saves and Esc cancels while an edit box has focus."""
-
-    def __init__(self, save: Callable[[], None], cancel: Callable[[], None]) -> None:
-        super().__init__()
-        self.save, self.cancel = save, cancel
-
-    def eventFilter(self, obj, event) -> bool:
-        if event.type() == QEvent.KeyPress:
-            if event.key() in (Qt.Key_Return, Qt.Key_Enter) and event.modifiers() & Qt.ControlModifier:
-                self.save()
-                return True
-            if event.key() == Qt.Key_Escape:
-                self.cancel()
-                return True
-        return False
+# The empty queue's way on, by core's ``screen.missing_stage``: (what is missing, button caption).
+NEXT_STEP = {
+    "corpus": ("Nothing to review yet: the project has no documents.", "Add documents in the Corpus tab…"),
+    "generate": ("Nothing to review yet: the project has no queries.", "Generate queries from the corpus…"),
+    "clusters": ("Nothing left to review in the queue.", "Cluster the queries and build a review queue…"),
+}
 
 
 class ReviewView(QWidget):
@@ -157,21 +43,68 @@ class ReviewView(QWidget):
     def __init__(self, db: sqlite_utils.Database, reviewer: str, parent=None) -> None:
         super().__init__(parent)
         self.db, self.reviewer = db, reviewer
+        self.cursor = Cursor(db, reviewer)
         self.current: Optional[dict] = None
         self.editing = False
+        self.highlighted = 0
         self.skipped: set[str] = set()
         self.focus: Optional[set[str]] = None  # a map selection the reviewer works through, or None
         self.focus_reason = ""
         self.gold_dialog: Optional[GoldDialog] = None
-        self._labels: Optional[dict] = None
         self.note_dialog: Optional[NoteDialog] = None
         self.setFocusPolicy(Qt.StrongFocus)
         self._build()
-        self.help = HelpOverlay(self)
-        self.load_initial()
+        self.help = review_keys.HelpOverlay(self)
+        self.show_query(resume_row(db, reviewer))
+        self.suggestions.fill_missing()  # queued log queries of a new project get theirs now
 
     # -- layout ----------------------------------------------------------------------------
     def _build(self) -> None:
+        main = QWidget()
+        col = QVBoxLayout(main)
+        col.addWidget(self._focus_bar())
+        self.status_label = plain_label()
+        self.status_label.setObjectName("reviewStatus")
+        col.addWidget(self.status_label)
+        col.addLayout(self._next_step_row())
+        self.question, self.reference = QPlainTextEdit(), QPlainTextEdit()
+        self.question.setObjectName("question")
+        self.question.setMaximumHeight(90)
+        self.reference.setMaximumHeight(110)
+        self.why_label = plain_label(hint=True)
+        self.suggestions = SuggestionsBox(self.db, f"Suggested gold chunks — {review_keys.suggestions_hint()}")
+        self.suggestions.computed.connect(lambda: self._show_suggestions(self.current))
+        self.chunks = QTextEdit()
+        self.chunks.setReadOnly(True)
+        self.chunks.setAcceptRichText(False)
+        for edit in (self.question, self.reference, self.chunks):
+            edit.setFocusPolicy(Qt.NoFocus)
+        self._edit_filter = review_keys.EditBoxKeys(self)  # the table's save/cancel keys while editing
+        for edit in (self.question, self.reference):
+            edit.setReadOnly(True)
+            edit.installEventFilter(self._edit_filter)
+        self.message = plain_label()
+        self.message.setObjectName("reviewMessage")
+        self.message.setStyleSheet("color: #b3261e; font-weight: bold;")
+        self.message.hide()
+        self.keys_hint = plain_label(review_keys.hint_line(), hint=True)
+        for widget, stretch in ((plain_label("Question", bold=True), 0), (self.question, 0), (self.why_label, 0),
+                                (self.suggestions, 1), (plain_label("Reference answer", bold=True), 0),
+                                (self.reference, 0), (plain_label("Gold chunk(s) with surrounding text", bold=True), 0),
+                                (self.chunks, 1), (self.message, 0)):
+            col.addWidget(widget, stretch)
+        col.addLayout(self._decision_buttons())
+        col.addWidget(self.keys_hint)
+        splitter = QSplitter()
+        splitter.addWidget(main)
+        splitter.addWidget(self._side())
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(splitter)
+
+    def _focus_bar(self) -> QWidget:
         self.focus_bar = QWidget()
         self.focus_bar.setObjectName("focusBar")
         bar = QHBoxLayout(self.focus_bar)
@@ -183,58 +116,13 @@ class ReviewView(QWidget):
         bar.addWidget(self.focus_label, 1)
         bar.addWidget(clear)
         self.focus_bar.hide()
-        self.status_label = plain_label()
-        self.status_label.setObjectName("reviewStatus")
-        self.progress_label = plain_label()
-        self.question = QPlainTextEdit()
-        self.question.setObjectName("question")
-        self.question.setMaximumHeight(90)
-        self.why_label = plain_label()
-        self.why_label.setObjectName("hint")
-        self.suggestions_label = plain_label("Suggested gold chunks — 1-5 toggle as gold · Shift+1-5 grade · G search",
-                                             bold=True)
-        self.suggestions_panel = SuggestionsPanel()
-        self.suggestion_rows: list[dict] = []
-        self.reference = QPlainTextEdit()
-        self.reference.setMaximumHeight(110)
-        self.chunks = QTextEdit()
-        self.chunks.setReadOnly(True)
-        self.chunks.setAcceptRichText(False)
-        for edit in (self.question, self.reference, self.chunks):
-            edit.setFocusPolicy(Qt.NoFocus)
-        self.question.setReadOnly(True)
-        self.reference.setReadOnly(True)
-        self._edit_keys = EditKeys(self.save_edit, self.cancel_edit)
-        self.question.installEventFilter(self._edit_keys)
-        self.reference.installEventFilter(self._edit_keys)
-        self.keys_hint = plain_label("A approve · X reject · U unanswerable · E edit · Space skip · "
-                                     "G gold · N note · Ctrl+Z undo · ? help")
-        self.keys_hint.setObjectName("hint")
-        self.message = plain_label()
-        self.message.setObjectName("reviewMessage")
-        self.message.setStyleSheet("color: #b3261e; font-weight: bold;")
-        self.message.setWordWrap(True)
-        self.message.hide()
-        main = QWidget()
-        col = QVBoxLayout(main)
-        col.addWidget(self.focus_bar)
-        col.addWidget(self.status_label)
-        col.addLayout(self._next_step_row())
-        col.addWidget(plain_label("Question", bold=True))
-        col.addWidget(self.question)
-        col.addWidget(self.why_label)
-        col.addWidget(self.suggestions_label)
-        col.addWidget(self.suggestions_panel, 1)
-        col.addWidget(plain_label("Reference answer", bold=True))
-        col.addWidget(self.reference)
-        col.addWidget(plain_label("Gold chunk(s) with surrounding text", bold=True))
-        col.addWidget(self.chunks, 1)
-        col.addWidget(self.message)
-        col.addLayout(self._decision_buttons())
-        col.addWidget(self.keys_hint)
+        return self.focus_bar
+
+    def _side(self) -> QWidget:
         side = QWidget()
         scol = QVBoxLayout(side)
         scol.addWidget(plain_label("Progress", bold=True))
+        self.progress_label = plain_label()
         scol.addWidget(self.progress_label)
         self.history_label = plain_label(bold=True)
         scol.addWidget(self.history_label)
@@ -248,20 +136,13 @@ class ReviewView(QWidget):
         save.setFocusPolicy(Qt.NoFocus)
         save.clicked.connect(self.save_guidelines)
         scol.addWidget(save)
-        splitter = QSplitter()
-        splitter.addWidget(main)
-        splitter.addWidget(side)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 1)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 6, 6, 6)
-        layout.addWidget(splitter)
+        return side
 
     def _next_step_row(self) -> QHBoxLayout:
         """The empty queue's way on: one button to the tab that makes the next stage."""
         self.next_step_button = QPushButton()
         self.next_step_button.setFocusPolicy(Qt.NoFocus)
-        self.next_step_button.clicked.connect(lambda: self.next_step.emit(self._next_step()[2]))
+        self.next_step_button.clicked.connect(lambda: self.next_step.emit(screen.missing_stage(self.db)))
         self.next_step_button.hide()
         row = QHBoxLayout()
         row.addWidget(self.next_step_button)
@@ -269,42 +150,35 @@ class ReviewView(QWidget):
         return row
 
     def _decision_buttons(self) -> QHBoxLayout:
-        """The decisions as buttons for mouse users, each naming its key; they never take focus."""
+        """The table's keys that have a caption, as buttons for mouse users; they never take focus."""
         row = QHBoxLayout()
         self.buttons: dict[str, QPushButton] = {}
-        for text, action in BUTTONS:
-            button = QPushButton(text)
+        for key in review_keys.buttons():
+            button = QPushButton(review_keys.button_caption(key))
             button.setFocusPolicy(Qt.NoFocus)
-            button.clicked.connect(lambda _=False, a=action: self._button(a))
-            self.buttons[action] = button
+            button.clicked.connect(lambda _=False, k=key: self.current is not None and review_keys.call(self, k))
+            self.buttons[key.button.rstrip("…").lower()] = button  # "approve", ..., "gold"
             row.addWidget(button)
         row.addStretch(1)
         return row
 
-    def _button(self, action: str) -> None:
-        if self.current is None:
-            return
-        if action == "skip":
-            self.skip()
-        elif action == "gold":
-            self.open_gold_dialog()
-        else:
-            self.decide(action)
-
     # -- navigation ------------------------------------------------------------------------
-    def load_initial(self) -> None:
-        """Resume at this reviewer's saved row, else the first pending row."""
-        saved = get_cursor(self.db, self.reviewer)
-        if saved and get_query(self.db, saved):
-            self.show_query(saved)
-        else:
-            self.show_query(next_pending(self.db))
-
     def show_query(self, query_id: Optional[str]) -> None:
-        self.current = get_query(self.db, query_id) if query_id else None
-        if self.current:
-            set_cursor(self.db, self.reviewer, query_id)
+        """Show a row. Leaving one for another stores the cursor only if reopening would not find
+        the new row anyway (see navigation.Cursor); re-showing the same row writes nothing."""
+        if self.current is not None and query_id != self.current["id"]:
+            self.cursor.moved_to(query_id)
+        self.current = screen.review_row(self.db, query_id)
         self._render()
+
+    def save_cursor(self) -> None:
+        """The window closes (or switches project): store where the reviewer is."""
+        if self.current is not None:
+            self.cursor.close(self.current["id"])
+
+    def shutdown(self) -> None:
+        self.save_cursor()
+        self.suggestions.shutdown()
 
     def advance(self) -> None:
         after = self.current["id"] if self.current else None
@@ -320,17 +194,9 @@ class ReviewView(QWidget):
 
     def set_reviewer(self, name: str) -> None:
         """Decide, undo and list history as another reviewer from now on (Review > Change reviewer)."""
-        self.reviewer = name
-        self.load_initial()
-
-    def _next_step(self) -> tuple[str, str, str]:
-        """(what is missing, button caption, tab) for an empty queue: the earliest stage not done."""
-        if not self.db.execute("SELECT 1 FROM chunks WHERE active = 1 LIMIT 1").fetchone():
-            return "Nothing to review yet: the project has no documents.", "Add documents in the Corpus tab…", "corpus"
-        if not self.db.execute("SELECT 1 FROM queries LIMIT 1").fetchone():
-            return ("Nothing to review yet: the project has no queries.", "Generate queries from the corpus…",
-                    "generate")
-        return ("Nothing left to review in the queue.", "Cluster the queries and build a review queue…", "clusters")
+        self.save_cursor()
+        self.reviewer, self.cursor, self.current = name, Cursor(self.db, name), None
+        self.show_query(resume_row(self.db, name))
 
     def set_focus(self, query_ids: Optional[Collection[str]], why: str = "selected on the map") -> None:
         """Review only these queries (a map selection, or this reviewer's share of an overlap plan);
@@ -349,7 +215,7 @@ class ReviewView(QWidget):
         if self.focus is None:
             self.focus_bar.hide()
             return
-        pending = sum(1 for r in review_order(self.db, self.focus) if r["status"] == "pending")
+        pending = screen.pending_within(self.db, self.focus)
         self.focus_label.setText(f"Reviewing the {len(self.focus)} queries {self.focus_reason} ({pending} pending).")
         self.focus_bar.show()
 
@@ -360,110 +226,58 @@ class ReviewView(QWidget):
             self._update_focus_bar()
         self.next_step_button.setVisible(q is None and self.focus is None)
         if q is None and self.focus is None:
-            missing, caption, _tab = self._next_step()
+            missing, caption = NEXT_STEP[screen.missing_stage(self.db)]
             self.status_label.setText(missing)
             self.next_step_button.setText(caption)
+        elif q is None:
+            self.status_label.setText("Every selected query is reviewed. 'Whole queue' goes back to the rest.")
+        else:
+            self.status_label.setText(header(q))
+        self.question.setPlainText(q["text"] if q else "")
+        self.why_label.setText(why_queued(q, q["queue_entry"]) if q else "")
+        self.reference.setPlainText((q.get("reference") or "") if q else "")
         if q is None:
-            if self.focus is not None:
-                self.status_label.setText("Every selected query is reviewed. 'Whole queue' goes back to the rest.")
-            self.question.setPlainText("")
-            self.why_label.setText("")
-            self.reference.setPlainText("")
             self.chunks.setPlainText("")
         else:
-            self.status_label.setText(self._header(q))
-            self.question.setPlainText(q["text"])
-            self.why_label.setText(why_queued(q, queue_entry(self.db, q["id"])))
-            self.reference.setPlainText(q.get("reference") or "")
-            self._render_chunks(q)
-        self._render_suggestions(q)
+            self.highlighted = render_gold(self.chunks, screen.gold_in_context(self.db, q), q.get("reference") or "")
+        self._show_suggestions(q)
         self._render_side()
 
-    def _header(self, q: dict) -> str:
-        """STATUS · type · source · cluster label · by whom · note, each word once (a log
-        query's type and source are both "log")."""
-        parts = [q["status"].upper(), *dict.fromkeys([q["query_type"], q["source"]])]
-        if q.get("cluster") is not None:
-            label = self._cluster_labels().get(q["cluster"])
-            parts.append(f"cluster {q['cluster']}: {label}" if label else f"cluster {q['cluster']}")
-        if q.get("reviewer"):
-            parts.append(f"by {q['reviewer']}")
-        if q.get("note"):
-            parts.append(f"note: {q['note']}")
-        return " · ".join(parts) + quality_note(q)
+    def _show_suggestions(self, q: Optional[dict]) -> None:
+        self.suggestion_rows = self.suggestions.show_for(q)
 
-    def _cluster_labels(self) -> dict:
-        """Cluster number -> label of the active run, read once until the next refresh."""
-        if self._labels is None:
-            self._labels = {row["cluster"]: row["label"] for row in cluster_table(self.db)}
-        return self._labels
-
-    def _render_chunks(self, q: dict) -> None:
-        """Plain text only; highlighting is applied as character formats, never HTML."""
-        self.chunks.setPlainText("")
-        gold = documents.get_chunks(self.db, q["gold_chunk_ids"])
-        if not gold:
-            self.chunks.setPlainText("(no gold chunk — press 1-5 to take a suggestion, G to search, "
-                                     "or U if the corpus cannot answer this)")
-            return
-        words = answer_words(q.get("reference") or "")
-        cursor = QTextCursor(self.chunks.document())
-        dim = QTextCharFormat()
-        dim.setForeground(QColor("#6b7280"))
-        head = QTextCharFormat()
-        head.setFontWeight(QFont.Bold)
-        head.setForeground(QColor("#1d4ed8"))
-        normal = QTextCharFormat()
-        spans = []
-        for chunk in gold:
-            near = documents.neighbours(self.db, chunk["id"])
-            grade = q["gold_grades"].get(chunk["id"], 1)
-            cursor.insertText(f"{chunk['doc_path']}  ›  {chunk['title'] or ''}   [grade {grade}]\n", head)
-            if near["previous"]:
-                cursor.insertText("… " + near["previous"]["text"][-300:] + "\n", dim)
-            start = cursor.position()
-            cursor.insertText(chunk["text"] + "\n", normal)
-            spans.append((start, cursor.position()))
-            if near["next"]:
-                cursor.insertText(near["next"]["text"][:300] + " …\n", dim)
-            cursor.insertText("\n", normal)
-        self.highlighted = sum(highlight(self.chunks, s, e, words) for s, e in spans)
-        self.chunks.moveCursor(QTextCursor.Start)
-
-    def _render_suggestions(self, q: Optional[dict]) -> None:
-        self.suggestion_rows = suggestions(self.db, q["id"]) if q else []
-        self.suggestions_label.setVisible(bool(self.suggestion_rows))
-        self.suggestions_panel.setVisible(bool(self.suggestion_rows))
-        if self.suggestion_rows:
-            gold = {cid: int(q["gold_grades"].get(cid, 1)) for cid in q["gold_chunk_ids"]}
-            self.suggestions_panel.show_suggestions(self.suggestion_rows, gold, q["text"])
+    @property
+    def suggestions_panel(self):
+        return self.suggestions.panel
 
     def _render_side(self) -> None:
-        prog = decisions.progress(self.db)
-        lines = [f"Reviewed {prog['reviewed']} of {prog['queued']} queued"]
-        for row in progress_by_cluster(self.db):
+        side = screen.side_panel(self.db, self.reviewer)
+        lines = [f"Reviewed {side['progress']['reviewed']} of {side['progress']['queued']} queued"]
+        for row in side["by_cluster"]:
             name = "-" if row["cluster"] is None else row["cluster"]
             lines.append(f"  cluster {name}: {row['reviewed'] or 0} / {row['queued']}")
         self.progress_label.setText("\n".join(lines))
         self.history.clear()
         self.history_label.setText(f"Last ten decisions by {self.reviewer}")
-        for entry in decisions.history(self.db, self.reviewer, limit=10):
+        for entry in side["history"]:
             mark = {"done": "", "merged": " (merged)"}.get(entry["state"], " (undone)")
             self.history.addItem(f"{entry['action']}{mark}: {entry['text'][:60]}")
 
     # -- decisions -------------------------------------------------------------------------
-    def decide(self, action: str, advance: bool = True, **changes) -> None:
+    def decide(self, action: str, advance: bool = True, **changes) -> bool:
+        """Record a decision on the row shown; core's refusals (no usable gold, an empty question)
+        are shown under the row, which stays. True if it was recorded."""
         if self.current is None:
-            return
+            return False
         qid = self.current["id"]
         try:
             decisions.decide(self.db, qid, action, self.reviewer, **changes)
         except GoldMissing as exc:  # core refused: say what to do, stay on the row
             self.say(self._gold_missing_text(exc))
-            return
+            return False
         except InputError as exc:
-            self.say(str(exc))
-            return
+            self.say(f"Not saved: {exc}")
+            return False
         self.say("")
         self.skipped.discard(qid)
         self.decided.emit(qid)
@@ -471,6 +285,7 @@ class ReviewView(QWidget):
             self.advance()
         else:
             self.show_query(qid)
+        return True
 
     def say(self, text: str) -> None:
         """One line under the row for what the last key did or why it was refused."""
@@ -485,13 +300,12 @@ class ReviewView(QWidget):
                 "or U to label it unanswerable.")
 
     def undo(self) -> None:
-        qid = decisions.undo(self.db, self.reviewer)
-        if qid:
-            self.decided.emit(qid)
-            self.show_query(qid)
+        self._show_changed(decisions.undo(self.db, self.reviewer))
 
     def redo(self) -> None:
-        qid = decisions.redo(self.db, self.reviewer)
+        self._show_changed(decisions.redo(self.db, self.reviewer))
+
+    def _show_changed(self, qid: Optional[str]) -> None:
         if qid:
             self.decided.emit(qid)
             self.show_query(qid)
@@ -500,6 +314,9 @@ class ReviewView(QWidget):
         if self.current:
             self.skipped.add(self.current["id"])
         self.advance()
+
+    def show_help(self) -> None:
+        self.help.show_over()
 
     # -- edit ------------------------------------------------------------------------------
     def start_edit(self) -> None:
@@ -520,13 +337,12 @@ class ReviewView(QWidget):
         self.setFocus()
 
     def save_edit(self) -> None:
+        """Ctrl+Enter: record the edit. Core's refusal (e.g. an empty question) is shown and the row
+        keeps its text; any other error is a bug and propagates to the app's excepthook."""
         text, ref = self.question.toPlainText().strip(), self.reference.toPlainText().strip()
         self._end_edit()
         if self.current and (text != self.current["text"] or ref != (self.current.get("reference") or "")):
-            try:
-                self.decide("edit", advance=False, text=text, reference=ref)
-            except Exception as exc:  # e.g. empty question: say so, keep the row
-                self.status_label.setText(f"Not saved: {exc}")
+            if self.decide("edit", advance=False, text=text, reference=ref):
                 return
         self._render()
 
@@ -554,7 +370,7 @@ class ReviewView(QWidget):
         goes 1 -> 2 -> 3 -> 1 (a suggestion not yet gold becomes gold with grade 2)."""
         if number > len(self.suggestion_rows):
             self.say(f"No suggestion {number} for this query." if self.suggestion_rows
-                     else "No suggestions for this query: press G to search for gold chunks.")
+                     else f"No suggestions for this query ({self.suggestions.reason.text()})")
             return
         chunk_id = self.suggestion_rows[number - 1]["chunk_id"]
         gold = list(self.current["gold_chunk_ids"])
@@ -581,46 +397,16 @@ class ReviewView(QWidget):
         set_guidelines(self.db, self.guidelines.toPlainText())
 
     # -- keys ------------------------------------------------------------------------------
-    def keyPressEvent(self, event) -> None:
+    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt's naming)
         if self.editing or not self.help.isHidden():
             return super().keyPressEvent(event)
-        key, mods = event.key(), event.modifiers()
-        ctrl, shift = bool(mods & Qt.ControlModifier), bool(mods & Qt.ShiftModifier)
-        if ctrl and key == Qt.Key_Z:
-            self.redo() if shift else self.undo()
-        elif ctrl:
-            return super().keyPressEvent(event)
-        elif key == Qt.Key_Question or event.text() == "?":
-            self.help.show_over()
-        elif self.current is None:
-            return super().keyPressEvent(event)
-        elif suggestion_key(key, shift) is not None:
-            self.toggle_suggestion(*suggestion_key(key, shift))
-        elif key == Qt.Key_A:
-            self.decide("approve")
-        elif key == Qt.Key_X:
-            self.decide("reject")
-        elif key == Qt.Key_U:
-            self.decide("unanswerable")
-        elif key == Qt.Key_E:
-            self.start_edit()
-        elif key in (Qt.Key_Space, Qt.Key_S):
-            self.skip()
-        elif key == Qt.Key_G:
-            self.open_gold_dialog()
-        elif key == Qt.Key_N:
-            self.open_note_dialog()
-        else:
-            return super().keyPressEvent(event)
-        event.accept()
+        review_keys.dispatch(self, event, self.current is not None, super().keyPressEvent)
 
     def refresh(self) -> None:
-        """Re-read the current row (another tab may have changed it)."""
-        self._labels = None  # a new clustering run may have renamed the clusters
+        """Re-read the current row (another tab may have changed it) and compute the suggestions
+        a new queue lacks."""
         current = self.current["id"] if self.current else None
-        if current is not None and self.focus is None and not self._in_review_order(current):
+        if current is not None and self.focus is None and not screen.in_review_order(self.db, current):
             current = None  # a queue was built since this row was shown: start on the queue
         self.show_query(current or next_pending(self.db))
-
-    def _in_review_order(self, query_id: str) -> bool:
-        return any(row["query_id"] == query_id for row in review_order(self.db))
+        self.suggestions.fill_missing()

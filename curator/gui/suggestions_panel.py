@@ -1,4 +1,5 @@
-"""The suggested gold chunks of the review row, shown inline under the question.
+"""The suggested gold chunks of the review row, shown inline under the question, and the worker
+that computes the queue's missing ones.
 
 Each suggestion shows its number (the key that toggles it), whether it is gold and its grade, the
 document path and heading, and a snippet with the question's words highlighted. The text is
@@ -6,11 +7,17 @@ plain text with character formats, never HTML, so corpus text cannot inject mark
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor
-from PySide6.QtWidgets import QTextEdit
+from typing import Optional
 
+import sqlite_utils
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import QTextEdit, QVBoxLayout, QWidget
+
+from curator.core.retrieval import suggest
 from curator.gui.highlight import QUESTION_STOP, content_words, highlight
+from curator.gui.task_view import TaskView
+from curator.gui.widgets import plain_label, project_file
 
 SNIPPET = 320
 
@@ -53,3 +60,108 @@ class SuggestionsPanel(QTextEdit):
         self.highlighted = sum(highlight(self, s, e, terms) for s, e in spans)
         self.moveCursor(QTextCursor.Start)
         return self.highlighted
+
+
+# Why a row shows no suggestion, by core's ``suggest.empty_reason`` (and the box's own state).
+EMPTY_TEXT = {
+    "no_corpus": "No suggestions: the project has no documents to suggest from. Add them in the Corpus tab.",
+    "has_gold": "No suggestions: this row has its gold chunk(s), shown below. G searches the corpus for others.",
+    "not_queued": ("No suggestions: they are computed for the pending rows of the review queue, and this row is "
+                   "not one. G searches the corpus."),
+    "computing": "Suggested gold chunks for this query are being computed (progress below)…",
+    "no_match": "No chunk matched this query. G searches the corpus; U marks it unanswerable.",
+    "stopped": "Computing suggestions was stopped before this query's. G searches the corpus.",
+    "failed": "Suggestions could not be computed: {error}. G searches the corpus.",
+    "none_found": "No suggestions for this query yet.",
+}
+
+
+class SuggestionsBox(TaskView, QWidget):
+    """The suggestions under the question: a title naming their keys, the numbered list, or one
+    line saying why there is none; and the worker that computes the queued rows' missing ones
+    (a project opened for the first time, a queue built from the command line), with progress.
+
+    ``computed`` is emitted after a run, so the view shows the new suggestions of its row."""
+
+    task_finished = Signal(object)
+    task_failed = Signal(str, str)
+    computed = Signal()
+    failure_title = "Suggestions failed"
+
+    def __init__(self, db: sqlite_utils.Database, title: str, parent=None) -> None:
+        QWidget.__init__(self, parent)
+        self.init_tasks()
+        self.db, self.project_path = db, project_file(db)
+        self.tried: set[str] = set()  # rows a run of this session was asked to compute
+        self.computing: set[str] = set()
+        self.stopped = False
+        self.title = plain_label(title, bold=True)
+        self.reason = plain_label(hint=True)
+        self.reason.setObjectName("suggestionsReason")
+        self.panel = SuggestionsPanel()
+        self.rows: list[dict] = []
+        self.task_bar.hide()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for widget, stretch in ((self.title, 0), (self.reason, 0), (self.task_bar, 0), (self.panel, 1)):
+            layout.addWidget(widget, stretch)
+
+    def show_for(self, query: Optional[dict]) -> list[dict]:
+        """Show QUERY's suggestions (gold ones marked), or why it has none; returns them."""
+        self.rows = suggest.suggestions(self.db, query["id"]) if query else []
+        self.title.setVisible(bool(self.rows))
+        self.panel.setVisible(bool(self.rows))
+        reason = self._reason(query) if query and not self.rows else ""
+        self.reason.setText(EMPTY_TEXT[reason].format(error=(self.last_error or ("",))[0]) if reason else "")
+        self.reason.setVisible(bool(reason))
+        if self.rows:
+            gold = {cid: int(query["gold_grades"].get(cid, 1)) for cid in query["gold_chunk_ids"]}
+            self.panel.show_suggestions(self.rows, gold, query["text"])
+        return self.rows
+
+    def _reason(self, query: dict) -> str:
+        reason = suggest.empty_reason(self.db, query["id"])
+        if reason != "none_found":
+            return reason
+        if query["id"] in self.computing:
+            return "computing"
+        if self.last_error is not None:
+            return "failed"
+        if query["id"] in self.tried:
+            return "stopped" if self.stopped else "no_match"
+        self.fill_missing()  # a queue built since the window opened: compute now
+        return "computing" if query["id"] in self.computing else "none_found"
+
+    def fill_missing(self) -> None:
+        """Compute, in a worker, the suggestions of queued rows that lack them (not yet tried)."""
+        if self.busy():
+            return
+        todo = [qid for qid in suggest.lacking_suggestions(self.db) if qid not in self.tried]
+        if not todo:
+            return
+        self.computing = set(todo)
+        self.tried.update(todo)
+        self.last_error, self.stopped = None, False
+        what = f"{len(todo)} queued {'query' if len(todo) == 1 else 'queries'}"
+        self.run_task(suggest.fill_missing, message=f"Computing suggested gold chunks for {what}…",
+                      finished=self._finished, cancelled=self._cancelled)
+
+    def set_busy(self, busy: bool, message: str = "") -> None:
+        super().set_busy(busy, message)
+        self.task_bar.setVisible(busy or self.last_error is not None)
+        if not busy:
+            self.computing = set()
+            self.computed.emit()
+
+    def _finished(self, result: dict) -> tuple:
+        n = result["queries"]
+        self.status.setText(f"Suggested gold chunks for {n} {'query' if n == 1 else 'queries'}.")
+        return (result,)
+
+    def _cancelled(self) -> None:
+        self.stopped = True
+        self.status.setText("Stopped: the suggestions computed so far are kept.")
+
+    def shutdown(self) -> None:
+        """The window closes: stop after the batch in flight (its own connection commits it)."""
+        self.cancel()

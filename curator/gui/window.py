@@ -29,7 +29,7 @@ PROJECT_SUFFIX = ".curator"
 START_TEXT = "No project open. Create a project for a folder of documents, or open one you have."
 MENU_SHORTCUTS = (  # (key, what): the Help menu's list, beside the review view's own keys
     ("Ctrl+N", "new project"), ("Ctrl+O", "open project"), ("Ctrl+Q", "quit"),
-    ("Ctrl+Z", "undo the last decision (Review, Adjudicate)"), ("Ctrl+Shift+Z", "redo"),
+    ("Ctrl+Z", "undo the last decision (Review, Adjudicate)"), ("Ctrl+Shift+Z", "redo"), ("F1", "this list"),
 )
 ADJUDICATE_KEYS = (("A / B", "take the left / right decision"), ("E", "edit the final decision"),
                    ("Space", "next conflict"), ("Ctrl+Z", "undo"))
@@ -41,9 +41,10 @@ def with_suffix(path: str) -> str:
 
 
 def shortcuts_text() -> str:
-    from curator.gui.review_view import KEYS
+    """The F1 page; the Review tab's part comes from its key table, like its hint line and overlay."""
+    from curator.gui.review_keys import help_rows
 
-    sections = (("Window", MENU_SHORTCUTS), ("Review tab", KEYS), ("Adjudicate tab", ADJUDICATE_KEYS))
+    sections = (("Window", MENU_SHORTCUTS), ("Review tab", help_rows()), ("Adjudicate tab", ADJUDICATE_KEYS))
     return "\n\n".join(f"{title}\n" + "\n".join(f"  {key:<14} {what}" for key, what in keys)
                         for title, keys in sections)
 
@@ -199,6 +200,7 @@ class MainWindow(QMainWindow):
             QMessageBox.warning(self, "Cannot open project", f"{exc}\n\nChoose another file or create a new project.")
             return False
         if self.db is not None:
+            self.review_view.shutdown()  # its cursor is stored on leaving the project
             self.db.close()
         self.db, self.project_path = db, Path(path)
         recent = [str(self.project_path)] + [p for p in self.recent() if p != str(self.project_path)]
@@ -301,6 +303,7 @@ class MainWindow(QMainWindow):
         if getattr(self, "generate_view", None) is not None:
             self.generate_view.shutdown()  # stops after the row in flight; rows made are kept
         if self.db is not None:
+            self.review_view.shutdown()  # stores the reviewer's place; stops computing suggestions
             self.db.close()
             self.db = None
         if getattr(self, "clusters_view", None) is not None:

@@ -246,3 +246,191 @@ def test_gold_dialog_selected_rows_show_their_text(qtbot, sample_project_path, s
     dlg.chosen.setFocus()
     added = dlg.chosen.currentItem()
     assert added is not None and added.isSelected() and _dark_pixels(dlg.chosen, added) > 20
+
+
+# -- the cursor: stored on leaving a row some other way than a decision, or on close -------------
+
+def _queued_rows(path, n=6):
+    from curator.core.review.sample import build_queue
+
+    ids, _ = _seed(path, n)
+    db = open_project(path)
+    build_queue(db, size=n)
+    order = [r[0] for r in db.execute("SELECT query_id FROM review_queue ORDER BY position")]
+    db.close()
+    assert sorted(order) == sorted(ids)
+    return order
+
+
+def test_deciding_row_after_row_writes_no_cursor_and_reopening_resumes(qtbot, sample_project_path, settings):
+    order = _queued_rows(sample_project_path)
+    win = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win)
+    view = win.review_view
+    assert view.current["id"] == order[0]
+    for _ in range(3):
+        qtbot.keyClick(view, Qt.Key_A)
+    assert view.current["id"] == order[3]
+    assert view.cursor.writes == 0 and get_cursor(win.db, "alice") is None  # the decisions say where she is
+    qtbot.keyClick(view, Qt.Key_Space)  # a skip is not a decision: the cursor is stored
+    assert view.current["id"] == order[4] and get_cursor(win.db, "alice") == order[4] and view.cursor.writes == 1
+    qtbot.keyClick(view, Qt.Key_G)  # re-showing the same row (a gold change) writes nothing
+    view.gold_dialog.accept()
+    assert view.cursor.writes == 1
+    win.close()
+    win2 = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win2)
+    assert win2.review_view.current["id"] == order[4]
+    win2.close()
+
+
+CRASH_SCRIPT = """
+import os, sys
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+from curator.gui.window import MainWindow
+app = QApplication([])
+win = MainWindow(sys.argv[1], settings=QSettings(sys.argv[2], QSettings.IniFormat), reviewer="alice")
+view = win.review_view
+for key in sys.argv[3]:
+    QTest.keyClick(view, {"a": Qt.Key_A, "x": Qt.Key_X, "s": Qt.Key_S}[key])
+print(view.current["id"], flush=True)
+os._exit(1)  # a crash: no close, no cursor saved on the way out
+"""
+
+
+@pytest.mark.slow  # a child process
+@pytest.mark.parametrize("keys", ["aax", "asa", "ss"])
+def test_a_crash_loses_at_most_the_row_in_flight(sample_project_path, tmp_path, keys):
+    """Decisions are committed as made; reopening after a crash shows the row the reviewer was on."""
+    import subprocess
+    import sys
+
+    order = _queued_rows(sample_project_path)
+    out = subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(sample_project_path), str(tmp_path / "s.ini"), keys],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    in_flight = out.stdout.split()[-1]
+    db = open_project(sample_project_path)
+    statuses = [get_query(db, qid)["status"] for qid in order]
+    decided = sum(1 for k in keys if k != "s")
+    assert len(statuses) - statuses.count("pending") == decided  # every decision made is there
+    from curator.core.review.navigation import resume_row
+
+    assert resume_row(db, "alice") == in_flight
+    db.close()
+
+
+# -- save_edit: core's refusal is a message, anything else is a bug that propagates -------------
+
+def test_an_empty_question_is_refused_with_a_message_and_the_row_stays(qtbot, sample_project_path, settings):
+    ids, _ = _seed(sample_project_path)
+    win = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win)
+    view = win.review_view
+    qtbot.keyClick(view, Qt.Key_E)
+    view.question.selectAll()
+    qtbot.keyClick(view.question, Qt.Key_Delete)
+    qtbot.keyClick(view.question, Qt.Key_Return, Qt.ControlModifier)
+    assert not view.editing and view.current["id"] == ids[0]
+    assert view.message.isVisibleTo(view) and "Not saved: the question cannot be empty" in view.message.text()
+    assert view.question.toPlainText() == get_query(win.db, ids[0])["text"] != ""
+    win.close()
+
+
+def test_an_unexpected_error_in_save_edit_is_not_swallowed(qtbot, sample_project_path, settings, monkeypatch):
+    from curator.core.review import decisions
+
+    _seed(sample_project_path)
+    win = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win)
+    view = win.review_view
+    view.start_edit()
+    view.question.setPlainText("a changed question")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(decisions, "decide", broken)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        view.save_edit()
+    win.close()
+
+
+# -- suggestions on first use ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def _embedded_template(tmp_path_factory, _ingested_template):
+    """The sample project with its chunks' MiniLM vectors in the project's embedding cache (as after
+    an evaluation), so the worker's retriever fits in a second: embedding the 116 chunks took
+    146-160 s at a load average of 16 on 2 cores, a few seconds on an idle machine."""
+    import shutil
+
+    from curator.core.retrieval.suggest import best_retriever
+
+    path = tmp_path_factory.mktemp("embedded") / "sample.curator"
+    shutil.copy(_ingested_template, path)
+    db = open_project(path)
+    best_retriever(db)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    return path
+
+
+@pytest.fixture
+def embedded_project(tmp_path, _embedded_template):
+    import shutil
+
+    path = tmp_path / "sample.curator"
+    shutil.copy(_embedded_template, path)
+    return path
+
+
+def test_opening_a_project_computes_missing_suggestions_with_visible_progress(qtbot, embedded_project, settings):
+    """Queued log queries without suggestions (a queue built by hand, an older project): the window
+    computes them in a worker, shows that it does, and the row shows them when done."""
+    from curator.core.review.sample import build_queue
+    from curator.core.retrieval.suggest import lacking_suggestions
+
+    sample_project_path = embedded_project
+    db = open_project(sample_project_path)
+    with db.conn:
+        asked = [add_query(db, text, "log") for text in ("how do I rotate the api keys", "backup schedule for the database")]
+    build_queue(db, size=5)
+    assert sorted(lacking_suggestions(db)) == sorted(asked)
+    db.close()
+    win = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win)
+    view = win.review_view
+    box = view.suggestions
+    assert view.current["id"] in asked and box.busy()
+    assert box.task_bar.isVisibleTo(box) and "Computing suggested gold chunks for 2 queued queries" in box.status.text()
+    assert "being computed" in box.reason.text() and not view.suggestions_panel.isVisibleTo(view)
+    qtbot.waitUntil(lambda: not box.busy(), timeout=120000)
+    assert box.last_error is None
+    assert len(view.suggestion_rows) == 5 and view.suggestions_panel.isVisibleTo(view)
+    assert not box.reason.isVisibleTo(view) and not box.task_bar.isVisibleTo(view)
+    assert lacking_suggestions(win.db) == []
+    qtbot.keyClick(view, Qt.Key_1)  # the keys work on what was computed
+    assert get_query(win.db, view.current["id"])["gold_chunk_ids"] == [view.suggestion_rows[0]["chunk_id"]]
+    win.close()
+
+
+def test_an_empty_suggestion_list_says_why(qtbot, sample_project_path, settings):
+    ids, _ = _seed(sample_project_path, n=1)
+    db = open_project(sample_project_path)
+    with db.conn:
+        unqueued = add_query(db, "a log query outside the queue", "log")
+    db.close()
+    win = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win)
+    view, box = win.review_view, win.review_view.suggestions
+    view.show_query(ids[0])
+    assert "has its gold chunk" in box.reason.text() and box.reason.isVisibleTo(view)
+    view.show_query(unqueued)
+    assert "not one" in box.reason.text() and not box.busy()
+    qtbot.keyClick(view, Qt.Key_1)
+    assert "No suggestions for this query" in view.message.text()
+    win.close()

@@ -23,12 +23,13 @@ DEFAULT_K = 5
 DENSE_WEIGHT = 4.0  # bench/suggest.py, Python FAQ: hit@5 0.893 at x4, 0.858 at x2, dense alone 0.899, bm25 0.627
 _BATCH = 64
 
-# Queued, pending rows whose gold is empty or points at a retired/unknown chunk.
-_NEEDING_SQL = """SELECT q.id, q.text FROM review_queue r JOIN queries q ON q.id = r.query_id
-    WHERE q.status = 'pending' AND (json_array_length(q.gold_chunk_ids) = 0 OR q.stale = 1
+# A row without usable gold: its gold is empty, stale, or points at a retired/unknown chunk.
+_WITHOUT_GOLD = """(json_array_length(q.gold_chunk_ids) = 0 OR q.stale = 1
         OR EXISTS (SELECT 1 FROM json_each(q.gold_chunk_ids) g LEFT JOIN chunks c ON c.id = g.value
-                   WHERE c.id IS NULL OR c.active = 0))
-    ORDER BY r.position"""
+                   WHERE c.id IS NULL OR c.active = 0))"""
+_NEEDING_SQL = f"""SELECT q.id, q.text FROM queries q LEFT JOIN review_queue r ON r.query_id = q.id
+    WHERE q.status = 'pending' AND {_WITHOUT_GOLD} AND (r.query_id IS NOT NULL OR :everywhere)
+    ORDER BY r.position IS NULL, r.position, q.created_at, q.id"""
 
 
 def best_retriever(db: sqlite_utils.Database, dense_weight: float = DENSE_WEIGHT) -> HybridRetriever:
@@ -39,9 +40,39 @@ def best_retriever(db: sqlite_utils.Database, dense_weight: float = DENSE_WEIGHT
         return HybridRetriever(None, dense_weight=dense_weight).fit(db)
 
 
-def needing_suggestions(db: sqlite_utils.Database) -> list[tuple[str, str]]:
-    """(id, text) of queued pending queries without usable gold, in queue order."""
-    return [(r[0], r[1]) for r in db.execute(_NEEDING_SQL)]
+def needing_suggestions(db: sqlite_utils.Database, queued_only: bool = True) -> list[tuple[str, str]]:
+    """(id, text) of pending queries without usable gold: the queued ones in queue order, then
+    (``queued_only=False``) the rest in creation order."""
+    return [(r[0], r[1]) for r in db.execute(_NEEDING_SQL, {"everywhere": int(not queued_only)})]
+
+
+def lacking_suggestions(db: sqlite_utils.Database) -> list[str]:
+    """Ids of queued pending queries without usable gold that have no suggestion of an active chunk
+    to show (never computed, or the corpus changed under them)."""
+    sql = f"SELECT id FROM ({_NEEDING_SQL}) n WHERE NOT EXISTS (SELECT 1 FROM suggestions s JOIN chunks c " \
+          "ON c.id = s.chunk_id WHERE s.query_id = n.id AND c.active = 1)"
+    return [r[0] for r in db.execute(sql, {"everywhere": 0})]
+
+
+def fill_missing(db: sqlite_utils.Database, on_progress: Optional[ProgressCallback] = None,
+                 cancel: Optional[CancelToken] = None) -> dict:
+    """Suggestions for every queued row that lacks them (the window runs this in a worker when a
+    project opens or its queue changes); rows that have suggestions are left as they are."""
+    return suggest(db, lacking_suggestions(db), on_progress=on_progress, cancel=cancel)
+
+
+def empty_reason(db: sqlite_utils.Database, query_id: str) -> str:
+    """Why a query shows no suggestion: 'no_corpus' (no active chunk to suggest), 'has_gold' (its
+    gold is usable, so none were asked for), 'not_queued' (only pending rows of the review queue
+    get them) or 'none_found' (asked for and nothing stored: not computed yet, or nothing matched)."""
+    if db.execute("SELECT 1 FROM chunks WHERE active = 1 LIMIT 1").fetchone() is None:
+        return "no_corpus"
+    without_gold = db.execute(f"SELECT {_WITHOUT_GOLD} FROM queries q WHERE q.id = ?", [query_id]).fetchone()
+    if without_gold is None or not without_gold[0]:
+        return "has_gold"
+    if query_id not in {q for q, _ in needing_suggestions(db)}:
+        return "not_queued"
+    return "none_found"
 
 
 def _texts_of(db: sqlite_utils.Database, query_ids: Iterable[str]) -> list[tuple[str, str]]:
@@ -71,6 +102,8 @@ def suggest(db: sqlite_utils.Database, query_ids: Optional[Iterable[str]] = None
     if not todo:
         return {"queries": 0, "k": k, "retriever": None}
     retriever = retriever or best_retriever(db)
+    if cancel is not None:
+        cancel.check()  # fitting the dense half is the slow part: stop here if asked meanwhile
     tag = store.dumps(retriever.params)
     for start in range(0, len(todo), _BATCH):
         if cancel is not None:

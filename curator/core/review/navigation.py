@@ -1,6 +1,9 @@
 """The reviewer's way through the queue: order, next pending row, resume cursor, guidelines.
 
-Reads only; decisions themselves go through ``decisions``.
+Decisions themselves go through ``decisions``. The cursor (where a reviewer is in the queue) is
+stored lazily by ``Cursor``: reopening resumes at the stored row while it waits for a decision,
+else at the next pending row after it, so a reviewer who decides row after row in queue order
+needs no cursor write at all; only leaving a row some other way (skip, jump, undo) writes one.
 """
 
 from __future__ import annotations
@@ -40,6 +43,48 @@ def get_cursor(db: sqlite_utils.Database, reviewer: str) -> Optional[str]:
 
 def set_cursor(db: sqlite_utils.Database, reviewer: str, query_id: str) -> None:
     store.meta_set(db, _cursor_key(reviewer), query_id)
+
+
+def resume_from(db: sqlite_utils.Database, saved: Optional[str]) -> Optional[str]:
+    """Where a reviewer whose stored cursor is SAVED carries on: SAVED while it is pending (or
+    outside the review order, e.g. a row opened from the Queries tab), else the next pending row
+    after it; the first pending row without a usable cursor."""
+    query = store.rows(db, "SELECT status FROM queries WHERE id = ?", [saved]) if saved else []
+    if not query:
+        return next_pending(db)
+    if query[0]["status"] == "pending" or not any(r["query_id"] == saved for r in review_order(db)):
+        return saved
+    return next_pending(db, saved) or saved
+
+
+def resume_row(db: sqlite_utils.Database, reviewer: str) -> Optional[str]:
+    """The row this reviewer's window opens on."""
+    return resume_from(db, get_cursor(db, reviewer))
+
+
+class Cursor:
+    """A reviewer's place in the queue, written only when reopening would not find it otherwise.
+
+    ``moved_to(row)`` is called when the reviewer leaves a row for ROW, ``close(row)`` when the
+    window closes on ROW. Neither writes if ``resume_from`` of the stored value already gives ROW
+    (the usual case after a decision auto-advances), so deciding costs one transaction, the
+    decision's own. A crash loses at most the row in flight: decisions are committed as made and
+    the stored cursor, resumed from, leads to the row the reviewer was on."""
+
+    def __init__(self, db: sqlite_utils.Database, reviewer: str) -> None:
+        self.db, self.reviewer = db, reviewer
+        self.saved = get_cursor(db, reviewer)
+        self.writes = 0  # how many times this session stored the cursor (tests count them)
+
+    def moved_to(self, query_id: Optional[str]) -> bool:
+        """Store QUERY_ID if reopening would not resume there; True if it wrote."""
+        if query_id is None or query_id == self.saved or resume_from(self.db, self.saved) == query_id:
+            return False
+        set_cursor(self.db, self.reviewer, query_id)
+        self.saved, self.writes = query_id, self.writes + 1
+        return True
+
+    close = moved_to  # on close the row shown is stored the same way
 
 
 def review_order(db: sqlite_utils.Database, within: Optional[Collection[str]] = None) -> list[dict]:
