@@ -79,10 +79,10 @@ def usable_dir(sub: str) -> Path:
     if spare_problem is not None:
         raise ModelFileError(f"the cache folder {folder} cannot be written ({problem}), nor {spare} "
                              f"({spare_problem}); make it writable or set XDG_CACHE_HOME to a writable folder.")
-    if str(folder) not in _SAID:
-        _SAID.add(str(folder))
+    if str(cache_dir()) not in _SAID:  # once per process, not once per subfolder
+        _SAID.add(str(cache_dir()))
         LOG.warning("curator: the cache folder %s cannot be written (%s); using %s for now. Make it writable "
-                    "or set XDG_CACHE_HOME to a writable folder.", folder, problem, spare)
+                    "or set XDG_CACHE_HOME to a writable folder.", folder, problem, spare.parent)
     return spare
 
 

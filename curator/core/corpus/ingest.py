@@ -156,7 +156,8 @@ def _store_documents(db, docs: list[tuple], params: str, report_: IngestReport, 
         if doc.format == "jsonl":
             _jsonl_chunk_ids(doc_id, chunks)
         rows.append((doc_id, key, doc, content_hash, chunks))
-    rows = _without_taken_ids(db, rows, file, report_)
+    existing = _existing_chunks(db, [c.id for r in rows for c in r[4]])
+    rows = _without_taken_ids(db, rows, file, report_, existing)
     old = _active_chunk_ids(db, list(dict.fromkeys(r[0] for r in rows)))
     for doc_id, key, doc, content_hash, chunks in rows:
         new_ids = {c.id for c in chunks}
@@ -166,7 +167,7 @@ def _store_documents(db, docs: list[tuple], params: str, report_: IngestReport, 
         report_.touched_chunks |= retired | (new_ids - old[doc_id])
         retired_all |= retired
         chunk_rows += [(c.id, doc_id, c.ord, c.title, c.text, c.tokens) for c in chunks]
-    _record_text_changes(db, chunk_rows, report_)
+    _record_text_changes(db, chunk_rows, report_, existing)
     db.conn.executemany(
         """INSERT INTO documents (id, path, title, format, content_hash, bytes, chunk_params, metadata, ingested_at)
            VALUES (?,?,?,?,?,?,?,?,?)
@@ -186,20 +187,29 @@ def _store_documents(db, docs: list[tuple], params: str, report_: IngestReport, 
     return len(rows)
 
 
-def _owners(db, table: str, column: str, ids: list[str]) -> dict[str, tuple]:
-    """id -> (``column``, source file) of the rows of ``table`` (documents or chunks) with these ids."""
+def _document_owners(db, ids: list[str]) -> dict[str, tuple]:
+    """Document id -> (its key, the file it was read from) of the stored documents with these ids."""
     found: dict[str, tuple] = {}
-    source = ("json_extract(metadata, '$.source_file')" if table == "documents" else
-              "(SELECT json_extract(d.metadata, '$.source_file') FROM documents d WHERE d.id = chunks.doc_id)")
     for start in range(0, len(ids), 500):
         batch = ids[start : start + 500]
-        for row in db.execute(f"SELECT id, {column}, {source} FROM {table} WHERE id IN ({','.join('?' * len(batch))})",
-                              batch):
+        for row in db.execute("SELECT id, path, json_extract(metadata, '$.source_file') FROM documents "
+                              f"WHERE id IN ({','.join('?' * len(batch))})", batch):
             found[row[0]] = (row[1], row[2])
     return found
 
 
-def _without_taken_ids(db, rows: list[tuple], file: Path, report_: IngestReport) -> list[tuple]:
+def _existing_chunks(db, ids: list[str]) -> dict[str, tuple]:
+    """Chunk id -> (its document id, the hash of its title and text) of the stored chunks with these ids."""
+    found: dict[str, tuple] = {}
+    for start in range(0, len(ids), 500):
+        batch = ids[start : start + 500]
+        for chunk_id, doc_id, title, text in db.execute(
+                f"SELECT id, doc_id, title, text FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch):
+            found[chunk_id] = (doc_id, _text_sha(title, text))
+    return found
+
+
+def _without_taken_ids(db, rows: list[tuple], file: Path, report_: IngestReport, chunks: dict) -> list[tuple]:
     """The rows whose document id and chunk ids are theirs to write.
 
     A BEIR id is the document's and its chunk's id, and ``ON CONFLICT DO UPDATE`` used to let a
@@ -207,12 +217,11 @@ def _without_taken_ids(db, rows: list[tuple], file: Path, report_: IngestReport)
     under gold labels approved against the old text. An id taken by a document of another file that
     still exists, or by a chunk of another document, now refuses the record (file:line, counted);
     a document whose old file is gone is a corpus that moved and keeps its ids, as files keep keys."""
-    docs = _owners(db, "documents", "path", [r[0] for r in rows])
-    chunks = _owners(db, "chunks", "doc_id", [c.id for r in rows for c in r[4]])
+    docs = _document_owners(db, [r[0] for r in rows])
     here, claimed, kept = str(file.resolve()), {}, []
     for row in rows:
         doc_id, key, doc, _, doc_chunks = row
-        owner = _taken_by(doc_id, key, doc_chunks, here, docs, chunks, claimed)
+        owner = _taken_by(db, doc_id, key, doc_chunks, here, docs, chunks, claimed)
         if owner is not None:
             report_.ids_refused += 1
             where = f"{file}:{doc.line}" if doc.line else str(file)
@@ -226,7 +235,7 @@ def _without_taken_ids(db, rows: list[tuple], file: Path, report_: IngestReport)
     return kept
 
 
-def _taken_by(doc_id, key, doc_chunks, here, docs, chunks, claimed) -> Optional[str]:
+def _taken_by(db, doc_id, key, doc_chunks, here, docs, chunks, claimed) -> Optional[str]:
     """What already holds this document's id or one of its chunk ids, or None."""
     path, source = docs.get(doc_id, (key, None))
     if path != key and source != here and (not source or Path(source).exists()):
@@ -234,9 +243,10 @@ def _taken_by(doc_id, key, doc_chunks, here, docs, chunks, claimed) -> Optional[
     for chunk in doc_chunks:
         if chunk.id in claimed:
             return f"{claimed[chunk.id]} (earlier in this file)"
-        owner_doc, owner_source = chunks.get(chunk.id, (doc_id, None))
+        owner_doc = chunks.get(chunk.id, (doc_id,))[0]
         if owner_doc != doc_id:
-            return f"a chunk of document {owner_doc}" + (f" (from {owner_source})" if owner_source else "")
+            owner_path = _document_owners(db, [owner_doc]).get(owner_doc, (owner_doc,))[0]
+            return f"a chunk of {owner_path}"
     return None
 
 
@@ -244,31 +254,25 @@ def _text_sha(title: str, text: str) -> str:
     return hashlib.sha256(f"{title or ''}\x00{text}".encode("utf-8")).hexdigest()
 
 
-def _record_text_changes(db, chunk_rows: list[tuple], report_: IngestReport) -> None:
+def _record_text_changes(db, chunk_rows: list[tuple], report_: IngestReport, existing: dict) -> None:
     """Chunks about to get other text under the same id (a JSONL passage edited in place) make the
     gold labels on them stale, as a changed file's retired chunks do.
 
     ``gold_changes`` keeps, per query and chunk, the text the label was made against: a query
     labelled before the edit is stale until the passage reads as it did (then its row goes)."""
-    new = {row[0]: _text_sha(row[3], row[4]) for row in chunk_rows}
     changed = []
-    ids = list(new)
-    for start in range(0, len(ids), 500):
-        batch = ids[start : start + 500]
-        for chunk_id, title, text in db.execute(
-                f"SELECT id, title, text FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch):
-            old_sha = _text_sha(title, text)
-            if old_sha != new[chunk_id]:
-                changed.append((chunk_id, old_sha))
+    for row in chunk_rows:
+        if row[0] in existing and existing[row[0]][1] != (new_sha := _text_sha(row[3], row[4])):
+            changed.append((row[0], existing[row[0]][1], new_sha))
     at = store.now()
-    for chunk_id, old_sha in changed:
+    for chunk_id, old_sha, new_sha in changed:
         db.execute("""INSERT INTO gold_changes (query_id, chunk_id, labelled_sha, changed_at)
                       SELECT q.id, ?, ?, ? FROM queries q
                       WHERE EXISTS (SELECT 1 FROM json_each(q.gold_chunk_ids) g WHERE g.value = ?)
                       ON CONFLICT(query_id, chunk_id) DO NOTHING""", [chunk_id, old_sha, at, chunk_id])
-        db.execute("DELETE FROM gold_changes WHERE chunk_id = ? AND labelled_sha = ?", [chunk_id, new[chunk_id]])
+        db.execute("DELETE FROM gold_changes WHERE chunk_id = ? AND labelled_sha = ?", [chunk_id, new_sha])
     report_.chunks_changed += len(changed)
-    report_.touched_chunks.update(chunk_id for chunk_id, _ in changed)
+    report_.touched_chunks.update(chunk_id for chunk_id, _, _ in changed)
 
 
 def _known_hashes(db) -> dict[str, tuple[str, str]]:
