@@ -61,7 +61,8 @@ KEYS: tuple[Key, ...] = (
     Key("U", ("decide", "unanswerable"), "unanswerable: the corpus does not answer it", _plain(Qt.Key_U),
         hint="unanswerable", button="Unanswerable"),
     Key("E", ("start_edit",), "edit the question and the reference answer", _plain(Qt.Key_E), hint="edit"),
-    Key("Ctrl+Enter", ("save_edit",), "save the edit", _plain(Qt.Key_Return, Qt.Key_Enter, mods=CTRL), scope="edit"),
+    Key("Ctrl+Enter", ("save_edit",), "save the edit", _plain(Qt.Key_Return, Qt.Key_Enter, mods=CTRL),
+        scope="edit"),
     Key("Esc", ("cancel_edit",), "cancel the edit", _plain(Qt.Key_Escape), scope="edit"),
     Key("Space / S", ("skip",), "skip: come back to it after the rest", _plain(Qt.Key_Space, Qt.Key_S),
         hint="skip", button="Skip"),
@@ -69,13 +70,14 @@ KEYS: tuple[Key, ...] = (
         hint="take a suggestion"),
     Key("Shift+1-5", ("toggle_suggestion",), "cycle that suggestion's grade 1 -> 2 -> 3", _digits(True),
         hint="its grade"),
-    Key("G", ("open_gold_dialog",), "search the corpus for gold chunks", _plain(Qt.Key_G), hint="gold", button="Gold…"),
+    Key("G", ("open_gold_dialog",), "search the corpus for gold chunks", _plain(Qt.Key_G), hint="gold",
+        button="Gold…"),
     Key("N", ("open_note_dialog",), "write a note on the row", _plain(Qt.Key_N), hint="note"),
     Key("Ctrl+Z", ("undo",), "undo the last decision (also after a restart)", _plain(Qt.Key_Z, mods=CTRL),
         hint="undo", scope="view"),
     Key("Ctrl+Shift+Z", ("redo",), "redo", _plain(Qt.Key_Z, mods=CTRL | SHIFT), scope="view"),
-    Key("?", ("show_help",), "this help (any key closes it)", _plain(Qt.Key_Question) + _plain(Qt.Key_Question, mods=SHIFT),
-        hint="help", scope="view"),
+    Key("?", ("show_help",), "this help (any key closes it)",
+        _plain(Qt.Key_Question) + _plain(Qt.Key_Question, mods=SHIFT), hint="help", scope="view"),
 )
 
 

@@ -12,6 +12,13 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QPlainTextEdit, QTextEd
 from curator.core.generation import quality
 from curator.gui.highlight import content_words, highlight
 
+# The empty queue's way on, by core's ``screen.missing_stage``: (what is missing, button caption).
+NEXT_STEP = {
+    "corpus": ("Nothing to review yet: the project has no documents.", "Add documents in the Corpus tab…"),
+    "generate": ("Nothing to review yet: the project has no queries.", "Generate queries from the corpus…"),
+    "clusters": ("Nothing left to review in the queue.", "Cluster the queries and build a review queue…"),
+}
+
 NO_GOLD = "(no gold chunk — press 1-5 to take a suggestion, G to search, or U if the corpus cannot answer this)"
 
 
@@ -28,8 +35,9 @@ def why_queued(q: dict, entry: Optional[dict]) -> str:
         parts.append(f"cluster “{q['cluster_label']}”")
     if entry is not None:
         reason = entry["reason"]
-        parts.append(f"drawn from stratum {entry['stratum']} ({reason.get('allocation', '?')}, quota {reason.get('quota', '?')})"
-                     + ("; boosted for negative feedback" if reason.get("negative") else ""))
+        boosted = "; boosted for negative feedback" if reason.get("negative") else ""
+        parts.append(f"drawn from stratum {entry['stratum']} ({reason.get('allocation', '?')}, "
+                     f"quota {reason.get('quota', '?')}){boosted}")
     return ("Why in the queue: " + " · ".join(parts)) if parts else ""
 
 
@@ -52,6 +60,13 @@ def header(q: dict) -> str:
     if q.get("note"):
         parts.append(f"note: {q['note']}")
     return " · ".join(parts) + quality_note(q)
+
+
+def gold_missing_text(exc) -> str:
+    """What to do when core refused an approval for want of usable gold (a GoldMissing)."""
+    what = f"its gold chunk(s) {', '.join(exc.unusable)} are retired" if exc.unusable else "it has no gold chunk"
+    return (f"Not approved: {what}. Press 1-5 to take a suggestion as gold, G to search for one, "
+            "or U to label it unanswerable.")
 
 
 def _formats() -> tuple[QTextCharFormat, QTextCharFormat, QTextCharFormat]:

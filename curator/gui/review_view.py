@@ -13,7 +13,8 @@ from typing import Collection, Optional
 
 import sqlite_utils
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QListWidget, QPlainTextEdit, QPushButton, QSplitter, QTextEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QHBoxLayout, QListWidget, QPlainTextEdit, QPushButton, QSplitter, QTextEdit, QVBoxLayout,
+                               QWidget)
 
 from curator.core.errors import InputError
 from curator.core.review import decisions, screen
@@ -21,17 +22,9 @@ from curator.core.review.navigation import Cursor, get_guidelines, next_pending,
 from curator.core.store.gold import GoldMissing
 from curator.gui import review_keys
 from curator.gui.gold_dialog import GoldDialog
-from curator.gui.review_parts import NoteDialog, header, render_gold, why_queued
+from curator.gui.review_parts import NEXT_STEP, NoteDialog, gold_missing_text, header, render_gold, why_queued
 from curator.gui.suggestions_panel import SuggestionsBox
-from curator.gui.widgets import EditKeys, plain_label  # noqa: F401 (EditKeys: other views' old import path)
-
-# The empty queue's way on, by core's ``screen.missing_stage``: (what is missing, button caption).
-NEXT_STEP = {
-    "corpus": ("Nothing to review yet: the project has no documents.", "Add documents in the Corpus tab…"),
-    "generate": ("Nothing to review yet: the project has no queries.", "Generate queries from the corpus…"),
-    "clusters": ("Nothing left to review in the queue.", "Cluster the queries and build a review queue…"),
-}
-
+from curator.gui.widgets import plain_label
 
 class ReviewView(QWidget):
     """The review tab. ``decided`` is emitted with the query id after every change."""
@@ -273,7 +266,7 @@ class ReviewView(QWidget):
         try:
             decisions.decide(self.db, qid, action, self.reviewer, **changes)
         except GoldMissing as exc:  # core refused: say what to do, stay on the row
-            self.say(self._gold_missing_text(exc))
+            self.say(gold_missing_text(exc))
             return False
         except InputError as exc:
             self.say(f"Not saved: {exc}")
@@ -291,13 +284,6 @@ class ReviewView(QWidget):
         """One line under the row for what the last key did or why it was refused."""
         self.message.setText(text)
         self.message.setVisible(bool(text))
-
-    @staticmethod
-    def _gold_missing_text(exc: GoldMissing) -> str:
-        what = (f"its gold chunk(s) {', '.join(exc.unusable)} are retired" if exc.unusable
-                else "it has no gold chunk")
-        return (f"Not approved: {what}. Press 1-5 to take a suggestion as gold, G to search for one, "
-                "or U to label it unanswerable.")
 
     def undo(self) -> None:
         self._show_changed(decisions.undo(self.db, self.reviewer))

@@ -397,7 +397,8 @@ def test_opening_a_project_computes_missing_suggestions_with_visible_progress(qt
     sample_project_path = embedded_project
     db = open_project(sample_project_path)
     with db.conn:
-        asked = [add_query(db, text, "log") for text in ("how do I rotate the api keys", "backup schedule for the database")]
+        asked = [add_query(db, text, "log")
+                 for text in ("how do I rotate the api keys", "backup schedule for the database")]
     build_queue(db, size=5)
     assert sorted(lacking_suggestions(db)) == sorted(asked)
     db.close()
