@@ -101,6 +101,10 @@ def test_demo_headless(tmp_path, runner):
     # The first run imported the sample log and clustered every query; the re-run has nothing new.
     assert data["log"]["already_imported"] is True and data["clusters"] is None
     assert data["stats"]["queries"] >= 30
+    # its log queries come with suggested gold, so the Review tab's keys 1-5 work on first use
+    logs = _json(runner, "queries", path, "--source", "log", "--status", "pending")
+    assert logs and all(q["suggested_chunk_ids"] for q in logs)
+    assert data["suggested"] == 0  # the re-run had nothing left to compute
 
 
 @pytest.mark.parametrize("command", ["chunks", "search", "stats", "ingest"])
