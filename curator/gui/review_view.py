@@ -54,7 +54,7 @@ class ReviewView(QWidget):
     # -- layout ----------------------------------------------------------------------------
     def _build(self) -> None:
         main = QWidget()
-        col = QVBoxLayout(main)
+        self._column = col = QVBoxLayout(main)
         col.addWidget(self._focus_bar())
         self.status_label = plain_label()
         self.status_label.setObjectName("reviewStatus")
@@ -238,6 +238,8 @@ class ReviewView(QWidget):
 
     def _show_suggestions(self, q: Optional[dict]) -> None:
         self.suggestion_rows = self.suggestions.show_for(q)
+        # a one-line reason takes its own height; the room goes to the gold chunks below
+        self._column.setStretchFactor(self.suggestions, 1 if self.suggestion_rows else 0)
 
     @property
     def suggestions_panel(self):
