@@ -121,8 +121,9 @@ ALLOWED = {
     "export": {"store", "corpus", "queries", *SHARED},
     # evaluation may read export's file formats (qrels, runs) but nothing of the front ends
     "evaluation": {"store", "corpus", "queries", "embedding", "retrieval", "export", *SHARED},
-    # diagnosis reads traces against the gold set; generation's backends are its judges
-    "diagnosis": {"store", "corpus", "queries", "generation", "retrieval", "evaluation", *SHARED},
+    # diagnosis reads traces against the gold set; its default judge embeds with MiniLM, and
+    # generation's backends are its LLM judges
+    "diagnosis": {"store", "corpus", "queries", "embedding", "generation", "retrieval", "evaluation", *SHARED},
     # doctor looks at the installed pieces: the bundled model, MiniLM's weights, generation's GGUF check
     "doctor": {"resources", "generation", "embedding", *SHARED},
     # the demo ends with suggested gold for its log queries, so review shows them on first use

@@ -1,15 +1,18 @@
 """Faithfulness of a trace's response: the share of its claims the retrieved contexts support.
 
-Claims: the response split into sentences. A sentence splitter is the first claim splitter,
-chosen for a small judge: asking a 135M model to decompose a response into atomic statements
-gives malformed lists, and a sentence is close to one claim in short RAG answers.
-Verdicts: each claim is judged against the retrieved contexts by a judge model whose reply is
-constrained by a grammar to ``supported`` or ``not supported``; requests go through the
-backend's ``iter_complete`` so a batching backend judges several claims at once, and all the
-claims of a trace share one prompt prefix (the contexts) for the prompt cache.
-The context a verdict relied on is the context sharing the most words with the claim (the
-one-word verdict has no room to name one). Every judgement is a ``judgements`` row; a
-reviewer's correction is a new row holding the verdict it replaced, so it is journaled.
+Claims: the response split into sentences and coordinated clauses by rules (claims.py), shown
+with the rule that cut each one; no LLM is asked to decompose (a 135M model returns malformed lists).
+Verdicts, in two passes:
+- the default judge (judge.ClaimJudge: evidence sentence, features, fitted logistic regression)
+  judges every claim; its row keeps the probability, the evidence sentence and the reasons in
+  ``raw`` (JSON), and its ``context_index`` names the context holding the evidence;
+- an LLM judge, only when one is given (a user's GGUF or endpoint), re-judges the claims the
+  default judge is unsure of (judge.UNSURE), with a reply constrained by a grammar to
+  ``supported`` or ``not supported``, through the backend's ``iter_complete`` (batching, one shared
+  prompt prefix per trace for the prompt cache). Its row is newer, so its verdict counts.
+The bundled 135M model is not a judge by default: on the held-out claims it does no better than
+chance (docs/diagnose.md). Every judgement is a ``judgements`` row; a reviewer's correction is a
+new row holding the verdict it replaced, so it is journaled.
 
 Where context recall cannot be had from chunk ids (recall.uses_ids), the same judge checks the
 statements of the trace's reference answer (its own ``reference``, else its approved gold row's)
@@ -28,6 +31,8 @@ from curator.core import store
 from curator.core.corpus.documents import chunk_texts
 from curator.core.errors import InputError
 from curator.core.generation.backends import Backend, Request
+from curator.core.diagnosis.claims import split_claims, split_statements  # noqa: F401 (importable from here too)
+from curator.core.diagnosis.judge import JUDGE_ID, ClaimJudge, unsure
 from curator.core.diagnosis.recall import coverage, uses_ids
 from curator.core.diagnosis.traces import trace_gold
 from curator.core.review.decisions import VERDICT, journal
@@ -39,28 +44,6 @@ VERDICT_GRAMMAR = 'root ::= "supported" | "not supported"\n'
 SYSTEM = "You check whether a claim is stated in the given passages. Reply with one verdict."
 # Contexts are cut so that prompt + reply fit a 2048-token context split over parallel slots.
 MAX_CONTEXT_CHARS = 1800
-MIN_CLAIM_WORDS = 3
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Za-z0-9])")
-_ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|Dr|Mr|Mrs|Ms|No|Fig)\.$")
-
-
-def split_claims(response: str) -> list[str]:
-    """Sentences of the response with at least three words (a lone "Yes." is not a claim),
-    questions left out (a question asserts nothing to check)."""
-    pieces, current = [], ""
-    for part in _SENTENCE_END.split(" ".join((response or "").split())):
-        current = f"{current} {part}".strip()
-        if not _ABBREVIATION.search(current):
-            pieces.append(current)
-            current = ""
-    if current:
-        pieces.append(current)
-    return [p for p in pieces if len(p.split()) >= MIN_CLAIM_WORDS and not p.rstrip("\"')").endswith("?")]
-
-
-def split_statements(reference: str) -> list[str]:
-    """The reference answer's sentences; a short answer ("Use pip.") is one statement."""
-    return split_claims(reference) or ([" ".join(reference.split())] if reference and reference.strip() else [])
 
 
 def contexts_block(contexts: list[str], limit: int = MAX_CONTEXT_CHARS) -> str:
@@ -146,37 +129,87 @@ def _ensure_claims(db: sqlite_utils.Database, trace: dict) -> list[tuple[int, st
     return db.execute("SELECT id, text FROM claims WHERE trace_id = ? ORDER BY ord", [trace["id"]]).fetchall()
 
 
-def _pending_requests(db, traces: list[dict]) -> Iterator[Request]:
-    """One request per claim with no judgement yet (so an interrupted run resumes)."""
+def _unjudged(db, trace: dict) -> list[tuple[int, str]]:
+    """The trace's claims (split on first need) that have no judgement yet, so a run resumes."""
+    return [(cid, text) for cid, text in _ensure_claims(db, trace)
+            if not db.execute("SELECT 1 FROM judgements WHERE claim_id = ?", [cid]).fetchone()]
+
+
+def _insert_verdict(db, claim_id: int, verdict: str, context_index, judge: str, raw: str) -> None:
+    with db.conn:
+        db.execute("INSERT INTO judgements (claim_id, verdict, context_index, judge, raw, at) VALUES (?,?,?,?,?,?)",
+                   [claim_id, verdict, context_index, judge, raw, store.now()])
+
+
+def _default_pass(db, traces: list[dict], judge: ClaimJudge, on_progress) -> int:
+    """The default judge on every unjudged claim; each trace's verdicts commit together."""
+    done = 0
+    for trace in traces:
+        pending = _unjudged(db, trace)
+        if not pending:
+            continue
+        verdicts = judge.judge([text for _, text in pending], trace_contexts(db, trace))
+        for (claim_id, _), v in zip(pending, verdicts):
+            raw = store.dumps({"probability": v["probability"], "evidence": v["evidence"], "reasons": v["reasons"]})
+            _insert_verdict(db, claim_id, v["verdict"], v["context_index"], judge.id, raw)
+        done += len(pending)
+        if on_progress:
+            on_progress(done, 0, trace["id"])
+    return done
+
+
+def _unsure_claims(db, trace: dict) -> list[tuple[int, str, Optional[int]]]:
+    """Claims whose newest verdict is the default judge's and unsure: the ones an LLM judge re-checks."""
+    rows = db.execute(
+        """SELECT c.id, c.text, j.context_index, j.raw FROM claims c
+           JOIN judgements j ON j.id = (SELECT MAX(id) FROM judgements WHERE claim_id = c.id)
+           WHERE c.trace_id = ? AND j.judge LIKE ? ORDER BY c.ord""", [trace["id"], JUDGE_ID + "%"]).fetchall()
+    return [(cid, text, index) for cid, text, index, raw in rows if unsure(store.loads(raw, {"probability": 0.0}))]
+
+
+def _pending_requests(db, traces: list[dict], only_unsure: bool) -> Iterator[Request]:
+    """One LLM request per claim to judge: the unjudged ones, or (after the default judge) the unsure ones."""
     for trace in traces:
         contexts = trace_contexts(db, trace)
-        for claim_id, text in _ensure_claims(db, trace):
-            if db.execute("SELECT 1 FROM judgements WHERE claim_id = ?", [claim_id]).fetchone():
-                continue
+        if only_unsure:
+            todo = _unsure_claims(db, trace)
+        else:
+            todo = [(cid, text, relied_on(contexts, text)) for cid, text in _unjudged(db, trace)]
+        for claim_id, text, context_index in todo:
             yield Request(judge_messages(contexts, text), max_tokens=4, temperature=0.0, grammar=VERDICT_GRAMMAR,
-                          tag=(trace["id"], claim_id, relied_on(contexts, text)))
+                          tag=(trace["id"], claim_id, context_index))
 
 
-def judge_traces(db: sqlite_utils.Database, backend: Backend, trace_ids: Optional[list[str]] = None,
-                 on_progress: Optional[Callable[[int, int, str], None]] = None) -> dict:
-    """Judge every unjudged claim of the traces (all by default); each verdict commits at once."""
-    traces = _select_traces(db, trace_ids)
-    judge = backend_label(backend)
+def _llm_pass(db, traces: list[dict], backend: Backend, only_unsure: bool, on_progress) -> tuple[int, int]:
+    label = backend_label(backend)
     done = unparsed = 0
-    for request, reply in backend.iter_complete(_pending_requests(db, traces)):
+    for request, reply in backend.iter_complete(_pending_requests(db, traces, only_unsure)):
         trace_id, claim_id, context_index = request.tag
         verdict = parse_verdict(reply)
         unparsed += verdict is None
-        with db.conn:
-            db.execute("INSERT INTO judgements (claim_id, verdict, context_index, judge, raw, at) VALUES (?,?,?,?,?,?)",
-                       [claim_id, verdict or "unparsed", context_index, judge, reply, store.now()])
+        _insert_verdict(db, claim_id, verdict or "unparsed", context_index, label, reply)
         done += 1
         if on_progress:
             on_progress(done, 0, trace_id)
+    return done, unparsed
+
+
+def judge_traces(db: sqlite_utils.Database, backend: Optional[Backend] = None, trace_ids: Optional[list[str]] = None,
+                 on_progress: Optional[Callable[[int, int, str], None]] = None,
+                 judge: Optional[ClaimJudge] = None) -> dict:
+    """Judge every unjudged claim of the traces (all by default); each verdict commits at once.
+
+    With ``judge`` (the default judge) every claim gets its verdict, and a ``backend`` (an LLM judge)
+    then re-judges only the claims it is unsure of; with a backend alone, the LLM judges every claim."""
+    traces = _select_traces(db, trace_ids)
+    by_default = _default_pass(db, traces, judge, on_progress) if judge else 0
+    by_llm, unparsed = _llm_pass(db, traces, backend, judge is not None, on_progress) if backend else (0, 0)
     for trace in traces:
         update_score(db, trace["id"])
         update_statement_recall(db, trace)
-    return {"traces": len(traces), "claims_judged": done, "unparsed": unparsed, "judge": judge}
+    names = [n for n, used in ((judge and judge.id, judge), (backend and backend_label(backend), backend)) if used]
+    return {"traces": len(traces), "claims_judged": by_default or by_llm, "by_default_judge": by_default,
+            "by_llm": by_llm, "unparsed": unparsed, "judge": " + ".join(names) or "none"}
 
 
 def unjudged_claims(db: sqlite_utils.Database) -> int:
@@ -202,14 +235,22 @@ def _select_traces(db, trace_ids: Optional[list[str]]) -> list[dict]:
 
 
 def claim_verdicts(db: sqlite_utils.Database, trace_id: str, kind: str = RESPONSE) -> list[dict]:
-    """Each claim of one kind of a trace with its current (newest) judgement."""
-    return store.rows(
+    """Each claim of one kind of a trace with its current (newest) judgement, and the default
+    judge's evidence sentence, probability of 'supported' and reasons (None where it did not judge)."""
+    rows = store.rows(
         db,
-        """SELECT c.id AS claim_id, c.ord, c.text, c.kind, j.verdict, j.context_index, j.judge, j.reviewer
+        """SELECT c.id AS claim_id, c.ord, c.text, c.kind, j.verdict, j.context_index, j.judge, j.reviewer,
+                  d.raw AS default_raw
            FROM claims c LEFT JOIN judgements j ON j.id = (SELECT MAX(id) FROM judgements WHERE claim_id = c.id)
+           LEFT JOIN judgements d ON d.id = (SELECT MAX(id) FROM judgements WHERE claim_id = c.id AND judge LIKE ?)
            WHERE c.trace_id = ? AND c.kind = ? ORDER BY c.ord""",
-        [trace_id, kind],
+        [JUDGE_ID + "%", trace_id, kind],
     )
+    for row in rows:
+        found = store.loads(row.pop("default_raw"), None) or {}
+        row.update({"probability": found.get("probability"), "evidence": found.get("evidence"),
+                    "reasons": found.get("reasons", [])})
+    return rows
 
 
 def supported_share(db: sqlite_utils.Database, trace_id: str, kind: str) -> Optional[float]:
