@@ -1,4 +1,5 @@
 # Two commands on a fresh machine:  make demo  |  make test
+# The edit loop: make test-fast (every test not marked slow). The desktop bundle: make bundle.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -13,7 +14,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 	-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: demo test bench screenshots clean
+.PHONY: demo test test-fast bundle bench screenshots clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,8 +26,19 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)  ## build the sample project with the bundled model and open the app on it
 	$(BIN)/curator demo
 
-test: $(STAMP)  ## the whole test suite (Qt offscreen)
+test: $(STAMP)  ## the whole test suite (Qt offscreen), ending with its 25 slowest tests
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+
+# Slow tests (the bundled model, a server, a child process, UMAP) are marked at collection by
+# tests/tiers.py; a test left in this tier that starts one of those fails and says so.
+test-fast: $(STAMP)  ## the edit loop: every test not marked slow
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -m "not slow"
+
+# Several minutes and ~650 MB under dist/ (gitignored); not part of `make test`. PyInstaller is a
+# build-time tool only, so it is installed here rather than listed in pyproject.toml.
+bundle: $(STAMP)  ## desktop bundle in dist/curator/ (curator-gui and curator), smoke-tested headless
+	$(BIN)/python -m pip install "pyinstaller>=6.10"
+	PY=$(BIN)/python packaging/build.sh
 
 bench: $(STAMP)  ## benchmarks: print figures, assert nothing
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
@@ -35,4 +47,4 @@ screenshots: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/screenshots.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

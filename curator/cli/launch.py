@@ -18,6 +18,11 @@ def has_display() -> bool:
 
 
 def gui_command(project_path: str | None) -> list[str]:
+    """The app's command line; in the desktop bundle (frozen) ``curator`` cannot run ``-m``, so the
+    app is its sibling executable ``curator-gui`` (packaging/entry.py)."""
+    if getattr(sys, "frozen", False):
+        app = os.path.join(os.path.dirname(sys.executable), "curator-gui" + (".exe" if os.name == "nt" else ""))
+        return [app] + ([project_path] if project_path else [])
     return [sys.executable, "-m", "curator.gui"] + ([project_path] if project_path else [])
 
 
