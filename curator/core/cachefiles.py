@@ -213,7 +213,9 @@ def discard(out: Path) -> None:
 
 
 def ensure(out: Path, source_sha: str, build) -> Path:
-    """``out`` checked against its sidecar; built again with ``build(out)`` when it does not match."""
+    """``out`` checked against its sidecar; built again with ``build(out)`` when it does not match.
+    Parts of ``out`` left by killed writers go first, even when ``out`` itself is whole."""
+    remove_stale_parts(out)
     why = problem(out, source_sha)
     if why is None:
         return out
