@@ -27,7 +27,6 @@ from curator.core import cachefiles
 from curator.core.embedding.base import Embedder, l2_normalise
 from curator.core.embedding.minilm import MINILM_ID, minilm_zip, read_safetensors
 from curator.core.errors import ModelFileError
-from curator.core.files import cache_dir  # noqa: F401 (clustering imports it from here too)
 
 GGUF_FORMAT = 1  # bump when the conversion changes: the cache name includes it
 
