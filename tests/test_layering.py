@@ -106,9 +106,11 @@ def test_core_imports_nothing_heavy_at_import_time():
 # -- stages inside core ----------------------------------------------------------------------
 # What each room of curator/core may import besides itself. The shared modules (errors,
 # progress, files) come first; store imports no stage; a stage sees only the ones it builds on.
-SHARED = {"errors", "progress", "files", "logfile"}
+SHARED = {"errors", "progress", "files", "logfile", "cachefiles"}
 ALLOWED = {
     "errors": set(), "progress": set(), "files": set(), "logfile": set(), "resources": {"errors"},
+    # model files in the user's cache (checked by hash, rebuilt), numba's cache, the GGUF header check
+    "cachefiles": {"errors", "files"},
     "store": {"errors"},
     "corpus": {"store", *SHARED},
     "queries": {"store", "corpus", *SHARED},

@@ -100,6 +100,26 @@ def cache_problem() -> Optional[str]:
     return _writable(cache_dir())
 
 
+def check_gguf_header(path: Path) -> None:
+    """Refuse a file that is not GGUF, or whose header claims more tensors or keys than a file of its
+    size can hold (2**62 tensors made the gguf reader fail deep in numpy: a traceback). A tensor
+    entry takes 24 bytes at least, a key 13. Shared by generation's check_gguf and the embedders."""
+    import struct
+
+    size = Path(path).stat().st_size
+    with open(path, "rb") as fh:
+        head = fh.read(24)
+    if head[:4] != b"GGUF":
+        raise ModelFileError(f"{path}: not a GGUF model file (it does not start with 'GGUF').")
+    if len(head) < 24:
+        raise ModelFileError(f"{path}: GGUF file is truncated ({size} bytes).")
+    (version,) = struct.unpack_from("<I", head, 4)
+    tensors, keys = struct.unpack_from("<II" if version == 1 else "<QQ", head, 8)
+    if tensors * 24 + keys * 13 > size:
+        raise ModelFileError(f"{path}: damaged GGUF header (it claims {tensors} tensors and {keys} metadata keys, "
+                             f"more than a file of {size} bytes can hold); download the file again.")
+
+
 # ---------------------------------------------------------------- temporary parts
 
 

@@ -85,9 +85,9 @@ class GgufEmbedder(Embedder):
     def __init__(self, model_path: str, n_ctx: int = 512, n_threads: Optional[int] = None, batch_size: int = 32):
         if not os.path.isfile(model_path):
             raise ModelFileError(f"embedding model not found: {model_path}")
-        from curator.core.generation.backends.llama_cpp import check_gguf
+        from curator.core.cachefiles import check_gguf_header
 
-        check_gguf(model_path)  # a damaged header is one line naming the file, not a traceback at load
+        check_gguf_header(model_path)  # a damaged header is one line naming the file, not a traceback at load
         self.model_path = model_path
         self.n_ctx = n_ctx
         self.n_threads = n_threads or max(1, (os.cpu_count() or 2))

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Union
 
+from curator.core.cachefiles import check_gguf_header
 from curator.core.errors import InputError, ModelFileError
 from curator.core.generation.backends.base import Backend, Messages, Request
 
@@ -90,22 +91,8 @@ def check_gguf(path: Union[str, Path]) -> Path:
         raise ModelFileError(f"{path}: not a GGUF model file (it does not start with 'GGUF').")
     if size < MIN_GGUF_BYTES:
         raise ModelFileError(f"{path}: GGUF file is truncated ({size} bytes).")
-    _check_header_counts(path, size)
+    check_gguf_header(path)
     return path
-
-
-def _check_header_counts(path: Path, size: int) -> None:
-    """Refuse a header whose tensor or key counts no file of this size can hold (2**62 tensors made
-    the gguf reader fail deep in numpy: a traceback). A tensor entry takes 24 bytes at least, a key 13."""
-    import struct
-
-    with open(path, "rb") as fh:
-        head = fh.read(24)
-    (version,) = struct.unpack_from("<I", head, 4)
-    tensors, keys = struct.unpack_from("<II" if version == 1 else "<QQ", head, 8)
-    if tensors * 24 + keys * 13 > size:
-        raise ModelFileError(f"{path}: damaged GGUF header (it claims {tensors} tensors and {keys} metadata keys, "
-                             f"more than a file of {size} bytes can hold); download the file again.")
 
 
 CHAT_TEMPLATE_KEY = "tokenizer.chat_template"
