@@ -69,15 +69,22 @@ def _render_report(r: dict) -> str:
 @click.option("--recall-threshold", default=0.5, show_default=True, type=click.FloatRange(0, 1.01))
 @click.option("--faith-threshold", default=0.7, show_default=True, type=click.FloatRange(0, 1.01))
 @click.option("--judge/--no-judge", default=True, show_default=True,
-              help="Judge the claims not judged yet before reporting (the judge model loads only if needed).")
-@click.option("--judge-model", type=click.Path(dir_okay=False), help="A GGUF judge (default: the bundled model).")
-@click.option("--judge-endpoint", help="An OpenAI-compatible server URL as the judge (key from $CURATOR_API_KEY).")
-@click.option("--parallel", type=click.IntRange(1, 64), help="Claims judged at once (default: 1 local, 4 remote).")
+              help="Judge the claims not judged yet before reporting (the default judge: evidence sentence, "
+                   "features and fitted weights, no LLM; MiniLM loads only if a claim needs it).")
+@click.option("--judge-model", type=click.Path(dir_okay=False),
+              help="Also a GGUF LLM judge, run only on the claims the default judge is unsure of.")
+@click.option("--judge-endpoint",
+              help="Also an OpenAI-compatible server as LLM judge for the unsure claims (key from $CURATOR_API_KEY).")
+@click.option("--parallel", type=click.IntRange(1, 64), help="LLM claims judged at once (default: 1 local, 4 remote).")
 @click.option("--traces", "list_traces", is_flag=True, help="Also list every trace with its quadrant.")
 @json_option
 def diagnose(project_path, recall_threshold, faith_threshold, judge, judge_model, judge_endpoint, parallel,
              list_traces, as_json):
     """Route each trace to the component to fix: the 2x2 of context recall and faithfulness.
+
+    Claims are judged by the default judge; an LLM judge (--judge-model, --judge-endpoint) re-checks
+    only the claims it is unsure of. The bundled 135M model is not offered as a judge: on the
+    held-out claims it is no better than chance (docs/diagnose.md).
 
     \b
     Example:
@@ -88,19 +95,40 @@ def diagnose(project_path, recall_threshold, faith_threshold, judge, judge_model
     from curator.core.diagnosis.quadrants import diagnose as run_diagnose
 
     with project(project_path) as db:
-        if judge and unjudged_claims(db):
-            from curator.core.generation.backends import open_backend
-
-            # one claim at a time locally: 4 claims with one shared context took 18.9 CPU s at 1 and
-            # 32.8 at 2 (the one-sequence path reuses the shared prefix; prompts dominate a 4-token reply)
-            backend = open_backend(judge_model, judge_endpoint, parallel=parallel or (None if judge_endpoint else 1))
-            judge_traces(db, backend, on_progress=progress_printer("judge"))
+        if judge and (unjudged_claims(db) or judge_model or judge_endpoint):
+            judge_traces(db, _llm_judge(judge_model, judge_endpoint, parallel), on_progress=progress_printer("judge"),
+                         judge=_default_judge())
         report = run_diagnose(db, recall_threshold, faith_threshold)
     if not list_traces and not as_json:
         report.pop("traces")
     emit(report, as_json, lambda r: _render_report(r) + (
         "\n" + table(r["traces"], ["id", "quadrant", "context_recall", "faithfulness", "question"], {"question": 60})
         if "traces" in r else ""))
+
+
+def _default_judge():
+    """The default claim judge, its MiniLM loaded on the first claim it judges."""
+    from curator.core.diagnosis.judge import ClaimJudge, default_embed
+
+    embed = []
+
+    def lazy(texts):
+        if not embed:
+            embed.append(default_embed())
+        return embed[0](texts)
+
+    return ClaimJudge(lazy)
+
+
+def _llm_judge(judge_model, judge_endpoint, parallel):
+    """An LLM judge only when the user names one (never the bundled model by default)."""
+    if not (judge_model or judge_endpoint):
+        return None
+    from curator.core.generation.backends import open_backend
+
+    # one claim at a time locally: 4 claims with one shared context took 18.9 CPU s at 1 and
+    # 32.8 at 2 (the one-sequence path reuses the shared prefix; prompts dominate a 4-token reply)
+    return open_backend(judge_model, judge_endpoint, parallel=parallel or (None if judge_endpoint else 1))
 
 
 @click.command()
@@ -123,11 +151,32 @@ def trace(project_path, trace_id, as_json):
                  f"recall {_score(d['context_recall'])} ({d['recall_basis']})  "
                  f"faithfulness {_score(d['faithfulness'])}"]
         lines += [f"  {'*' if c['gold'] else ' '} [{c['rank']}] {c['chunk_id']} ({c['matched']})" for c in d["retrieved"]]
-        lines += [f"  claim {c['claim_id']}: {c['verdict'] or 'unjudged'}: {c['text']}" for c in d["claims"]]
-        lines += [f"  reference statement {c['claim_id']}: {c['verdict'] or 'unjudged'}: {c['text']}"
-                  for c in d["statements"]]
+        lines += _render_claims("claim", d["claims"]) + _render_claims("reference statement", d["statements"])
+        lines += ["how the response was split into claims:"] + _render_split(d["claim_split"])
         return "\n".join(lines)
     emit(detail, as_json, render)
+
+
+def _render_claims(name: str, claims: list[dict]) -> list[str]:
+    """Each claim with its verdict, the default judge's probability and reasons, and its evidence."""
+    lines = []
+    for c in claims:
+        p = "" if c["probability"] is None else f" (p={c['probability']:.2f})"
+        lines.append(f"  {name} {c['claim_id']}: {c['verdict'] or 'unjudged'}{p}: {c['text']}")
+        if c["evidence"]:
+            lines.append(f"      evidence [{c['context_index']}]: {c['evidence']}")
+        lines += [f"      why: {reason}" for reason in c["reasons"]]
+    return lines
+
+
+def _render_split(split: list[dict]) -> list[str]:
+    lines = []
+    for entry in split:
+        if entry["question"]:
+            lines.append(f"  - question, no claim: {entry['sentence']}")
+        for c in entry["claims"]:
+            lines.append(f"  - {c['rule']}: {c['text']}")
+    return lines
 
 
 @click.command(name="trace-mark")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from curator.core.diagnosis.details import trace_detail
@@ -388,6 +389,67 @@ def test_calibration_finds_thresholds_that_separate_the_marks(sample_db, tmp_pat
     assert calibrate([]) is None
     with pytest.raises(InputError):
         mark_trace(sample_db, "t_missing", "wrong", "ana")
+
+
+def test_calibration_counts_the_traces_that_would_change_quadrant(sample_db, tmp_path):
+    _scored_traces(sample_db, tmp_path, [(2, 2), (1, 2), (2, 1), (0, 2), (1, 2)])
+    ids = {round(r[1], 2): r[0] for r in sample_db.execute("SELECT id, context_recall + faithfulness * 10 FROM traces")}
+    for key, label in ((11.0, "right"), (6.0, "right"), (10.0, "wrong")):
+        mark_trace(sample_db, ids[key], label, "ana")
+    mark_trace(sample_db, sample_db.execute("SELECT id FROM traces WHERE context_recall = 0.5").fetchone()[0], "wrong",
+               "ana")
+    cal = diagnose(sample_db)["calibration"]
+    # the marks move the recall edge above 0.5 and the faithfulness edge to 0.5 or below: both (recall
+    # 0.5, faith 1) traces leave 'healthy', the unmarked one too, and (recall 1, faith 0.5) becomes healthy
+    moves = sorted((m["from"], m["to"]) for m in cal["moves"])
+    assert cal["changes"] == 3 and moves == [("generation_failure", "healthy"), ("healthy", "retrieval_failure"),
+                                             ("healthy", "retrieval_failure")]
+    assert "3 of 5 scored traces would change quadrant" in cal["text"]
+    assert diagnose(sample_db, recall_threshold=cal["recall_threshold"],
+                    faith_threshold=cal["faith_threshold"])["calibration"]["changes"] == 0
+
+
+def _fixed_judge(probabilities: dict[str, float]):
+    """The default judge with its probability fixed per claim word (no model needed)."""
+    from curator.core.diagnosis.judge import FEATURES, ClaimJudge
+
+    judge = ClaimJudge(lambda texts: np.eye(len(texts), 8), {"features": list(FEATURES), "mean": [0] * len(FEATURES),
+                                                         "scale": [1] * len(FEATURES), "coef": [0] * len(FEATURES),
+                                                         "intercept": 0})
+    judge.probability = lambda values, p=probabilities: 0.5  # replaced per claim below
+    original = judge.judge
+
+    def judge_claims(claims, contexts):
+        out = original(claims, contexts)
+        for verdict, claim in zip(out, claims):
+            p = next(v for word, v in probabilities.items() if word in claim)
+            verdict.update(probability=p, verdict="supported" if p >= 0.5 else "not supported")
+        return out
+
+    judge.judge = judge_claims
+    return judge
+
+
+def test_default_judge_first_then_the_llm_only_on_unsure_claims(sample_db, tmp_path):
+    qid, chunk = _gold_query(sample_db)
+    import_traces(sample_db, _write_jsonl(tmp_path / "t.jsonl", [
+        {"query_id": qid, "user_input": "q", "retrieved_context_ids": [chunk],
+         "response": "Tokens are rotated weekly by admins. The moon is made of cheese. Keys never expire at all."}]))
+    judge = _fixed_judge({"Tokens": 0.95, "cheese": 0.6, "Keys": 0.05})
+    llm = FakeBackend(["not supported"])
+    summary = judge_traces(sample_db, llm, judge=judge)
+    assert summary["by_default_judge"] == 3 and summary["by_llm"] == 1
+    assert len(llm.prompts) == 1 and "cheese" in llm.prompts[0][-1]["content"].split("Claim:")[1]
+    trace_id = sample_db.execute("SELECT id FROM traces").fetchone()[0]
+    claims = claim_verdicts(sample_db, trace_id)
+    assert [c["verdict"] for c in claims] == ["supported", "not supported", "not supported"]
+    assert [c["judge"] for c in claims] == ["claim-judge:1", "fake", "claim-judge:1"]
+    assert [c["probability"] for c in claims] == [0.95, 0.6, 0.05]  # the default judge's, kept under the LLM's
+    assert all(c["evidence"] for c in claims)
+    assert sample_db.execute("SELECT faithfulness FROM traces").fetchone()[0] == pytest.approx(1 / 3)
+    again = judge_traces(sample_db, FakeBackend(["supported"]), judge=judge)
+    assert again["by_default_judge"] == 0 and again["by_llm"] == 0  # nothing judged twice
+    assert trace_detail(sample_db, trace_id)["claim_split"][0]["claims"][0]["rule"] == "sentence"
 
 
 def test_trace_detail_keeps_each_retrieved_id_at_its_rank_when_one_is_unknown(sample_db, tmp_path):

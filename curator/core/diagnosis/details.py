@@ -1,5 +1,6 @@
-"""One trace as a reviewer reads it: query, gold chunks, retrieved chunks (gold marked), claims and
-the reference statements its recall was judged from."""
+"""One trace as a reviewer reads it: query, gold chunks, retrieved chunks (gold marked), claims (with
+the evidence sentence and probability of the default judge, and how the response was split) and the
+reference statements its recall was judged from."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sqlite_utils
 from curator.core import store
 from curator.core.corpus.documents import chunk_texts
 from curator.core.errors import InputError
+from curator.core.diagnosis.claims import explain_split
 from curator.core.diagnosis.faithfulness import REFERENCE, claim_verdicts, needs_statements, statement_recall
 from curator.core.diagnosis.traces import trace_gold
 
@@ -48,4 +50,6 @@ def trace_detail(db: sqlite_utils.Database, trace_id: str) -> dict:
             "recall_basis": basis, "human_label": trace["human_label"],
             "gold": [{"chunk_id": cid, "text": texts.get(cid, NOT_IN_CORPUS)} for cid in gold],
             "retrieved": _retrieved(db, trace, gold), "claims": claim_verdicts(db, trace_id),
-            "statements": claim_verdicts(db, trace_id, REFERENCE)}
+            "statements": claim_verdicts(db, trace_id, REFERENCE),
+            # the rules that cut the response into claims, so a reviewer can check the split
+            "claim_split": explain_split(trace["response"])}

@@ -156,13 +156,14 @@ def closest_sentence(claim_stems: set[str], unit_text: str) -> str:
 
 def context_units(contexts: list[str]) -> list[tuple[int, str]]:
     """(1-based context index, text) for every sentence of every context and every pair of adjacent
-    sentences (a claim may join two), paragraphs kept apart and long pieces cut to MAX_UNIT_WORDS."""
+    sentences (a claim may join two; a line ending "... using" and the command on the next line are
+    one statement), paragraphs read in order and long pieces cut to MAX_UNIT_WORDS."""
     units = []
     for index, context in enumerate(contexts, 1):
-        for paragraph in re.split(r"\n\s*\n", context or ""):
-            said = [" ".join(s.split()[:MAX_UNIT_WORDS]) for s in sentences(paragraph)]
-            units += [(index, s) for s in said]
-            units += [(index, f"{a} {b}") for a, b in zip(said, said[1:])]
+        said = [" ".join(s.split()[:MAX_UNIT_WORDS]) for paragraph in re.split(r"\n\s*\n", context or "")
+                for s in sentences(paragraph)]
+        units += [(index, s) for s in said]
+        units += [(index, f"{a} {b}") for a, b in zip(said, said[1:])]
     return units
 
 
@@ -296,8 +297,9 @@ class ClaimJudge:
         """What pushed the verdict towards 'not supported': the features with a negative share."""
         w = self.weights
         shares = {f: c * (values[f] - m) / s for f, c, m, s in zip(w["features"], w["coef"], w["mean"], w["scale"])}
-        out = [REASONS[f] for f, v in sorted(shares.items(), key=lambda kv: kv[1]) if f in REASONS and v < -0.5
-               and values[f] > 0]
+        coef = dict(zip(w["features"], w["coef"]))
+        out = [REASONS[f] for f, v in sorted(shares.items(), key=lambda kv: kv[1])
+               if f in REASONS and coef[f] < 0 and v < -0.5 and values[f] > 0]
         if values["paraphrase"] > 0.3 and shares.get("paraphrase", 0) > 0:
             out.append("a paraphrase: close in meaning, few shared words")
         return out

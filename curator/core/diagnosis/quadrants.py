@@ -3,7 +3,8 @@
 Routing follows the seed article (evaluating-retrieval.txt, "Retrieval failure or generation
 failure: the 2x2"), with its starting thresholds recall < 0.5 and faithfulness < 0.7. A trace
 lacking either score is "unscored". Calibration: with traces a reviewer marked right or wrong,
-the thresholds that best separate them (wrong = not healthy) on that subset are reported.
+the thresholds that best separate them (wrong = not healthy) on that subset are reported, with
+the traces that would change quadrant under them.
 """
 
 from __future__ import annotations
@@ -113,35 +114,61 @@ def biggest_failure_slice(by_cluster: dict, by_type: dict) -> Optional[dict]:
     return best
 
 
-def calibrate(rows: list[dict]) -> Optional[dict]:
-    """Thresholds that best separate the traces a reviewer marked right from those marked wrong.
+def calibrate(rows: list[dict], recall_threshold: float = RECALL_THRESHOLD,
+              faith_threshold: float = FAITH_THRESHOLD) -> Optional[dict]:
+    """Thresholds that best separate the traces a reviewer marked right from those marked wrong,
+    and what moving to them would change.
 
     A trace is predicted wrong when it is not healthy. Candidates are the default, the scores
-    seen, the midpoints between them, 0 and 1.01; it needs traces of both marks. Ties go to the pair nearest the seed's defaults, so few labels move them little.
+    seen, the midpoints between them, 0 and 1.01; it needs traces of both marks. Ties go to the pair
+    nearest the seed's defaults, so few labels move them little. ``changes`` counts the scored
+    traces (marked or not) whose quadrant differs under the calibrated thresholds from the ones used.
     """
     labelled = [r for r in rows if r["human_label"] in ("right", "wrong")
                 and r["context_recall"] is not None and r["faithfulness"] is not None]
     if len({r["human_label"] for r in labelled}) < 2:
         return None  # thresholds cannot separate marks of one kind
+    rt, ft, agree = _best_pair(labelled)
+    used_agree = _agreement(labelled, recall_threshold, faith_threshold)
+    moved = _moves(rows, (recall_threshold, faith_threshold), (rt, ft))
+    result = {"labelled": len(labelled), "recall_threshold": rt, "faith_threshold": ft,
+              "agreement": agree / len(labelled), "default_agreement": used_agree / len(labelled),
+              "changes": len(moved), "moves": moved}
+    result["text"] = (f"calibrated on {len(labelled)} marked traces: recall < {rt:.2f}, faithfulness < {ft:.2f} "
+                      f"agree with the marks on {result['agreement']:.0%} (the thresholds used: "
+                      f"{result['default_agreement']:.0%}); {len(moved)} of "
+                      f"{sum(r['context_recall'] is not None and r['faithfulness'] is not None for r in rows)} "
+                      f"scored traces would change quadrant")
+    return result
+
+
+def _agreement(labelled: list[dict], rt: float, ft: float) -> int:
+    return sum((quadrant(r["context_recall"], r["faithfulness"], rt, ft) != "healthy") == (r["human_label"] == "wrong")
+               for r in labelled)
+
+
+def _best_pair(labelled: list[dict]) -> tuple[float, float, int]:
     recalls = _candidates([r["context_recall"] for r in labelled], RECALL_THRESHOLD)
     faiths = _candidates([r["faithfulness"] for r in labelled], FAITH_THRESHOLD)
     best = None
     for rt in recalls:
         for ft in faiths:
-            agree = sum((quadrant(r["context_recall"], r["faithfulness"], rt, ft) != "healthy")
-                        == (r["human_label"] == "wrong") for r in labelled)
+            agree = _agreement(labelled, rt, ft)
             key = (agree, -abs(rt - RECALL_THRESHOLD) - abs(ft - FAITH_THRESHOLD))
             if best is None or key > best[0]:
                 best = (key, rt, ft, agree)
-    _, rt, ft, agree = best
-    default_agree = sum((quadrant(r["context_recall"], r["faithfulness"]) != "healthy")
-                        == (r["human_label"] == "wrong") for r in labelled)
-    result = {"labelled": len(labelled), "recall_threshold": rt, "faith_threshold": ft,
-              "agreement": agree / len(labelled), "default_agreement": default_agree / len(labelled)}
-    result["text"] = (f"calibrated on {len(labelled)} marked traces: recall < {rt:.2f}, faithfulness < {ft:.2f} "
-                      f"agree with the marks on {result['agreement']:.0%} (the defaults: "
-                      f"{result['default_agreement']:.0%})")
-    return result
+    return best[1], best[2], best[3]
+
+
+def _moves(rows: list[dict], used: tuple[float, float], calibrated: tuple[float, float]) -> list[dict]:
+    """The traces whose quadrant the calibrated thresholds would change: id, from, to."""
+    out = []
+    for r in rows:
+        before = quadrant(r["context_recall"], r["faithfulness"], *used)
+        after = quadrant(r["context_recall"], r["faithfulness"], *calibrated)
+        if before != after:
+            out.append({"id": r["id"], "from": before, "to": after})
+    return out
 
 
 def _candidates(scores: list[float], default: float) -> list[float]:
@@ -165,7 +192,7 @@ def diagnose(db: sqlite_utils.Database, recall_threshold: float = RECALL_THRESHO
             "counts": dict(Counter(r["quadrant"] for r in rows)), "total": len(rows),
             "by_cluster": by_cluster, "by_query_type": by_type,
             "biggest_failure": biggest_failure_slice(by_cluster, by_type),
-            "calibration": calibrate(rows), "routing": ROUTING, "traces": rows}
+            "calibration": calibrate(rows, recall_threshold, faith_threshold), "routing": ROUTING, "traces": rows}
 
 
 def mark_trace(db: sqlite_utils.Database, trace_id: str, label: str, reviewer: str) -> dict:
