@@ -135,7 +135,7 @@ class AdjudicationView(TaskView, QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(self._merge_bar())
-        layout.addWidget(splitter)
+        layout.addWidget(splitter, 1)
 
     def _merge_bar(self) -> QHBoxLayout:
         self.merge_button = QPushButton("Merge another copy…")

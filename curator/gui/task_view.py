@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QMessageBox, QProgressBar, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QMessageBox, QProgressBar, QPushButton, QSizePolicy, QWidget
 
 from curator.gui import workers
 from curator.gui.widgets import plain_label
@@ -46,6 +46,7 @@ class TaskBar(QWidget):
 
     def __init__(self, cancellable: bool = True, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Maximum)  # a line, never the tab's spare height
         self.status = plain_label()
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(260)

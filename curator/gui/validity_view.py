@@ -67,17 +67,20 @@ def source_bars(report: dict) -> tuple[list[str], list[str], dict]:
 
 
 def details_text(report: dict) -> str:
-    lines = []
+    """The report's details as plain text: rankings and tau, difficulty gaps, stability; a blank line
+    between the three, so each reads as a paragraph."""
+    sections = []
     a = report.get("agreement")
     if a:
         low, high = a["ci95"]
         interval = "n/a" if low is None else f"[{low:+.2f}, {high:+.2f}]"
-        lines.append(f"Synthetic: {' > '.join(a['synthetic_ranking'])}   Real: {' > '.join(a['real_ranking'])}   "
-                     f"tau {'undefined' if a['tau'] is None else format(a['tau'], '+.2f')} {interval}")
-    lines += [f"{g['text']} (95% [{g['ci95'][0]:+.2f}, {g['ci95'][1]:+.2f}])" for g in report["difficulty_gap"]
-              if g["ci95"][0] is not None]
-    lines += [f"Stability ({name.replace('source:', '')}): {s['text']}" for name, s in report["stability"].items()]
-    return "\n".join(lines)
+        sections.append([f"Synthetic: {' > '.join(a['synthetic_ranking'])}", f"Real: {' > '.join(a['real_ranking'])}",
+                         f"Kendall tau {'undefined' if a['tau'] is None else format(a['tau'], '+.2f')}, "
+                         f"95% interval {interval}"])
+    sections.append([f"{g['text']} (95% [{g['ci95'][0]:+.2f}, {g['ci95'][1]:+.2f}])" for g in report["difficulty_gap"]
+                     if g["ci95"][0] is not None])
+    sections.append([f"Stability ({name.replace('source:', '')}): {s['text']}" for name, s in report["stability"].items()])
+    return "\n\n".join("\n".join(lines) for lines in sections if lines)
 
 
 class ValidityChart(Chart):
@@ -99,7 +102,7 @@ class ValidityChart(Chart):
             return
         painter, metrics = started
         names, sources, bars = source_bars(self.report)
-        top = self._legend(painter, metrics, sources) + self.PAD
+        top = self._legend(painter, metrics, sources) + self.PAD + metrics.height()  # room for a value over 1.0's whisker
         left, bottom = self.PAD + metrics.horizontalAdvance("0.75") + 6, self.height() - metrics.height() - self.PAD
         plot = QRectF(left, top, max(10, self.width() - left - self.PAD), max(10, bottom - top))
         self._axis(painter, metrics, plot)

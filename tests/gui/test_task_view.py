@@ -107,6 +107,9 @@ def test_the_bar_is_the_views_status_progress_and_cancel(probe, qtbot):
     """One bar: the view's status, progress and Cancel are the bar's widgets, and Cancel cancels."""
     bar = probe.task_bar
     assert (probe.status, probe.progress, probe.cancel_button) == (bar.status, bar.progress, bar.cancel_button)
+    probe.resize(600, 700)
+    qtbot.wait(10)
+    assert bar.height() <= bar.sizeHint().height()  # one line: the spare height goes to the view's content
     assert probe.cancel_button.isVisible() and not probe.cancel_button.isEnabled()
     gate = threading.Event()
     probe.start(count_rows, gate=gate)
