@@ -12,6 +12,16 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import settings_guard  # noqa: E402
+# Test tiers: slow tests marked at collection, and the watch that keeps `make test-fast` fast (tests/tiers.py).
+from tiers import (  # noqa: E402,F401
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_report_collectionfinish,
+    pytest_runtest_call,
+    pytest_runtest_setup,
+    pytest_runtest_teardown,
+    pytest_terminal_summary,
+)
 
 # Before anything makes a QSettings: the suite writes settings only under a temporary folder.
 REAL_SETTINGS_DIRS, TEST_SETTINGS_DIR = settings_guard.isolate()
