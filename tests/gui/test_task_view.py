@@ -150,3 +150,14 @@ def test_every_task_view_uses_the_one_bar():
         assert not re.search(r"QPushButton\(\"Cancel\"\)", text), path.name
         if re.search(r"class \w+\(TaskView, QWidget\)", text):
             assert "self.task_bar" in text, f"{path.name} runs tasks but never shows the task bar"
+
+
+def test_workers_never_touch_a_widget():
+    """A worker runs in a pool thread: it opens its own SQLite connection and reports through
+    signals only, so the module that runs tasks holds no widget code at all."""
+    from pathlib import Path
+
+    import curator.gui.workers as workers_module
+
+    text = Path(workers_module.__file__).read_text(encoding="utf-8")
+    assert "QtWidgets" not in text and "open_project(self.project_path)" in text
