@@ -171,6 +171,7 @@ class ValidityView(TaskView, QWidget):
         self.db, self.project_path = db, Path(project_path)
         self.init_tasks(cancellable=False)  # validate is one pass: it cannot stop half-way
         self.report: Optional[dict] = None
+        self._checked_on: dict[str, int] = {}  # approved rows per source when the report was made
         self._build()  # the counts are read when the tab is first shown, not while the window opens
 
     def _build(self) -> None:
@@ -206,9 +207,13 @@ class ValidityView(TaskView, QWidget):
         layout.addWidget(body, 1)
 
     def reload(self) -> None:
-        """Before a check, say what it would compare on this project (counts of approved rows)."""
+        """Before a check, say what it would compare on this project (counts of approved rows);
+        after one, say when rows approved or changed since make the report out of date."""
+        counts = approved_by_source(self.db)
         if self.report is None:
-            self.verdict.setText(before_check_text(approved_by_source(self.db)))
+            self.verdict.setText(before_check_text(counts))
+        elif counts != self._checked_on and not self.busy():
+            self.status.setText("The approved rows changed since this check: press Check validity again.")
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt's naming)
         self.reload()  # rows approved in the Review tab since the last look
@@ -227,7 +232,7 @@ class ValidityView(TaskView, QWidget):
         super().set_busy(busy, message)
 
     def show_report(self, report: dict) -> tuple:
-        self.report = report
+        self.report, self._checked_on = report, approved_by_source(self.db)
         code = report["verdict"]["code"]
         self.verdict.setText(report["verdict"]["text"])
         self.verdict.setStyleSheet(f"font-weight: bold; color: {VERDICT_COLOURS.get(code, '#374151')};")

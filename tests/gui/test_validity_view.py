@@ -8,6 +8,8 @@ from PySide6.QtCore import QRect
 
 import validity_kit as kit
 from curator.core.evaluation.validity import validate
+from curator.core.queries.rows import list_queries
+from curator.core.review.decisions import decide
 from curator.core.store import open_project
 from curator.gui.validity_view import SOURCE_COLOURS, ValidityView, before_check_text, source_bars
 
@@ -70,6 +72,11 @@ def test_the_tab_runs_validate_and_draws_bars_per_source(qtbot, project, make_vi
     assert len(colours) > 10  # not blank
     assert {SOURCE_COLOURS["synthetic"].rgb(), SOURCE_COLOURS["log"].rgb()} <= colours  # both sources' bars
     assert view.grab().save(str(tmp_path / "validity.png"))
+    synthetic_row = next(q for q in list_queries(view.db, status="approved") if q["source"] == "synthetic")
+    decide(view.db, synthetic_row["id"], "reject", "ana")  # a change in Review after the check
+    view.hide()
+    view.show()
+    assert view.status.text() == "The approved rows changed since this check: press Check validity again."
 
 
 @pytest.mark.parametrize("size", [(1260, 690), (1346, 660)])  # the tab's room in 1280x800 and 1366x768 windows
