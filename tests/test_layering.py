@@ -212,6 +212,7 @@ def test_every_core_folder_is_a_room_with_a_rule():
     rooms |= {p.stem for p in (PACKAGE / "core").glob("*.py") if p.stem != "__init__"}
     assert rooms <= set(ALLOWED), rooms - set(ALLOWED)
 
+
 # -- inside the GUI: no view imports another view ------------------------------------------
 # A view is a tab (``*_view.py``); its parts are the dialogs and panels only it opens, listed
 # here or named after it (``review_keys.py`` is a part of ``review_view.py``). A view and its
