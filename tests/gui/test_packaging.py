@@ -115,6 +115,7 @@ def test_one_analysis_makes_both_executables_and_entry_picks_by_name():
     assert entry.runs_the_cli("/opt/curator/curator") and entry.runs_the_cli("C:/Curator/curator.exe")
     assert not entry.runs_the_cli("/opt/curator/curator-gui")
     text = entry_path.read_text(encoding="utf-8")
+    assert text.index("freeze_support()") < text.index("run_as_python(sys.argv)")
     # clustering spawns a worker process; a frozen app needs freeze_support before anything else
     assert text.index("freeze_support()") < text.index("from curator.cli.main import cli")
     assert text.index("freeze_support()") < text.index("from curator.gui.app import main")
@@ -152,3 +153,24 @@ def test_the_bundled_cli_opens_the_app_through_its_sibling_executable(monkeypatc
     monkeypatch.setattr(sys, "executable", "/opt/curator/curator")
     assert launch.gui_command("p.curator") == ["/opt/curator/curator-gui", "p.curator"]
     assert launch.gui_command(None) == ["/opt/curator/curator-gui"]
+
+
+def test_the_bundle_runs_python_children_as_the_doctor_starts_them(tmp_path, monkeypatch):
+    """`curator doctor` starts `sys.executable -c CODE` and `-m curator.gui.qt_probe`: in the bundle
+    that is the curator binary, so its entry runs them as python would."""
+    loaded = importlib.util.spec_from_file_location("bundle_entry", PKG / "entry.py")
+    entry = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(entry)
+    out = tmp_path / "out.txt"
+    monkeypatch.setattr(sys, "argv", sys.argv[:])
+    assert entry.run_as_python(["curator", "-c", "import sys; open(sys.argv[1], 'w').write('ran')", str(out)])
+    assert out.read_text() == "ran"
+    assert not entry.run_as_python(["curator", "init", "p.curator"])
+    from curator.core import doctor
+
+    assert doctor.QT_PROBE in spec_constant_text("hiddenimports")
+
+
+def spec_constant_text(keyword: str) -> str:
+    spec = SPEC.read_text(encoding="utf-8")
+    return spec[spec.index(keyword + "="):].split("]", 1)[0]
