@@ -67,6 +67,9 @@ class GenerationConfig:
     # "extractive": factoid, keyword and vague rows take a sentence of the chunk as their reference
     # answer and the model writes the query it answers (generation.answers); "free": the model writes both.
     answers: str = "extractive"
+    # Coverage-aimed generation (issue 28, curator.core.clustering.coverage.target_chunks): chunk ids
+    # asked about in this order, instead of the shuffled corpus; replaces ``cluster``'s choice.
+    chunk_ids: Optional[list] = None
 
 
 def _ignore(*_args) -> None:
@@ -135,6 +138,9 @@ def eligible_chunks(db: sqlite_utils.Database, seed: int, cluster_chunk_ids: Opt
     rows = store.rows(db, "SELECT id, doc_id, title, text, tokens FROM chunks WHERE active = 1 AND tokens >= ? ORDER BY id",
                       [MIN_CHUNK_TOKENS])
     rows = [r for r in rows if not _is_boilerplate(r["text"])]
+    if isinstance(cluster_chunk_ids, list):  # an ordered choice (GenerationConfig.chunk_ids): kept in its order
+        by_id = {r["id"]: r for r in rows}
+        return [by_id[c] for c in dict.fromkeys(cluster_chunk_ids) if c in by_id]
     if cluster_chunk_ids is not None:
         rows = [r for r in rows if r["id"] in cluster_chunk_ids] or rows
     rng = random.Random(seed)
@@ -238,6 +244,7 @@ def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Bac
     # model_path/model_sha256 name the file that ran; a repacked copy's original is in params too.
     params = {"temperature": config.temperature, "max_tokens": config.max_tokens, "n_ctx": config.n_ctx,
               "retries": config.retries, "threads": described.get("n_threads"), "cluster": config.cluster,
+              "chunk_ids": config.chunk_ids,
               "min_quality": config.min_quality, "quality": quality.DEFINITION, "answers": config.answers,
               "answer_matcher": matcher.describe() if matcher else None,
               **(_checks_record(checks) if checks else {}),
@@ -509,7 +516,8 @@ def _adopt_run_settings(db, config: GenerationConfig) -> None:
     run = _last_run(db)
     params = store.loads(run["params"], {})
     config.seed = run["seed"] if run["seed"] is not None else config.seed
-    for name in ("temperature", "max_tokens", "retries", "cluster", "min_quality", "chat_format", "answers"):
+    for name in ("temperature", "max_tokens", "retries", "cluster", "min_quality", "chat_format", "answers",
+                 "chunk_ids"):
         if name in params:
             setattr(config, name, params[name])
 
@@ -560,10 +568,15 @@ def _plan(db, config: GenerationConfig) -> tuple[Optional[dict], dict, dict[str,
         mix = config.mix or DEFAULT_MIX
     done = _accepted_by_type(db, resumed["id"]) if resumed else {}
     plan = {t: max(0, n - done.get(t, 0)) for t, n in allocate(config.count, mix).items()}
-    reason = _why_nothing_to_ask(db, plan, config.seed, _cluster_chunks(db, config.cluster), config.answers)
+    reason = _why_nothing_to_ask(db, plan, config.seed, _chunk_choice(db, config), config.answers)
     if reason:
         raise NothingToGenerate(reason)
     return resumed, mix, plan
+
+
+def _chunk_choice(db, config: GenerationConfig):
+    """The chunks to ask about: the ordered list given (coverage), else a cluster's, else None (all)."""
+    return config.chunk_ids if config.chunk_ids is not None else _cluster_chunks(db, config.cluster)
 
 
 def _cluster_chunks(db, cluster: Optional[int]) -> Optional[set]:
@@ -674,7 +687,7 @@ def _run_pass(db, run_id: int, config: GenerationConfig, backend: Backend, plan:
               checks: _Checks, target: int, on_progress: Optional[ProgressCallback], cancel: Optional[CancelToken],
               events: GenerationEvents) -> None:
     """Ask the backend until ``plan`` is met or no task is left; each reply is committed as it comes."""
-    scheduler = _Scheduler(plan_tasks(db, plan, config.seed, _cluster_chunks(db, config.cluster), config.answers), plan, progress,
+    scheduler = _Scheduler(plan_tasks(db, plan, config.seed, _chunk_choice(db, config), config.answers), plan, progress,
                            config, cancel)
     scheduler.examples = checks.examples
     results = backend.iter_complete(scheduler.requests())

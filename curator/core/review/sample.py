@@ -15,6 +15,13 @@ from curator.core import store
 from curator.core.errors import InputError
 
 ALLOCATIONS = ("proportional", "equal")
+NEGATIVE_BOOST = 2.0  # how much more a query with negative feedback weighs in a draw
+
+
+def draw_weight(row: dict, negative_boost: float = NEGATIVE_BOOST) -> float:
+    """A row's weight in a draw: a query that got negative feedback weighs ``negative_boost`` times
+    more (the review queue; coverage-aimed generation weighs real traffic by it too)."""
+    return negative_boost if (row.get("negative_count") or 0) > 0 else 1.0
 
 
 def _candidates(db: sqlite_utils.Database) -> dict[str, list[dict]]:
@@ -57,7 +64,7 @@ def _weighted_draw(rows: list[dict], n: int, rng: random.Random, negative_boost:
     picked = rng.sample(unanswerable, want_unanswerable)
     pool = others + [r for r in unanswerable if r not in picked]
     while len(picked) < n and pool:
-        weights = [negative_boost if r["negative_count"] > 0 else 1.0 for r in pool]
+        weights = [draw_weight(r, negative_boost) for r in pool]
         choice = rng.choices(range(len(pool)), weights=weights)[0]
         picked.append(pool.pop(choice))
     return picked
@@ -70,7 +77,8 @@ def best_first(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (r.get("quality") is None, -(r.get("quality") or 0.0)))
 
 
-def build_queue(db: sqlite_utils.Database, size: int, allocation: str = "proportional", negative_boost: float = 2.0,
+def build_queue(db: sqlite_utils.Database, size: int, allocation: str = "proportional",
+                negative_boost: float = NEGATIVE_BOOST,
                 unanswerable_share: float = 0.15, min_per_cluster: int = 1, seed: int = 0) -> dict:
     """Append a stratified sample to the review queue; returns what was drawn per stratum."""
     if allocation not in ALLOCATIONS:
