@@ -118,7 +118,9 @@ ALLOWED = {
     "retrieval": {"store", "corpus", "embedding", *SHARED},
     # answer-first generation checks each question against its answer sentence with the sentence embedder
     "generation": {"store", "corpus", "queries", "embedding", "resources", *SHARED},
-    "clustering": {"store", "embedding", *SHARED},
+    # coverage-aimed generation weighs real traffic as the review queue does and takes the real
+    # queries' suggested gold chunks
+    "clustering": {"store", "embedding", "review", "retrieval", *SHARED},
     "review": {"store", "corpus", "queries", *SHARED},
     "export": {"store", "corpus", "queries", *SHARED},
     # evaluation may read export's file formats (qrels, runs) but nothing of the front ends

@@ -39,3 +39,42 @@ def register(cli: click.Group) -> None:
             return head + "\n" + table(rows, ["cluster", "size", "label"], {"label": 60})
 
         emit(summary, as_json, render)
+
+    @cli.command("coverage")
+    @click.argument("project_path", metavar="PROJECT")
+    @click.option("--neighbours", default=5, show_default=True, type=click.IntRange(1, 100),
+                  help="A real query is a gap when none of its this many nearest queries is synthetic.")
+    @json_option
+    def coverage_cmd(project_path: str, neighbours: int, as_json: bool) -> None:
+        """Where real (log) queries are without synthetic rows, per cluster of the active run.
+
+        Per cluster: real queries, synthetic rows, approved rows, real queries with negative
+        feedback, and real queries with no synthetic row among their nearest neighbours. Queries
+        added since the run are placed in their nearest clustered query's cluster. Clusters marked
+        '*' are under-covered: 'curator generate PROJECT --target coverage' aims rows at them.
+
+        Example: curator coverage demo.curator --json
+        """
+        from curator.core.clustering.coverage import coverage
+
+        with project(project_path) as db:
+            report = coverage(db, neighbours)
+        emit(report, as_json, _render_coverage)
+
+
+def _percent(share) -> str:
+    return "n/a" if share is None else f"{100 * share:.0f}%"
+
+
+def _render_coverage(r: dict) -> str:
+    head = (f"run {r['run_id']}: {r['real']} real queries, {r['synthetic']} synthetic, {r['approved']} approved\n"
+            f"real queries in a cluster without synthetic rows: {r['real_in_clusters_without_synthetic']} "
+            f"({_percent(r['share_real_in_clusters_without_synthetic'])})\n"
+            f"real queries without a synthetic row among their {r['neighbours']} nearest: "
+            f"{r['real_without_synthetic_neighbour']} ({_percent(r['share_real_without_synthetic_neighbour'])})")
+    if r["placed_since_run"]:
+        head += f"\n{r['placed_since_run']} queries added since the run placed by their nearest clustered query"
+    rows = [{**c, "gap": c["real_without_synthetic_neighbour"], "": "*" if c["under_covered"] else ""}
+            for c in r["clusters"]]
+    return head + "\n" + table(rows, ["", "cluster", "real", "negative", "synthetic", "approved", "gap", "label"],
+                               {"label": 50})

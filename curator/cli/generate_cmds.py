@@ -25,6 +25,11 @@ def _render_summary(s: dict) -> str:
         lines.append(f"warning: {len(s['truncated_chunks'])} chunk(s) longer than the prompt budget were truncated: "
                      + ", ".join(s["truncated_chunks"][:5]) + (" ..." if len(s["truncated_chunks"]) > 5 else ""))
     lines += [f"warning: {w}" for w in s.get("warnings", [])]
+    if s.get("coverage_target"):
+        aimed = s["coverage_target"]
+        lines.append(f"aimed at {len(aimed['clusters'])} under-covered cluster(s) through {aimed['chunks']} chunks "
+                     f"suggested for their {aimed['queries']} real queries: "
+                     + ", ".join(f"{c['cluster']} ({100 * c['share']:.0f}%)" for c in aimed["clusters"]))
     return "\n".join(lines)
 
 
@@ -43,6 +48,9 @@ def _render_summary(s: dict) -> str:
 @click.option("--retries", default=RETRIES_PER_CHUNK, show_default=True, type=click.IntRange(0, 10),
               help="New seeds for a rejected candidate before its chunk is given up (cheap: the prompt stays cached).")
 @click.option("--cluster", type=int, help="Seed generation with the chunks behind this cluster's real queries.")
+@click.option("--target", type=click.Choice(["corpus", "coverage"]), default="corpus", show_default=True,
+              help="corpus: chunks drawn across the documents; coverage: the chunks suggested for the real queries "
+                   "of under-covered clusters, in proportion to their traffic (see 'curator coverage').")
 @click.option("--min-quality", default=0.0, show_default=True, type=click.FloatRange(0, 1),
               help="Reject rows whose quality score (BM25 round trip + filter margins, 0..1) is below this.")
 @click.option("--no-repack", is_flag=True,
@@ -56,7 +64,7 @@ def _render_summary(s: dict) -> str:
                    "whose answers you want in its own words).")
 @json_option
 def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, threads, parallel, retries, cluster,
-             min_quality, no_repack, chat_format, answers_mode, as_json):
+             target, min_quality, no_repack, chat_format, answers_mode, as_json):
     """Reverse-generate queries, reference answers and gold chunk ids with a local model.
 
     Every accepted row is committed at once; Ctrl-C stops cleanly and --resume goes on.
@@ -66,6 +74,7 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
     \b
     Example:
         curator generate handbook.curator --count 50 --mix factoid=0.5,unanswerable=0.5
+        curator generate handbook.curator --count 12 --target coverage
         CURATOR_API_KEY=... curator generate handbook.curator --endpoint http://127.0.0.1:8080 --parallel 4
     """
     from curator.core.generation.generate import GenerationConfig, generate as run_generate, parse_mix
@@ -78,11 +87,25 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
                               model_path=model_path, endpoint=endpoint, threads=threads, resume=resume, cluster=cluster,
                               parallel=parallel, retries=retries, min_quality=min_quality, repack=not no_repack,
                               chat_format=chat_format, answers=answers_mode)
+    if target == "coverage" and (cluster is not None or resume):
+        raise click.UsageError("--target coverage chooses its own chunks: not with --cluster or --resume")
     with project(project_path) as db:
+        aimed = _aim_at_coverage(db, config) if target == "coverage" else None
         summary = run_generate(db, config, on_progress=progress_printer("generate"))
+    if aimed:
+        summary["coverage_target"] = aimed
     emit(summary, as_json, _render_summary)
     if summary["status"] == "exhausted" and summary["accepted_this_session"] == 0:  # a run that made nothing failed
         raise CuratorError(f"run {summary['run_id']} made no rows: {summary['stopped_short']}")
+
+
+def _aim_at_coverage(db, config) -> dict:
+    """Point the run at the under-covered clusters' chunks; what was aimed at, for the summary."""
+    from curator.core.clustering.coverage import target_chunks
+
+    aimed = target_chunks(db)
+    config.chunk_ids = aimed["chunk_ids"]
+    return {"chunks": len(aimed["chunk_ids"]), "queries": aimed["queries"], "clusters": aimed["clusters"]}
 
 
 @click.command()

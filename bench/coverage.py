@@ -1,0 +1,88 @@
+"""Does ``generate --target coverage`` put synthetic rows where the real queries are?
+
+From one clustered project with real (log) queries, two copies get the same number of new rows
+from the bundled model, one by a default run (chunks drawn across the corpus) and one aimed at the
+under-covered clusters. Printed for the project as it was and for each copy: the share of real
+queries whose cluster holds no synthetic row, and the share with no synthetic row among their 5
+nearest queries. New rows are placed in the cluster of their nearest clustered query (the active
+run is kept, so the clusters compared are the same ones).
+
+Usage:
+    .venv/bin/python bench/coverage.py PROJECT [--count 12] [--seed 0] [--out /tmp/cov-bench]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from curator.core.clustering.coverage import coverage, target_chunks  # noqa: E402
+from curator.core.generation.generate import GenerationConfig, generate  # noqa: E402
+from curator.core.store import open_project  # noqa: E402
+
+
+def copy_project(source: Path, target: Path) -> Path:
+    """A consistent copy of a project file (its WAL included), through SQLite's backup."""
+    target.unlink(missing_ok=True)
+    with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+    return target
+
+
+def line(name: str, r: dict) -> str:
+    pct = lambda s: "n/a" if s is None else f"{100 * s:5.1f}%"  # noqa: E731
+    return (f"{name:<18} synthetic {r['synthetic']:>4}  real {r['real']:>4}  "
+            f"real in a cluster without synthetic rows {r['real_in_clusters_without_synthetic']:>3} "
+            f"({pct(r['share_real_in_clusters_without_synthetic'])})  "
+            f"without a synthetic neighbour {r['real_without_synthetic_neighbour']:>3} "
+            f"({pct(r['share_real_without_synthetic_neighbour'])})  under-covered clusters {r['under_covered']}")
+
+
+def run(project: Path, name: str, count: int, seed: int, aimed: bool) -> dict:
+    db = open_project(project)
+    try:
+        config = GenerationConfig(count=count, seed=seed)
+        if aimed:
+            plan = target_chunks(db)
+            config.chunk_ids = plan["chunk_ids"]
+            print(f"  {name}: {len(plan['chunk_ids'])} chunks for {plan['queries']} real queries of clusters "
+                  + ", ".join(f"{c['cluster']} ({100 * c['share']:.0f}%)" for c in plan["clusters"]), flush=True)
+        started = time.perf_counter()
+        summary = generate(db, config)
+        print(f"  {name}: {summary['accepted_this_session']} rows in {time.perf_counter() - started:.0f} s "
+              f"({summary['status']})", flush=True)
+        return coverage(db)
+    finally:
+        db.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("project", type=Path)
+    parser.add_argument("--count", type=int, default=12)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/cov-bench"))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    base = copy_project(args.project, args.out / "before.curator")
+    db = open_project(base)
+    before = coverage(db)
+    db.close()
+    results = {"before": before}
+    for name, aimed in (("default", False), ("target coverage", True)):
+        copy = copy_project(base, args.out / f"{name.replace(' ', '-')}.curator")
+        results[name] = run(copy, name, args.count, args.seed, aimed)
+    print(f"{args.project}: {args.count} rows per run, seed {args.seed}, cluster run {before['run_id']} "
+          f"({len(before['clusters'])} clusters)")
+    for name, r in results.items():
+        print(line(name, r))
+
+
+if __name__ == "__main__":
+    main()
