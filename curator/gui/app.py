@@ -27,11 +27,27 @@ def main(argv: list[str] | None = None) -> int:
     crash.install()  # from here an uncaught error is logged and shown in a dialog, and the app goes on
     window = MainWindow(args.project, reviewer=args.reviewer or ("bench" if args.benchmark_startup else None))
     window.show()
+    _close_on_sigterm(app)
     if args.benchmark_startup:
         app.processEvents()
         print(f"window shown after {time.perf_counter() - started:.3f} s")
         QTimer.singleShot(0, window.close)
     return app.exec()
+
+
+def _close_on_sigterm(app) -> None:
+    """SIGTERM (a logout, ``kill``) closes the windows as their close button does, so each view
+    stops its work and its worker process; by default it ended the app with no clean-up at all.
+    Python runs a signal handler only between its own bytecodes, so a timer lets it run while Qt
+    waits for events."""
+    import signal
+
+    from PySide6.QtCore import QTimer
+
+    signal.signal(signal.SIGTERM, lambda *_: (app.closeAllWindows(), app.quit()))
+    timer = QTimer(app)
+    timer.timeout.connect(lambda: None)
+    timer.start(200)
 
 
 def _style(app) -> None:

@@ -54,7 +54,7 @@ def _wait_gone(pid: int, seconds: float) -> bool:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_the_clustering_worker_dies_with_its_parent(sig):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    parent = subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    parent = subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                               text=True, env=env)
     trustkit.CHILDREN.append(parent)
     worker = int(parent.stdout.readline())
@@ -64,6 +64,44 @@ def test_the_clustering_worker_dies_with_its_parent(sig):
         parent.send_signal(sig)
         parent.wait(timeout=30)
         assert _wait_gone(worker, 10), f"worker {worker} outlived its parent (signal {sig.name})"
+    finally:
+        if not _gone(worker):
+            os.kill(worker, signal.SIGKILL)
+
+
+GUI_SCRIPT = """
+import sys, time
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+app = QApplication(sys.argv[:1])
+from curator.core.clustering import cluster
+
+pool = cluster._pool()  # the worker, as the Clusters tab's first run starts it
+busy = pool.submit(time.sleep, 600)  # and in the middle of a job (an idle worker ends when its pipe closes)
+QTimer.singleShot(0, lambda: print(next(iter(pool._processes)), flush=True))  # runs once the window waits
+from curator.gui.app import main
+
+sys.exit(main([sys.argv[1]]))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_window_ended_by_sigterm_closes_and_leaves_no_worker(sample_project_path, tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "QT_QPA_PLATFORM": "offscreen"}
+    log = tmp_path / "stderr.txt"  # a file, not a pipe: a worker left running would hold a pipe open
+    with open(log, "w") as err:
+        window = subprocess.Popen([sys.executable, "-c", GUI_SCRIPT, str(sample_project_path)],
+                                  stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+    trustkit.CHILDREN.append(window)
+    line = window.stdout.readline()
+    assert line.strip().isdigit(), log.read_text()
+    worker = int(line)
+    try:
+        window.send_signal(signal.SIGTERM)
+        window.wait(timeout=60)
+        assert window.returncode == 0, log.read_text()  # closed as by its close button, not killed
+        assert _wait_gone(worker, 10), f"worker {worker} outlived the window"
     finally:
         if not _gone(worker):
             os.kill(worker, signal.SIGKILL)
