@@ -95,6 +95,7 @@ class SuggestionsBox(TaskView, QWidget):
         self.tried: set[str] = set()  # rows a run of this session was asked to compute
         self.computing: set[str] = set()
         self.stopped = False
+        self.closed = False  # the window closed: a worker that ends later touches nothing
         self.title = plain_label(title, bold=True)
         self.reason = plain_label(hint=True)
         self.reason.setObjectName("suggestionsReason")
@@ -147,21 +148,32 @@ class SuggestionsBox(TaskView, QWidget):
                       finished=self._finished, cancelled=self._cancelled)
 
     def set_busy(self, busy: bool, message: str = "") -> None:
+        if self.closed:
+            return
         super().set_busy(busy, message)
         self.task_bar.setVisible(busy or self.last_error is not None)
         if not busy:
             self.computing = set()
             self.computed.emit()
 
+    def fail(self, what: str, todo: str) -> None:
+        if not self.closed:  # no dialog over a window that is gone
+            super().fail(what, todo)
+
     def _finished(self, result: dict) -> tuple:
+        if self.closed:
+            return (result,)
         n = result["queries"]
         self.status.setText(f"Suggested gold chunks for {n} {'query' if n == 1 else 'queries'}.")
         return (result,)
 
     def _cancelled(self) -> None:
         self.stopped = True
-        self.status.setText("Stopped: the suggestions computed so far are kept.")
+        if not self.closed:
+            self.status.setText("Stopped: the suggestions computed so far are kept.")
 
     def shutdown(self) -> None:
-        """The window closes: stop after the batch in flight (its own connection commits it)."""
+        """The window closes: stop after the batch in flight (its own connection commits it); the
+        worker's last signals arrive after the project's connection is closed, so they change nothing."""
+        self.closed = True
         self.cancel()

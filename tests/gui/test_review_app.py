@@ -419,6 +419,25 @@ def test_opening_a_project_computes_missing_suggestions_with_visible_progress(qt
     win.close()
 
 
+def test_a_window_closed_while_suggestions_compute_is_left_alone_by_the_worker(qtbot, embedded_project, settings):
+    """The worker's last signals arrive after the window closed its connection: they change nothing
+    (they re-rendered the row from the closed database)."""
+    from curator.core.review.sample import build_queue
+
+    db = open_project(embedded_project)
+    with db.conn:
+        add_query(db, "how do I rotate the api keys", "log")
+    build_queue(db, size=5)
+    db.close()
+    win = MainWindow(embedded_project, settings=settings, reviewer="alice")
+    qtbot.addWidget(win)
+    box = win.review_view.suggestions
+    assert box.busy()
+    win.close()  # before the worker's signals are handled
+    assert win.db is None
+    qtbot.waitUntil(lambda: not box.busy(), timeout=300000)  # its last signal has been handled
+
+
 def test_an_empty_suggestion_list_says_why(qtbot, sample_project_path, settings):
     ids, _ = _seed(sample_project_path, n=1)
     db = open_project(sample_project_path)
