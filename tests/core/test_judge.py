@@ -79,8 +79,10 @@ def test_weights_are_committed_with_the_data_they_were_fitted_on():
 
 
 @pytest.mark.slow
-def test_real_minilm_judge_catches_a_changed_detail_and_accepts_a_paraphrase():
-    """Claims written for this test (not from the bench set), judged with the committed weights."""
+def test_real_minilm_judge_catches_changed_details_and_ranks_a_paraphrase_above_them():
+    """Claims written for this test (not from the bench set), judged with the committed weights. A
+    paraphrase sharing few words may land in the unsure band (an LLM judge, when given, checks those),
+    but never below the claims with a changed detail."""
     from curator.core.diagnosis.judge import default_embed
 
     context = ("Conffiles are configuration files, usually in /etc, that the package manager will not overwrite "
@@ -89,5 +91,9 @@ def test_real_minilm_judge_catches_a_changed_detail_and_accepts_a_paraphrase():
     claims = ["An upgrade leaves your edited configuration files in /etc alone.",
               "The package manager will overwrite conffiles when the package is upgraded.",
               "To see which files are kept, run dpkg --listfiles."]
-    verdicts = judge.judge(claims, [context])
-    assert [v["verdict"] for v in verdicts] == ["supported", "not supported", "not supported"]
+    paraphrase, negated, renamed = judge.judge(claims, [context])
+    assert negated["verdict"] == renamed["verdict"] == "not supported"
+    assert "negation added or dropped against the evidence" in negated["reasons"]
+    assert "a name the contexts never mention" in renamed["reasons"]
+    assert paraphrase["probability"] >= 0.25 and paraphrase["probability"] > negated["probability"]
+    assert paraphrase["evidence"].startswith("Conffiles are configuration files")

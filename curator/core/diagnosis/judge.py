@@ -154,16 +154,21 @@ def closest_sentence(claim_stems: set[str], unit_text: str) -> str:
     return max(said, key=lambda s: _coverage(claim_stems, content_stems(s)))
 
 
-def context_units(contexts: list[str]) -> list[tuple[int, str]]:
-    """(1-based context index, text) for every sentence of every context and every pair of adjacent
-    sentences (a claim may join two; a line ending "... using" and the command on the next line are
-    one statement), paragraphs read in order and long pieces cut to MAX_UNIT_WORDS."""
-    units = []
-    for index, context in enumerate(contexts, 1):
-        said = [" ".join(s.split()[:MAX_UNIT_WORDS]) for paragraph in re.split(r"\n\s*\n", context or "")
-                for s in sentences(paragraph)]
-        units += [(index, s) for s in said]
-        units += [(index, f"{a} {b}") for a, b in zip(said, said[1:])]
+def context_sentences(contexts: list[str]) -> list[tuple[int, str]]:
+    """(1-based context index, sentence) for every sentence of every context, paragraphs read in
+    order, long sentences cut to MAX_UNIT_WORDS."""
+    return [(index, " ".join(s.split()[:MAX_UNIT_WORDS])) for index, context in enumerate(contexts, 1)
+            for paragraph in re.split(r"\n\s*\n", context or "") for s in sentences(paragraph)]
+
+
+def context_units(contexts: list[str]) -> list[tuple[int, str, tuple[int, ...]]]:
+    """Evidence candidates: every sentence and every pair of adjacent sentences of one context (a
+    claim may join two; a line ending "... using" and the command on the next line are one
+    statement), each with the positions of its sentences in context_sentences."""
+    said = context_sentences(contexts)
+    units = [(index, text, (i,)) for i, (index, text) in enumerate(said)]
+    units += [(said[i][0], f"{said[i][1]} {said[i + 1][1]}", (i, i + 1)) for i in range(len(said) - 1)
+              if said[i][0] == said[i + 1][0]]
     return units
 
 
@@ -222,7 +227,6 @@ REASONS = {
     "names_missing_evidence": "a name the evidence does not mention",
     "scope_added": "a scope word (all, only, never, ...) the evidence does not use",
     "opposite_swapped": "a word swapped for its opposite",
-    "novel_words": "words the contexts never use",
 }
 
 
@@ -234,16 +238,23 @@ def measure(embed, claims: list[str], contexts: list[str]) -> list[tuple[Optiona
         return [(None, features(c, contexts, "", 0.0)) for c in claims]
     if not claims:
         return []
-    vectors = embed(list(claims) + [u[1] for u in units])
-    cos = vectors[: len(claims)] @ vectors[len(claims):].T
+    # sentences are embedded once; a pair's vector is the normalised sum of its two (MiniLM mean-pools
+    # tokens, so this is close to embedding the pair, at half the cost)
+    said = [text for _, text in context_sentences(contexts)]
+    vectors = embed(list(claims) + said)
+    claim_vecs, sentence_vecs = vectors[: len(claims)], vectors[len(claims):]
+    unit_vecs = np.vstack([sentence_vecs[list(parts)].sum(axis=0) for _, _, parts in units])
+    unit_vecs /= np.maximum(np.linalg.norm(unit_vecs, axis=1, keepdims=True), 1e-12)
+    cos = claim_vecs @ unit_vecs.T
     unit_stems = [content_stems(u[1]) for u in units]
     out = []
     for i, claim in enumerate(claims):
         stems = content_stems(claim)
         scores = [0.5 * float(c) + 0.5 * _coverage(stems, u) for c, u in zip(cos[i], unit_stems)]
         best = int(np.argmax(scores))
-        alignment = word_alignment(embed, claim, closest_sentence(stems, units[best][1]))
-        out.append((units[best], features(claim, contexts, units[best][1], float(cos[i][best]), alignment)))
+        unit = units[best][:2]
+        alignment = word_alignment(embed, claim, closest_sentence(stems, unit[1]))
+        out.append((unit, features(claim, contexts, unit[1], float(cos[i][best]), alignment)))
     return out
 
 
@@ -294,13 +305,10 @@ class ClaimJudge:
                 "reasons": self.reasons(values), "features": {k: round(v, 4) for k, v in values.items()}}
 
     def reasons(self, values: dict[str, float]) -> list[str]:
-        """What pushed the verdict towards 'not supported': the features with a negative share."""
-        w = self.weights
-        shares = {f: c * (values[f] - m) / s for f, c, m, s in zip(w["features"], w["coef"], w["mean"], w["scale"])}
-        coef = dict(zip(w["features"], w["coef"]))
-        out = [REASONS[f] for f, v in sorted(shares.items(), key=lambda kv: kv[1])
-               if f in REASONS and coef[f] < 0 and v < -0.5 and values[f] > 0]
-        if values["paraphrase"] > 0.3 and shares.get("paraphrase", 0) > 0:
+        """The mismatches found between the claim and its evidence (facts, whatever the verdict),
+        and a paraphrase when the claim is close in meaning with few shared words."""
+        out = [text for feature, text in REASONS.items() if values[feature] > 0]
+        if values["paraphrase"] > 0.3:
             out.append("a paraphrase: close in meaning, few shared words")
         return out
 
