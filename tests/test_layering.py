@@ -106,9 +106,11 @@ def test_core_imports_nothing_heavy_at_import_time():
 # -- stages inside core ----------------------------------------------------------------------
 # What each room of curator/core may import besides itself. The shared modules (errors,
 # progress, files) come first; store imports no stage; a stage sees only the ones it builds on.
-SHARED = {"errors", "progress", "files", "logfile", "cachefiles"}
+SHARED = {"errors", "progress", "files", "logfile", "cachefiles", "processes"}
 ALLOWED = {
     "errors": set(), "progress": set(), "files": set(), "logfile": set(), "resources": {"errors"},
+    # child processes that die with their parent (the clustering worker, the chat template renderer)
+    "processes": set(),
     # model files in the user's cache (checked by hash, rebuilt), numba's cache, the GGUF header check
     "cachefiles": {"errors", "files"},
     "store": {"errors"},
@@ -126,8 +128,10 @@ ALLOWED = {
     # evaluation may read export's file formats (qrels, runs) but nothing of the front ends
     "evaluation": {"store", "corpus", "queries", "embedding", "retrieval", "export", *SHARED},
     # diagnosis reads traces against the gold set; its default judge embeds with MiniLM, and
-    # generation's backends are its LLM judges
-    "diagnosis": {"store", "corpus", "queries", "embedding", "generation", "retrieval", "evaluation", *SHARED},
+    # generation's backends are its LLM judges; a reviewer's claim verdict is journaled with the
+    # review decisions (one undo history)
+    "diagnosis": {"store", "corpus", "queries", "embedding", "generation", "retrieval", "evaluation", "review",
+                  *SHARED},
     # doctor looks at the installed pieces: the bundled model, MiniLM's weights, generation's GGUF check
     "doctor": {"resources", "generation", "embedding", *SHARED},
     # the demo ends with suggested gold for its log queries, so review shows them on first use

@@ -9,7 +9,7 @@ import json
 from click.testing import CliRunner
 
 from curator.cli.main import cli
-from curator.core.diagnosis.faithfulness import claim_verdicts, correct_verdict
+from curator.core.diagnosis.faithfulness import claim_verdicts, correct_verdict, update_score
 from curator.core.diagnosis.traces import import_traces
 from curator.core.queries.rows import add_query
 from curator.core.review import adjudicate, decisions
@@ -32,6 +32,7 @@ def _approved_row_with_a_judged_trace(db, tmp_path) -> tuple[str, str, int]:
                               [trace_id]).lastrowid
         db.execute("INSERT INTO judgements (claim_id, verdict, judge, at) VALUES (?, 'supported', 'llama-cpp:x', 't')",
                    [claim_id])
+    update_score(db, trace_id)  # as judge_traces does after judging
     return qid, trace_id, claim_id
 
 
@@ -59,6 +60,7 @@ def test_a_verdict_on_an_unjudged_claim_is_undone_to_no_verdict(sample_db, tmp_p
     qid, tid, claim = _approved_row_with_a_judged_trace(sample_db, tmp_path)
     with sample_db.conn:
         sample_db.execute("DELETE FROM judgements")
+    update_score(sample_db, tid)  # the claim as split, not judged yet
     correct_verdict(sample_db, claim, "supported", "bo")
     decisions.undo(sample_db, "bo")
     assert _state(sample_db, qid, tid) == ("approved", [None], None)

@@ -313,34 +313,20 @@ def correct_verdict(db: sqlite_utils.Database, claim_id: int, verdict: str, revi
         before = previous[0] if previous else None
         judgement = {"claim_id": claim_id, "verdict": verdict, "context_index": before and before["context_index"],
                      "judge": "reviewer", "reviewer": reviewer, "before": store.dumps(before), "at": store.now()}
-        judgement_id = _insert_judgement(db, judgement)
+        scores_before = _scores(db, trace_id)
+        judgement_id = db.execute(f"INSERT INTO judgements ({', '.join(judgement)}) "
+                                  f"VALUES ({', '.join('?' * len(judgement))})", list(judgement.values())).lastrowid
+        _rescore(db, trace_id)
+        scores = _scores(db, trace_id)
         if query_id is not None:  # every imported trace has a query (an unmatched one adds it)
             journal(db, query_id, reviewer, judgement["at"], VERDICT,
-                    {"claim_id": claim_id, "trace_id": trace_id, "verdict": before and before["verdict"]},
-                    {"claim_id": claim_id, "trace_id": trace_id, "judgement_id": judgement_id, "judgement": judgement})
-        _rescore(db, trace_id)
-    score, recall, basis = db.execute("SELECT faithfulness, context_recall, recall_basis FROM traces WHERE id = ?",
-                                      [trace_id]).fetchone()
-    return {"claim_id": claim_id, "trace_id": trace_id, "kind": kind, "verdict": verdict, "before": before,
-            "faithfulness": score, "context_recall": recall, "recall_basis": basis}
+                    {"claim_id": claim_id, "trace_id": trace_id, "verdict": before and before["verdict"],
+                     "scores": scores_before},
+                    {"claim_id": claim_id, "trace_id": trace_id, "judgement_id": judgement_id, "judgement": judgement,
+                     "scores": scores})
+    return {"claim_id": claim_id, "trace_id": trace_id, "kind": kind, "verdict": verdict, "before": before, **scores}
 
 
-def _insert_judgement(db: sqlite_utils.Database, judgement: dict) -> int:
-    names = ", ".join(judgement)
-    marks = ", ".join("?" * len(judgement))
-    return db.execute(f"INSERT INTO judgements ({names}) VALUES ({marks})", list(judgement.values())).lastrowid
-
-
-def restore_verdict(db: sqlite_utils.Database, decision_id: int, undo: bool) -> None:
-    """Undo or redo a journaled verdict (called by review.decisions inside its transaction).
-
-    Undo deletes the judgement the correction added, so the claim's verdict is again exactly what
-    it was (the judge's, an earlier correction, or none); the journal row keeps what was undone.
-    Redo adds it again as the newest judgement, under a new id recorded in the journal row."""
-    after = store.loads(db.execute("SELECT after FROM decisions WHERE id = ?", [decision_id]).fetchone()[0])
-    if undo:
-        db.execute("DELETE FROM judgements WHERE id = ?", [after["judgement_id"]])
-    else:
-        after["judgement_id"] = _insert_judgement(db, after["judgement"])
-        db.execute("UPDATE decisions SET after = ? WHERE id = ?", [store.dumps(after), decision_id])
-    _rescore(db, after["trace_id"])
+def _scores(db: sqlite_utils.Database, trace_id: str) -> dict:
+    """The trace's stored scores, as the journal keeps them for undo."""
+    return store.rows(db, "SELECT faithfulness, context_recall, recall_basis FROM traces WHERE id = ?", [trace_id])[0]

@@ -8,8 +8,9 @@ redo stack. Because the journal lives in the project file, undo works after a re
 A reviewer's correction of a claim's verdict (``curator claim-verdict``, diagnosis.faithfulness) is
 journaled here too, as a row of action ``verdict`` under the trace's query, so undo and redo walk
 one history whatever was decided: undo right after a verdict takes back the verdict, not an
-older review decision. Such a row's ``before``/``after`` hold the claim's judgement, not the
-query's fields; readers of the journal that want review decisions only use ``QUERY_DECISIONS``.
+older review decision. Such a row's ``before``/``after`` hold the claim's judgement and the
+trace's scores, not the query's fields (so undo needs nothing of diagnosis); readers of the
+journal that want review decisions only use ``QUERY_DECISIONS``.
 """
 
 from __future__ import annotations
@@ -131,15 +132,35 @@ def journal(db: sqlite_utils.Database, query_id: str, reviewer: str, at: str, ac
 def _restore(db: sqlite_utils.Database, row: tuple, new_state: str) -> str:
     decision_id, query_id, action, payload = row
     if action == VERDICT:
-        from curator.core.diagnosis.faithfulness import restore_verdict  # diagnosis journals through here
-
-        restore_verdict(db, decision_id, undo=new_state == "undone")
+        _restore_verdict(db, decision_id, undo=new_state == "undone")
     else:
         state = store.loads(payload)
         _write(db, query_id, state)
         db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(state["text"]), query_id])
     db.execute("UPDATE decisions SET state = ? WHERE id = ?", [new_state, decision_id])
     return query_id
+
+
+def _restore_verdict(db: sqlite_utils.Database, decision_id: int, undo: bool) -> None:
+    """Undo or redo a journaled claim verdict from what its row recorded, as a query decision is.
+
+    Undo deletes the judgement the correction added, so the claim's verdict is again exactly what
+    it was (the judge's, an earlier correction's, or none), and puts back the trace's scores as
+    they were; the journal row keeps what was undone. Redo adds the judgement again as the
+    newest (under a new id, recorded in the row) and puts back the scores it gave."""
+    before, after = (store.loads(v) for v in
+                     db.execute("SELECT before, after FROM decisions WHERE id = ?", [decision_id]).fetchone())
+    if undo:
+        db.execute("DELETE FROM judgements WHERE id = ?", [after["judgement_id"]])
+    else:
+        judgement = after["judgement"]
+        cursor = db.execute(f"INSERT INTO judgements ({', '.join(judgement)}) VALUES ({', '.join('?' * len(judgement))})",
+                            list(judgement.values()))
+        after["judgement_id"] = cursor.lastrowid
+        db.execute("UPDATE decisions SET after = ? WHERE id = ?", [store.dumps(after), decision_id])
+    scores = (before if undo else after)["scores"]
+    db.execute("UPDATE traces SET faithfulness = ?, context_recall = ?, recall_basis = ? WHERE id = ?",
+               [scores["faithfulness"], scores["context_recall"], scores["recall_basis"], after["trace_id"]])
 
 
 def undo(db: sqlite_utils.Database, reviewer: str) -> Optional[str]:
