@@ -1,4 +1,5 @@
-"""Benchmark `curator cluster` as a user runs it: a fresh process per call, the default embedder.
+"""Benchmark `curator cluster` as a user runs it: a fresh process per call (``--embedder``: the default
+unless given; ``--embedder static`` times the distilled static model).
 
 Each call is timed end to end (interpreter start, imports, embedding, UMAP in its worker, KMeans,
 labels), on projects of pydoc sentences (bench/cluster.py's pool):
@@ -8,7 +9,7 @@ labels), on projects of pydoc sentences (bench/cluster.py's pool):
   4. optionally a fresh project of --large queries with the cache filled (the 10k figure).
 The cache of call 1 is a temporary NUMBA_CACHE_DIR, so the user's own cache is never touched.
 Usage:
-    .venv/bin/python bench/cluster_cli.py [--size 1000] [--large 10000]
+    .venv/bin/python bench/cluster_cli.py [--size 1000] [--large 10000] [--embedder static] [--only-large]
 """
 
 from __future__ import annotations
@@ -37,10 +38,10 @@ def make_project(path: Path, size: int) -> Path:
     return path
 
 
-def timed_cluster(project: Path, env: dict) -> float:
+def timed_cluster(project: Path, env: dict, embedder: str = "default") -> float:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "curator", "cluster", str(project)], env=env,
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "curator", "cluster", str(project), "--embedder", embedder],
+                          env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"curator cluster failed:\n{done.stderr}")
@@ -51,19 +52,26 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--large", type=int, default=10000, help="0 skips the large run")
+    parser.add_argument("--embedder", default="default", help="passed to curator cluster --embedder")
+    parser.add_argument("--only-large", action="store_true",
+                        help="skip calls 1-3; call 4 runs with the user's own numba cache (warm)")
     args = parser.parse_args()
-    print(f"load average at start: {os.getloadavg()}; cores: {os.cpu_count()}")
+    emb = args.embedder
+    print(f"load average at start: {os.getloadavg()}; cores: {os.cpu_count()}; embedder: {emb}")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp / "numba")}
-        first = make_project(tmp / "a.curator", args.size)
-        print(f"1. empty numba cache, fresh project, n={args.size}: {timed_cluster(first, env):.1f} s")
-        second = make_project(tmp / "b.curator", args.size)
-        print(f"2. numba cache filled, fresh project, n={args.size}: {timed_cluster(second, env):.1f} s")
-        print(f"3. same project again (vectors cached), n={args.size}: {timed_cluster(second, env):.1f} s")
+        if args.only_large:
+            env = dict(os.environ)
+        else:
+            first = make_project(tmp / "a.curator", args.size)
+            print(f"1. empty numba cache, fresh project, n={args.size}: {timed_cluster(first, env, emb):.1f} s")
+            second = make_project(tmp / "b.curator", args.size)
+            print(f"2. numba cache filled, fresh project, n={args.size}: {timed_cluster(second, env, emb):.1f} s")
+            print(f"3. same project again (vectors cached), n={args.size}: {timed_cluster(second, env, emb):.1f} s")
         if args.large:
             large = make_project(tmp / "c.curator", args.large)
-            print(f"4. numba cache filled, fresh project, n={args.large}: {timed_cluster(large, env):.1f} s")
+            print(f"4. numba cache filled, fresh project, n={args.large}: {timed_cluster(large, env, emb):.1f} s")
     print(f"load average at end: {os.getloadavg()}")
 
 

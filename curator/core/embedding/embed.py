@@ -34,6 +34,7 @@ from curator.core import store
 from curator.core.embedding.base import Embedder, l2_normalise, text_hash
 from curator.core.embedding.minilm import MiniLMEmbedder, minilm_zip
 from curator.core.errors import BadOption, InputError, ModelFileError
+from curator.core.progress import CancelToken
 
 
 class TfidfEmbedder(Embedder):
@@ -160,7 +161,8 @@ def default_embedder_spec() -> str:
 
 
 def get_embedder(spec: Optional[str], db=None) -> Embedder:
-    """Build an embedder from ``"default" | "tfidf" | "minilm" | "minilm-numpy" | "gguf:PATH"``.
+    """Build an embedder from ``"default" | "static" | "minilm" | "tfidf" | "gguf:PATH" | "endpoint:URL"
+    | "minilm-numpy"``.
 
     ``default`` (or empty) is MiniLM, TF-IDF when its package is missing; ``minilm`` runs on
     llama.cpp, ``minilm-numpy`` is the slow reference forward pass (same vectors, same id);
@@ -182,12 +184,36 @@ def get_embedder(spec: Optional[str], db=None) -> Embedder:
         return MiniLMLlamaEmbedder()
     if spec == "minilm-numpy":
         return MiniLMEmbedder()
-    raise BadOption("--embedder", f"unknown embedder {spec!r}: use default, tfidf, minilm, minilm-numpy or gguf:PATH")
+    if spec == "static":
+        from curator.core.embedding.static import StaticEmbedder
+
+        minilm_zip()  # distilled from MiniLM: a clear error now when its package is missing
+        return StaticEmbedder()
+    if spec.startswith("endpoint:"):
+        from curator.core.embedding.endpoint import EndpointEmbedder
+
+        return EndpointEmbedder(spec[len("endpoint:"):])
+    raise BadOption("--embedder", f"unknown embedder {spec!r}: use default, static, minilm, tfidf, gguf:PATH, "
+                                  "endpoint:URL or minilm-numpy")
+
+
+def spec_of_id(embedder_id: str) -> Optional[str]:
+    """The ``--embedder`` spec that reopens the vector space a stored id names (a cluster run's), or
+    None when the id does not say how (a gguf id keeps only the file's name)."""
+    embedder_id = str(embedder_id)
+    for family in ("minilm", "static", "tfidf"):
+        if embedder_id.startswith(family + ":"):
+            return family
+    if embedder_id.startswith("endpoint:"):
+        return embedder_id.rsplit(":", 2)[0]  # endpoint:URL#MODEL without the size and fingerprint
+    return None
 
 
 def embed_texts(db, embedder: Embedder, texts: list[str],
-                on_progress: Optional[Callable[[int, int, str], None]] = None) -> np.ndarray:
-    """Vectors for ``texts`` in order, from the ``embeddings`` cache; only missing texts are embedded."""
+                on_progress: Optional[Callable[[int, int, str], None]] = None,
+                cancel: Optional[CancelToken] = None) -> np.ndarray:
+    """Vectors for ``texts`` in order, from the ``embeddings`` cache; only missing texts are embedded.
+    ``cancel`` is checked between batches of 256 (each batch stored is kept)."""
     hashes = [text_hash(t) for t in texts]
     cached: dict[str, np.ndarray] = {}
     unique = list(dict.fromkeys(hashes))
@@ -203,6 +229,8 @@ def embed_texts(db, embedder: Embedder, texts: list[str],
             missing[h] = t
     items = list(missing.items())
     for start in range(0, len(items), 256):
+        if cancel is not None:
+            cancel.check()
         batch = items[start:start + 256]
         vectors = embedder.embed_batch([t for _, t in batch])
         with db.conn:  # each batch is one unit of work

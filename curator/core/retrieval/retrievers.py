@@ -34,7 +34,7 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.retrieval import ranking
-from curator.core.embedding.embed import Embedder, default_embedder_spec, embed_texts, get_embedder
+from curator.core.embedding.embed import Embedder, default_embedder_spec, embed_texts, get_embedder, spec_of_id
 from curator.core.errors import InputError
 from curator.core.corpus.search import _WORD, search_chunks  # _WORD: the word split of fts_query, so both build one phrase set
 
@@ -307,14 +307,15 @@ class TfidfRetriever(Retriever):
 
 
 def project_embedder_spec(db: sqlite_utils.Database) -> str:
-    """The embedder family of the active cluster run ("minilm" or "tfidf"); the default when there is none.
+    """The embedder family of the active cluster run (minilm, static, tfidf, endpoint:URL); the default
+    when there is none.
 
-    A gguf run's stored id keeps only the file name, so it cannot be reopened: pass ``gguf:PATH``.
+    A gguf run's stored id keeps only the file name, so it cannot be reopened (tfidf): pass ``gguf:PATH``.
     """
     row = db.execute("SELECT embedder FROM cluster_runs WHERE active = 1 ORDER BY id DESC LIMIT 1").fetchone()
     if not row:
         return default_embedder_spec()
-    return "minilm" if str(row[0]).startswith("minilm:") else "tfidf"
+    return spec_of_id(row[0]) or "tfidf"
 
 
 class DenseRetriever(Retriever):

@@ -1,0 +1,158 @@
+"""A static embedder distilled once, locally, from the bundled MiniLM (the model2vec method).
+
+Why: MiniLM through llama.cpp runs near what two cores can do (10,000 queries ~84 s), and clustering
+a real log waits minutes. A static model keeps one vector per vocabulary token; a text is the mean of
+its tokens' vectors, so embedding costs a tokenizer pass and one sparse product (bench/embed.py).
+
+Distillation (model2vec, MinishLab): every WordPiece token of MiniLM's vocabulary is run through
+MiniLM as its own sequence ``[CLS] token [SEP]`` (mean pooled, as MiniLM pools sentences), the
+30,522 x 384 table is reduced with PCA to ``dim`` components, and each row is weighted by
+``sif / (sif + p(token))`` with ``p`` from Zipf's law over the token's rank in the vocabulary (BERT's
+vocabulary is roughly frequency-ordered; no corpus counts are needed, so one model serves every
+project and the file depends on MiniLM alone). Frequent tokens ("the", "how") weigh little.
+
+The table is written once to the cache as ``.npy`` (via a pid-named part renamed into place, with a
+sha256 sidecar, cachefiles), named by the MiniLM GGUF's hash; the embedder's id carries the table's
+own hash, so vectors from another or a damaged table are never reused. Inference is numpy and
+``tokenizers`` (already used for MiniLM) rather than the model2vec package: it is a dozen lines,
+needs no new dependency, and reads the tokenizer straight from the MiniLM package.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import zipfile
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from curator.core import cachefiles
+from curator.core.embedding.base import Embedder, l2_normalise
+from curator.core.embedding.minilm import minilm_zip
+
+LOG = logging.getLogger("curator")
+STATIC_FORMAT = 1  # bump when the distillation changes: the cache name includes it
+STATIC_DIM = 256
+SIF = 1e-4  # model2vec's default SIF coefficient
+MAX_TOKENS = 512  # longer texts are cut (model2vec's default); a static model has no position limit
+
+
+def load_tokenizer():
+    """MiniLM's WordPiece tokenizer from the package's zip, without padding (the file pads to 128)."""
+    from tokenizers import Tokenizer
+
+    with zipfile.ZipFile(minilm_zip()) as zf:
+        tok = Tokenizer.from_str(zf.read("tokenizer.json").decode("utf-8"))
+    tok.no_padding()
+    tok.enable_truncation(MAX_TOKENS)
+    return tok
+
+
+def token_vectors(teacher, vocab_size: int, cls: int, sep: int, batch: int = 4096) -> np.ndarray:
+    """MiniLM's mean-pooled vector of each token id alone (``[CLS] id [SEP]``), unnormalised rows."""
+    out = np.zeros((vocab_size, 384), np.float32)
+    if teacher._llm is None:
+        teacher._load()
+    for start in range(0, vocab_size, batch):
+        ids = list(range(start, min(start + batch, vocab_size)))
+        lists = [[cls, i, sep] for i in ids]
+        for pack in teacher._packs([3] * len(lists), np.arange(len(lists))):
+            out[[ids[i] for i in pack]] = teacher._decode([lists[i] for i in pack])
+    return out
+
+
+def reduce_and_weight(table: np.ndarray, dim: int = STATIC_DIM, sif: float = SIF) -> np.ndarray:
+    """PCA to ``dim`` components, then Zipf-rank SIF weights (model2vec's post-processing)."""
+    from sklearn.decomposition import PCA
+
+    dim = min(dim, table.shape[1])
+    reduced = PCA(n_components=dim, svd_solver="full", random_state=0).fit_transform(table)
+    inv_rank = 1.0 / np.arange(2, table.shape[0] + 2)
+    proba = inv_rank / inv_rank.sum()
+    return (reduced * (sif / (sif + proba))[:, None]).astype(np.float32)
+
+
+def distil(out_path: Path, teacher=None, dim: int = STATIC_DIM) -> None:
+    """Write the static table distilled from MiniLM to ``out_path`` (atomically); logs the time."""
+    from curator.core.embedding.minilm_gguf import MiniLMLlamaEmbedder
+
+    started = time.perf_counter()
+    LOG.warning("curator: distilling the static embedder from MiniLM once (about a minute on 2 cores)...")
+    teacher = teacher or MiniLMLlamaEmbedder()
+    tok = load_tokenizer()
+    vocab = tok.get_vocab()
+    table = token_vectors(teacher, len(vocab), vocab["[CLS]"], vocab["[SEP]"])
+    model = reduce_and_weight(table, dim)
+    for special in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"):
+        model[vocab[special]] = 0.0  # never part of a text's mean (special tokens are not added; UNK is noise)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cachefiles.new_part(out_path)
+    try:
+        with open(tmp, "wb") as fh:
+            np.save(fh, model)  # a file handle: np.save would append ".npy" to a part's name
+        cachefiles.publish_part(tmp, out_path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    LOG.warning("curator: static embedder distilled in %.1f s: %s", time.perf_counter() - started, out_path)
+
+
+def static_name(gguf_sha: str, dim: int = STATIC_DIM) -> str:
+    return f"minilm-static.{gguf_sha[:16]}.d{dim}.v{STATIC_FORMAT}.npy"
+
+
+def static_model_path(dim: int = STATIC_DIM) -> Path:
+    """The cached static table of the installed MiniLM: distilled on first use, checked against its
+    sidecar on every later one, distilled again when it does not match or MiniLM changed."""
+    from curator.core.embedding.minilm_gguf import minilm_gguf_path
+
+    gguf_sha = cachefiles.file_sha256(minilm_gguf_path())
+    out = cachefiles.cache_file("models", static_name(gguf_sha, dim), gguf_sha)
+    return cachefiles.ensure(out, gguf_sha, lambda path: distil(path, dim=dim))
+
+
+class StaticEmbedder(Embedder):
+    """Mean of distilled MiniLM token vectors (special tokens left out), L2-normalised."""
+
+    def __init__(self, dim: int = STATIC_DIM, model_path: Optional[Path] = None) -> None:
+        self.dim = dim
+        self._path = model_path
+        self._table: Optional[np.ndarray] = None
+        self._tok = None
+        self._id: Optional[str] = None
+
+    def model_path(self) -> Path:
+        if self._path is None:
+            self._path = static_model_path(self.dim)
+        return self._path
+
+    @property
+    def id(self) -> str:
+        """Keyed by the table file's hash: another distillation (or a damaged file) is another space."""
+        if self._id is None:
+            sha = cachefiles.file_sha256(self.model_path())
+            self._id = f"static:minilm-L6-v2:d{self.dim}:{sha[:16]}"
+        return self._id
+
+    def _load(self) -> None:
+        self._table = np.load(self.model_path(), allow_pickle=False)
+        self._tok = load_tokenizer()
+
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        from scipy.sparse import csr_matrix
+
+        if self._table is None:
+            self._load()
+        if not texts:
+            return np.zeros((0, self._table.shape[1]), np.float32)
+        encodings = self._tok.encode_batch([t or "" for t in texts], add_special_tokens=False)
+        ids = [e.ids for e in encodings]
+        lengths = np.fromiter((len(x) for x in ids), np.int64, len(ids))
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        flat = np.fromiter((i for x in ids for i in x), np.int64, int(indptr[-1]))
+        counts = csr_matrix((np.ones(len(flat), np.float32), flat, indptr),
+                            shape=(len(texts), self._table.shape[0]))
+        return l2_normalise(counts @ self._table)  # the mean's direction: the division cancels out
