@@ -7,6 +7,7 @@ module names no child process or server itself and stays in the fast tier.
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 import tiers
@@ -75,13 +76,21 @@ def test_the_watch_records_what_a_test_starts():
 def _run_tiers(pytester, *args):
     """pytest in-process on the files pytester made, with the tiers hooks; this run's own state is kept."""
     pytester.makeconftest("from tiers import *  # noqa: F401,F403\n")
-    saved = (list(tiers._STARTED), tiers._WATCHING[0], dict(tiers._UNMARKED))
+    saved = (list(tiers._STARTED), tiers._WATCHING[0], dict(tiers._UNMARKED), dict(tiers._HEAVY))
     try:
         return pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
     finally:
         tiers._STARTED[:], tiers._WATCHING[0] = saved[0], saved[1]
-        tiers._UNMARKED.clear()
-        tiers._UNMARKED.update(saved[2])
+        for found, before in ((tiers._UNMARKED, saved[2]), (tiers._HEAVY, saved[3])):
+            found.clear()
+            found.update(before)
+
+
+def test_a_child_python_is_slow_and_a_system_tool_asked_a_question_is_not():
+    assert tiers._child_process(None, [sys.executable, "-c", "pass"]).startswith("starts a child process")
+    assert tiers._child_process(None, ["/opt/curator/curator", "doctor"]) is not None
+    assert tiers._child_process(None, ["lscpu", "--parse=core"]) is None
+    assert tiers._child_process(None, "ldd /usr/lib/libqxcb.so") is None
 
 
 def test_the_fast_tier_leaves_marked_tests_out_and_fails_a_slow_test_no_rule_saw(pytester):
@@ -109,7 +118,14 @@ def test_the_fast_tier_leaves_marked_tests_out_and_fails_a_slow_test_no_rule_saw
     fast.assert_outcomes(passed=1, failed=1, deselected=1)
     fast.stdout.fnmatch_lines(["*tiers: 1 slow and 2 fast tests collected*", "*_ test_serves_unseen _*",
                                "this test is not marked slow but it starts a server (TCPServer)*"])
-    everything = _run_tiers(pytester)
+    note = tiers.CPU_NOTE_SECONDS
+    tiers.CPU_NOTE_SECONDS = 0.0  # every test over it, so the CPU listing shows; restored before this test ends
+    try:
+        everything = _run_tiers(pytester)
+    finally:
+        tiers.CPU_NOTE_SECONDS = note
     everything.assert_outcomes(passed=3)  # the whole run lists it and fails nothing
     everything.stdout.fnmatch_lines(["*tests that are slow but not marked slow*",
-                                     "*test_serves_unseen: starts a server (TCPServer)*"])
+                                     "*test_serves_unseen: starts a server (TCPServer)*",
+                                     "*fast-tier tests over 0 s of CPU (candidates for SLOW_TESTS)*",
+                                     "* s CPU  test_sample.py::test_plain"])

@@ -13,10 +13,12 @@ Nobody has to remember the mark. At collection a test is marked slow when:
   clicked in the window, a CLI command given as a string).
 
 While tests run, a watch sees what each one starts (a GGUF generation model loaded by llama.cpp, a
-child process, a server, a UMAP fit). A test not marked slow that starts one is listed at the end of
-the run; when the run leaves slow tests out (``-m "not slow"``) such a test fails, naming what it
-started, so a test that slows the edit loop is caught on its first fast run. MiniLM embeddings are
-not slow: their model loads in a quarter of a second.
+child Python process, a worker process, a server, a UMAP fit). A test not marked slow that starts one
+is listed at the end of the run; when the run leaves slow tests out (``-m "not slow"``) such a test
+fails, naming what it started, so a test that slows the edit loop is caught on its first fast run.
+A system tool run as a child (lscpu, ldd) is not slow, nor is loading the MiniLM embedder (a quarter
+of a second); a test not marked slow that uses more than CPU_NOTE_SECONDS of CPU is listed at the
+end of the run (never failed: a measurement), as a candidate for SLOW_TESTS.
 
 conftest.py imports the hooks from here (pytest_plugins works only in the rootdir's conftest).
 """
@@ -30,6 +32,7 @@ import multiprocessing.process
 import socketserver
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Callable, Optional
@@ -59,8 +62,16 @@ SLOW_CALLS = {
     "posix.fork": "starts a child process",
     "posix.system": "starts a child process",
 }
-# Tests whose slow work no name in their code shows (node id, or the prefix of one: a file, a class).
-SLOW_TESTS: dict[str, str] = {}
+# Tests whose slow work no name in their code shows (node id, or the prefix of one: a file, a class),
+# found by the watch in a fast-tier run.
+SLOW_TESTS: dict[str, str] = {
+    "tests/cli/test_foundation_cli.py::test_demo_headless": "builds the demo: the bundled model, UMAP in a worker",
+    "tests/gui/test_whole_project_from_window.py::test_a_whole_project_from_the_window":
+        "every stage from the window: the bundled model, UMAP in a worker",
+}
+# A fast-tier test that uses more CPU than this (its own threads included) is listed at the end of the
+# run as a candidate for SLOW_TESTS. CPU time, not wall time: a busy machine does not inflate it.
+CPU_NOTE_SECONDS = 5.0
 
 _STRICT_HELP = ("a test that does this belongs to the slow tier: it is marked automatically when its code "
                 "(or a fixture or tests/ helper it uses) names the call; otherwise add it to SLOW_TESTS in "
@@ -209,6 +220,7 @@ _COUNTS = pytest.StashKey[tuple]()
 _STARTED: list[str] = []  # what the running test started
 _WATCHING = [False]
 _UNMARKED: dict[str, list[str]] = {}  # node id -> what it started, for tests not marked slow
+_HEAVY: dict[str, float] = {}  # node id -> CPU seconds, for tests not marked slow over CPU_NOTE_SECONDS
 
 
 def _record(what: str) -> None:
@@ -233,8 +245,13 @@ def _wrap(owner, name: str, describe: Callable[..., Optional[str]]) -> None:
     setattr(owner, name, watched)
 
 
-def _child_process(popen, args, *rest, **kwargs) -> str:
+def _child_process(popen, args, *rest, **kwargs) -> Optional[str]:
+    """A child Python (the interpreter, curator, the bundle's executables) costs seconds of imports; a
+    system tool asked a question (lscpu, ldd) costs milliseconds and is not a slow test."""
     argv = [args] if isinstance(args, (str, bytes)) else list(args)
+    program = Path(str(argv[0]).split()[0] if argv else "").name
+    if not (program.startswith("python") or program.startswith("curator") or str(argv[0]) == sys.executable):
+        return None
     return "starts a child process: " + " ".join(str(a) for a in argv[:3])
 
 
@@ -315,7 +332,11 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_call(item):
+    cpu = time.process_time()
     result = yield  # a test that failed already is reported as it failed
+    cpu = time.process_time() - cpu
+    if cpu > CPU_NOTE_SECONDS and item.get_closest_marker("slow") is None:
+        _HEAVY[item.nodeid] = cpu
     if _STARTED and item.get_closest_marker("slow") is None:
         _UNMARKED[item.nodeid] = list(_STARTED)
         if _fast_tier_only(item.config):
@@ -332,9 +353,12 @@ def pytest_runtest_teardown(item, nextitem):
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    if not _UNMARKED:
-        return
-    terminalreporter.section("tests that are slow but not marked slow")
-    for nodeid, started in _UNMARKED.items():
-        terminalreporter.line(f"{nodeid}: {'; '.join(started)}")
-    terminalreporter.line(_STRICT_HELP)
+    if _UNMARKED:
+        terminalreporter.section("tests that are slow but not marked slow")
+        for nodeid, started in _UNMARKED.items():
+            terminalreporter.line(f"{nodeid}: {'; '.join(started)}")
+        terminalreporter.line(_STRICT_HELP)
+    if _HEAVY:
+        terminalreporter.section(f"fast-tier tests over {CPU_NOTE_SECONDS:g} s of CPU (candidates for SLOW_TESTS)")
+        for nodeid, cpu in sorted(_HEAVY.items(), key=lambda kv: -kv[1]):
+            terminalreporter.line(f"{cpu:7.1f} s CPU  {nodeid}")
