@@ -34,7 +34,7 @@ test: $(STAMP)  ## the whole test suite (Qt offscreen), ending with its 25 slowe
 test-fast: $(STAMP)  ## the edit loop: every test not marked slow
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -m "not slow"
 
-# Several minutes and ~650 MB under dist/ (gitignored); not part of `make test`. PyInstaller is a
+# Several minutes and ~760 MB under dist/ (gitignored); not part of `make test`. PyInstaller is a
 # build-time tool only, so it is installed here rather than listed in pyproject.toml.
 bundle: $(STAMP)  ## desktop bundle in dist/curator/ (curator-gui and curator), smoke-tested headless
 	$(BIN)/python -m pip install "pyinstaller>=6.10"

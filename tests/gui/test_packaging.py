@@ -1,5 +1,5 @@
 """The packaging recipe is complete and consistent. The bundle itself is built and smoke-tested by
-`make bundle` (packaging/build.sh, then packaging/smoke.sh): minutes and ~650 MB, so not in `make test`.
+`make bundle` (packaging/build.sh, then packaging/smoke.sh): minutes and ~760 MB, so not in `make test`.
 
 These fast checks read the recipe against what curator loads at run time: every distribution found
 through importlib.metadata has its metadata and data collected, llama.cpp's shared libraries are
