@@ -206,11 +206,13 @@ def main() -> None:
 def source_only_copy(db, project: Path):
     """A copy of the project whose synthetic rows have only their source chunks as gold (the gold
     before widening), to show what widening changes."""
-    import shutil
+    import sqlite3
 
     copy = project.with_name(f"{project.stem}-source-only.curator")
-    db.conn.commit()
-    shutil.copy(project, copy)
+    copy.unlink(missing_ok=True)
+    target = sqlite3.connect(copy)
+    db.conn.backup(target)  # the backup API: a file copy would miss what is still in the -wal file
+    target.close()
     narrow = open_project(copy)
     with narrow.conn:
         narrow.execute("UPDATE queries SET gold_chunk_ids = source_chunk_ids, gold_grades = "
