@@ -17,8 +17,12 @@ def register(cli: click.Group) -> None:
     @click.option("--k", "k", default="auto", show_default=True, help="Number of clusters, or auto (by silhouette).")
     @click.option("--seed", default=0, show_default=True, type=int, help="Seed for UMAP and KMeans.")
     @click.option("--fast", is_flag=True, help="Unseeded multi-threaded UMAP (faster, not reproducible).")
+    @click.option("--layout", type=click.Choice(["free", "clusters"]), default="free", show_default=True,
+                  help="The 2-D map: free = the embeddings' own layout (gaps inside a cluster show); "
+                       "clusters = laid out from the cluster fit (each cluster one tight region).")
     @json_option
-    def cluster_cmd(project_path: str, embedder: str, k: str, seed: int, fast: bool, as_json: bool) -> None:
+    def cluster_cmd(project_path: str, embedder: str, k: str, seed: int, fast: bool, layout: str,
+                    as_json: bool) -> None:
         """Embed and cluster all queries of PROJECT; the new run becomes active.
 
         Example: curator cluster demo.curator --k auto --seed 0
@@ -30,7 +34,7 @@ def register(cli: click.Group) -> None:
             raise InputError("--k must be 'auto' or a positive number")
         with project(project_path) as db:
             summary = cluster_queries(db, embedder=embedder, k=k if k == "auto" else int(k), seed=seed, fast=fast,
-                                      on_progress=progress_printer("cluster"))
+                                      layout=layout, on_progress=progress_printer("cluster"))
 
         def render(s: dict) -> str:
             rows = [{"cluster": i, "size": n, "label": lab} for i, (n, lab) in enumerate(zip(s["sizes"], s["labels"]))]

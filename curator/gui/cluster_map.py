@@ -3,7 +3,10 @@
 Points are painted into a cached QImage once per data change or resize (one ``drawPoints``
 call per colour and marker: 10k+ points stay smooth); hover, selection and the lasso are
 drawn on top of that cache. Synthetic queries are filled discs, log (real) queries are
-squares with a dark outline. Hover text is shown in a plain-text label, never as rich text.
+squares with a dark outline; a real query with no synthetic row among its nearest neighbours (a
+coverage gap, ``set_coverage``) sits on a red halo with a red ring, so regions of real queries
+without synthetic rows show at a glance. Each cluster's label is drawn above its points.
+Hover text is shown in a plain-text label, never as rich text.
 Clicking a point selects it, dragging draws a lasso polygon; Shift adds to the selection.
 """
 
@@ -25,6 +28,8 @@ POINT = 7.0          # disc diameter in pixels
 HOVER_RADIUS = 8.0   # pixels within which a point counts as under the cursor
 DRAG_START = 4       # pixels the mouse must move before a press becomes a lasso
 TIP_CHARS = 300
+GAP = QColor("#dc2626")  # a real query without a synthetic neighbour
+LABEL_CHARS = 32
 
 
 def cluster_color(cluster: int) -> QColor:
@@ -63,6 +68,8 @@ class ClusterMap(QWidget):
         self.data_xy = np.zeros((0, 2), np.float32)
         self.clusters = np.zeros(0, int)
         self.is_log = np.zeros(0, bool)
+        self.gap = np.zeros(0, bool)
+        self.labels: dict[int, str] = {}
         self.selected = np.zeros(0, bool)
         self.screen_xy = np.zeros((0, 2), np.float32)
         self._cache: Optional[QImage] = None
@@ -86,6 +93,7 @@ class ClusterMap(QWidget):
         self.data_xy = np.asarray(xy, np.float64).reshape(-1, 2)
         self.clusters = np.asarray(clusters, int)
         self.is_log = np.asarray(is_log, bool)
+        self.gap = np.zeros(len(self.ids), bool)
         self.selected = np.zeros(len(self.ids), bool)
         self._hover = -1
         self.tip.hide()
@@ -96,6 +104,27 @@ class ClusterMap(QWidget):
         self.set_points([r["query_id"] for r in rows], np.array([[r["x"], r["y"]] for r in rows], np.float64),
                         [r["cluster"] for r in rows], [r["source"] == "log" for r in rows],
                         [r["text"] or "" for r in rows])
+
+    def set_coverage(self, gap_ids, labels: dict[int, str]) -> None:
+        """Highlight the real queries in ``gap_ids`` and draw ``labels`` (cluster -> text) on the map."""
+        wanted = set(gap_ids)
+        self.gap = np.array([q in wanted for q in self.ids], bool)
+        self.labels = dict(labels)
+        self._cache = None
+        self.update()
+
+    def gap_ids(self) -> list[str]:
+        return [self.ids[i] for i in np.flatnonzero(self.gap)]
+
+    def label_positions(self) -> dict[int, tuple[float, float]]:
+        """Where each labelled cluster's name is drawn: above its points, centred on their median x
+        (a label over the median covered the very points it names)."""
+        out = {}
+        for c in np.unique(self.clusters):
+            if int(c) in self.labels:
+                pts = self.screen_xy[self.clusters == c]
+                out[int(c)] = (float(np.median(pts[:, 0])), float(pts[:, 1].min()))
+        return out
 
     def selected_ids(self) -> list[str]:
         return [self.ids[i] for i in np.flatnonzero(self.selected)]
@@ -158,14 +187,51 @@ class ClusterMap(QWidget):
         painter.setRenderHint(QPainter.Antialiasing)
         painter.setPen(QPen(QColor("#e5e7eb"), 1))
         painter.drawRect(QRect(0, 0, self.width() - 1, self.height() - 1))
+        self._draw_gap_halos(painter)
         # Synthetic first, log on top: real queries are fewer and the ones worth spotting.
         for log in (False, True):
             for cluster in np.unique(self.clusters):
                 mask = (self.clusters == cluster) & (self.is_log == log)
                 if mask.any():
                     self._draw_group(painter, self.screen_xy[mask], cluster_color(int(cluster)), log)
+        self._draw_gap_rings(painter)
+        self._draw_labels(painter)
         painter.end()
         return image
+
+    def _gap_points(self) -> list[QPointF]:
+        return [QPointF(float(x), float(y)) for x, y in self.screen_xy[self.gap]] if len(self.gap) else []
+
+    def _draw_gap_halos(self, painter: QPainter) -> None:
+        """A soft red disc under each gap: neighbouring gaps merge into one visible region."""
+        halo = QColor(GAP)
+        halo.setAlpha(45)
+        painter.setPen(Qt.NoPen)
+        painter.setBrush(halo)
+        for point in self._gap_points():
+            painter.drawEllipse(point, 3 * POINT, 3 * POINT)
+
+    def _draw_gap_rings(self, painter: QPainter) -> None:
+        painter.setPen(QPen(GAP, 2))
+        painter.setBrush(Qt.NoBrush)
+        for point in self._gap_points():
+            painter.drawEllipse(point, POINT, POINT)
+
+    def _draw_labels(self, painter: QPainter) -> None:
+        """Each cluster's number and label on a pale box at its points' median, kept inside the map."""
+        metrics = painter.fontMetrics()
+        for cluster, (x, y) in sorted(self.label_positions().items()):
+            label = self.labels[cluster]
+            text = f"{cluster} · " + (label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…")
+            box = metrics.boundingRect(text).adjusted(-4, -2, 4, 2)
+            left = min(max(2, x - box.width() / 2), self.width() - box.width() - 2)
+            top = min(max(2, y - POINT - box.height()), self.height() - box.height() - 2)
+            box.moveTo(int(left), int(top))
+            painter.setPen(QPen(cluster_color(cluster), 1.5))
+            painter.setBrush(QColor(255, 255, 255, 215))
+            painter.drawRoundedRect(box, 3, 3)
+            painter.setPen(QColor("#111827"))
+            painter.drawText(box, Qt.AlignCenter, text)
 
     @staticmethod
     def _draw_group(painter: QPainter, pts: np.ndarray, colour: QColor, log: bool) -> None:
@@ -177,7 +243,7 @@ class ClusterMap(QWidget):
         else:
             fill = QColor(colour)
             fill.setAlpha(210)
-            painter.setPen(QPen(fill, POINT, Qt.SolidLine, Qt.RoundCap))
+            painter.setPen(QPen(fill, POINT + 2, Qt.SolidLine, Qt.RoundCap))
         painter.drawPoints(poly)
 
     def paintEvent(self, event) -> None:
@@ -263,6 +329,8 @@ class ClusterMap(QWidget):
         text = self.texts[index]
         text = text if len(text) <= TIP_CHARS else text[:TIP_CHARS - 1] + "…"
         kind = "log" if self.is_log[index] else "synthetic"
+        if self.gap[index]:
+            kind += " · no synthetic row among its nearest queries"
         self.tip.setText(f"{text}\n— cluster {self.clusters[index]} · {kind}")
         self.tip.adjustSize()
         x, y = self.screen_xy[index]

@@ -4,6 +4,11 @@ Clustering and sampling run in ``TaskWorker``s (pool threads with their own SQLi
 connection); UMAP itself runs in core's spawn worker process, so the GUI thread only
 receives progress signals. Selections on the map are emitted as ``selection_changed``
 (a set of query ids, or None for "no filter") for the window to filter the Queries view.
+
+Coverage (curator.core.clustering.coverage) fills the list's Real, Negative, Synthetic and Gaps
+columns and the map's red gap points; an under-covered cluster's Gaps cell is red. "Generate for
+gaps" asks the window to start a coverage-aimed run in the Generate tab (``generate_for_gaps``):
+a view never imports another view.
 """
 
 from __future__ import annotations
@@ -17,14 +22,21 @@ from PySide6.QtGui import QColor, QPixmap
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSpinBox,
                                QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
+from curator.core.clustering import coverage
 from curator.core.clustering.reads import active_cluster_run, cluster_points
+from curator.core.errors import CuratorError
 from curator.core.review import sample
 from curator.gui import workers
 from curator.gui.cluster_map import ClusterMap, cluster_color
 from curator.gui.task_view import TaskView
 from curator.gui.widgets import plain_label
 
-LIST_HEADERS = ("Cluster", "Label", "Size", "Queued", "Reviewed", "Approved")
+LIST_HEADERS = ("Cluster", "Label", "Size", "Real", "Negative", "Synthetic", "Gaps", "Queued", "Reviewed", "Approved")
+HEADER_TIPS = {"Real": "Real (log) queries; those added since the run are placed by their nearest clustered query",
+               "Negative": "Real queries that got negative feedback",
+               "Synthetic": "Generated rows",
+               "Gaps": f"Real queries with no synthetic row among their {coverage.K_NEIGHBOURS} nearest queries "
+                       "(red: the cluster is under-covered)"}
 
 
 def _item(value, align_right: bool = False) -> QTableWidgetItem:
@@ -46,11 +58,13 @@ class ClustersView(TaskView, QWidget):
     project_changed = Signal()          # clustering or sampling wrote to the project
     task_finished = Signal(str, object)  # ("cluster" | "sample", result dict)
     task_failed = Signal(str, str)
+    generate_for_gaps = Signal()         # the window starts a coverage-aimed run in the Generate tab
     cancel_message = "Cancelling…"
 
     def __init__(self, db: sqlite_utils.Database, project_path: str | Path, parent=None) -> None:
         super().__init__(parent)
         self.db, self.project_path = db, Path(project_path)
+        self.coverage: Optional[dict] = None  # core's coverage report of the active run, as last read
         self.init_tasks()
         self._build()
         self.reload()
@@ -68,14 +82,21 @@ class ClustersView(TaskView, QWidget):
         self.allocation.addItems(list(sample.ALLOCATIONS))
         self.sample_button = QPushButton("Build review queue")
         self.sample_button.clicked.connect(self.run_sampling)
+        self.gaps_button = QPushButton("Generate for gaps")
+        self.gaps_button.setToolTip("Generate rows from the chunks suggested for the real queries of under-covered "
+                                    "clusters, in proportion to their traffic (the Generate tab's settings)")
+        self.gaps_button.clicked.connect(self.generate_for_gaps.emit)
         bar = QHBoxLayout()
         for widget in (QLabel("k"), self.k_spin, self.cluster_button, QLabel("   Sample size"), self.size_spin,
-                       self.allocation, self.sample_button):
+                       self.allocation, self.sample_button, self.gaps_button):
             bar.addWidget(widget)
         bar.addStretch(1)
 
         self.table = QTableWidget(0, len(LIST_HEADERS))
         self.table.setHorizontalHeaderLabels(list(LIST_HEADERS))
+        for col, name in enumerate(LIST_HEADERS):
+            if name in HEADER_TIPS:
+                self.table.horizontalHeaderItem(col).setToolTip(HEADER_TIPS[name])
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SingleSelection)
         self.table.verticalHeader().hide()
@@ -91,7 +112,7 @@ class ClustersView(TaskView, QWidget):
         self.clear_button = QPushButton("Clear selection")
         self.clear_button.setEnabled(False)
         self.clear_button.clicked.connect(self.map.clear_selection)
-        legend = QLabel("● synthetic   ■ log (real) query")
+        legend = QLabel("● synthetic   ■ log (real) query   red ring: no synthetic row near it")
         legend.setObjectName("hint")
         under = QHBoxLayout()
         under.addWidget(self.selection_label, 1)
@@ -108,7 +129,7 @@ class ClustersView(TaskView, QWidget):
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 3)
-        splitter.setSizes([500, 600])
+        splitter.setSizes([560, 700])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(bar)
@@ -127,13 +148,32 @@ class ClustersView(TaskView, QWidget):
         if run:
             sil = f", silhouette {run['silhouette']:.2f}" if run.get("silhouette") is not None else ""
             self.status.setText(f"Cluster run {run['id']} ({run['embedder']}, k={run['k']}{sil}) · "
-                                f"{len(self.map.ids)} queries on the map")
+                                f"{len(self.map.ids)} queries on the map" + self._coverage_text())
         else:
             self.status.setText("No cluster run yet. Run clustering to group the queries, then build a review queue.")
 
+    def _measure(self) -> Optional[dict]:
+        """Coverage of the active run from cached vectors only (nothing is embedded on the GUI thread)."""
+        try:
+            measured = coverage.measure(self.db, embed_new=False)
+        except CuratorError:
+            return None
+        self.map.set_coverage(measured.gap_ids(), measured.labels)
+        return coverage.report(measured)
+
+    def _coverage_text(self) -> str:
+        r = self.coverage
+        if not r or not r["real"]:
+            return ""
+        return (f" · {r['real_in_clusters_without_synthetic']} of {r['real']} real queries in clusters without "
+                f"synthetic rows, {r['real_without_synthetic_neighbour']} with none near them (red)")
+
     def refresh_counts(self) -> None:
-        """Cluster list from core's coverage (label, size, queued, reviewed, approved)."""
-        rows = sample.coverage(self.db) if active_cluster_run(self.db) else []
+        """Cluster list: review counts from the queue, real/synthetic/gap counts from coverage."""
+        run = active_cluster_run(self.db)
+        rows = sample.coverage(self.db) if run else []
+        self.coverage = self._measure() if run else None
+        by_cluster = {c["cluster"]: c for c in (self.coverage or {}).get("clusters", [])}
         self.table.blockSignals(True)
         self.table.setRowCount(len(rows))
         for i, row in enumerate(rows):
@@ -143,8 +183,16 @@ class ClustersView(TaskView, QWidget):
             first.setData(Qt.UserRole, cluster)
             self.table.setItem(i, 0, first)
             self.table.setItem(i, 1, _item(row["label"]))
-            for col, name in enumerate(("population", "queued", "reviewed", "approved"), start=2):
-                self.table.setItem(i, col, _item(int(row[name] or 0), align_right=True))
+            self.table.item(i, 1).setToolTip(row["label"] or "")
+            cov = by_cluster.get(cluster, {})
+            values = (row["population"], cov.get("real"), cov.get("negative"), cov.get("synthetic"),
+                      cov.get("real_without_synthetic_neighbour"), row["queued"], row["reviewed"], row["approved"])
+            for col, value in enumerate(values, start=2):
+                self.table.setItem(i, col, _item(int(value or 0), align_right=True))
+            if cov.get("under_covered"):
+                gaps = self.table.item(i, 6)
+                gaps.setForeground(QColor("#dc2626"))
+                gaps.setToolTip("Under-covered: real queries here have few synthetic rows near them")
         self.table.blockSignals(False)
 
     def counts(self) -> list[tuple]:
@@ -192,7 +240,8 @@ class ClustersView(TaskView, QWidget):
         workers.stop_cluster_process()
 
     def set_busy(self, busy: bool, message: str = "") -> None:
-        for widget in (self.cluster_button, self.sample_button, self.k_spin, self.size_spin, self.allocation):
+        for widget in (self.cluster_button, self.sample_button, self.k_spin, self.size_spin, self.allocation,
+                       self.gaps_button):
             widget.setEnabled(not busy)
         super().set_busy(busy, message)
 

@@ -54,13 +54,18 @@ class RowFeed(QObject):
 
 
 def generate_task(db: sqlite_utils.Database, config: GenerationConfig, *, feed: Optional[RowFeed] = None,
-                  backend_factory: Optional[BackendFactory] = None, on_progress=None, cancel=None) -> dict:
+                  backend_factory: Optional[BackendFactory] = None, on_progress=None, cancel=None,
+                  target: str = "corpus") -> dict:
     """Run core's generate, feeding each stored row (accepted or rejected) back to the GUI.
 
     Without a factory core opens the backend itself from ``config``, exactly as the CLI does,
     so a GUI run batches like a CLI run (same ``parallel``)."""
     from curator.core.generation.generate import generate
 
+    if target == "coverage":  # the Clusters tab's "Generate for gaps" (issue 28): chosen here, off the GUI thread
+        from curator.core.clustering.coverage import target_chunks
+
+        config.chunk_ids = target_chunks(db)["chunk_ids"]
     backend = backend_factory(config) if backend_factory is not None else None
     return generate(db, config, backend=backend, on_progress=on_progress, cancel=cancel,
                     events=feed.events() if feed is not None else NO_EVENTS)
@@ -257,7 +262,12 @@ class GenerateView(TaskView, QWidget):
         config = self.config(resume=True)
         return self._start(config) if config else None
 
-    def _start(self, config: GenerationConfig) -> Optional[workers.TaskWorker]:
+    def start_for_gaps(self) -> Optional[workers.TaskWorker]:
+        """A run with the form's settings, aimed at the under-covered clusters (the Clusters tab asks)."""
+        config = self.config()
+        return self._start(config, target="coverage") if config else None
+
+    def _start(self, config: GenerationConfig, target: str = "corpus") -> Optional[workers.TaskWorker]:
         if self.worker is not None:
             return None
         self.feed = RowFeed(self)
@@ -265,7 +275,7 @@ class GenerateView(TaskView, QWidget):
         self.feed.rejected.connect(self._row_rejected)
         if not config.resume:
             self.rejected_model.set_rows([])
-        return self.run_task(generate_task, config, feed=self.feed, backend_factory=self.backend_factory,
+        return self.run_task(generate_task, config, feed=self.feed, backend_factory=self.backend_factory, target=target,
                              message="Resuming the last run…" if config.resume else "Loading the model…",
                              finished=self._finished, cancelled=self._cancelled)
 

@@ -233,6 +233,7 @@ class MainWindow(QMainWindow):
         self.clusters_view.selection_changed.connect(self.review_view.set_focus)  # review just that region
         self.clusters_view.project_changed.connect(self.queries_view.reload)
         self.clusters_view.project_changed.connect(self.review_view.refresh)
+        self.clusters_view.generate_for_gaps.connect(self._generate_for_gaps)
         self.tabs.addTab(self.clusters_view, "Clusters")
         self.evaluate_view = EvaluateView(self.db, self.project_path)
         self.tabs.addTab(self.evaluate_view, "Export / Evaluate")
@@ -265,6 +266,11 @@ class MainWindow(QMainWindow):
         self.queries_view.filter_cleared.connect(self.clusters_view.map.clear_selection)
         self.review_view.whole_queue.connect(self.clusters_view.map.clear_selection)
         self.review_view.next_step.connect(self.go_to_stage)
+
+    def _generate_for_gaps(self) -> None:
+        """The Clusters tab's coverage-aimed run goes through the Generate tab (its settings, its rows)."""
+        self.tabs.setCurrentWidget(self.generate_view)
+        self.generate_view.start_for_gaps()
 
     def project_changed(self) -> None:
         """Documents or queries arrived from another tab: every view that shows them re-reads."""

@@ -161,8 +161,9 @@ def test_cluster_list_counts(qtbot, project):
     for r in rows:
         t = truth[int(r[0])]
         assert r[1]  # a label
-        assert tuple(int(x) for x in r[2:]) == (t["size"], t["queued"], t["reviewed"], t["approved"])
-    assert sum(int(r[3]) for r in rows) == 9 and sum(int(r[4]) for r in rows) == 2
+        assert (int(r[2]),) + tuple(int(x) for x in r[7:]) == (t["size"], t["queued"], t["reviewed"], t["approved"])
+        assert int(r[3]) + int(r[5]) == t["size"]  # real + synthetic: every query of the fixture is one or the other
+    assert sum(int(r[7]) for r in rows) == 9 and sum(int(r[8]) for r in rows) == 2
     # choosing a cluster row selects its points on the map
     with qtbot.waitSignal(v.selection_changed) as blocker:
         v.table.selectRow(1)
@@ -180,7 +181,7 @@ def test_sampling_and_clustering_run_in_workers(view, qtbot):
     assert blocker.args[0] == "sample" and blocker.args[1]["queued"] == 6
     # announced only once idle: the next step can start from the signal (this raced before)
     assert not view.busy() and view.cluster_button.isEnabled()
-    assert sum(int(r[3]) for r in view.counts()) == 6
+    assert sum(int(r[7]) for r in view.counts()) == 6
     view.k_spin.setValue(4)
     outcomes = []  # the first signal wins: a failure must show its message, not a timeout
     view.task_finished.connect(lambda *args: outcomes.append(("finished", args)))
@@ -232,3 +233,36 @@ def test_window_lasso_filters_queries_tab(qtbot, project, tmp_path):
     win.clusters_view.map.clear_selection()
     assert win.queries_view.visible_count() == 3 * PER_TOPIC and win.review_view.focus is None
     win.close()
+
+
+def test_real_queries_without_synthetic_rows_are_drawn_as_gaps(qtbot, project):
+    """A cluster whose synthetic rows are gone: its real queries are gaps (red on the map, counted,
+    the cluster's Gaps cell red), each cluster's label is on the map, and the button asks for a run."""
+    db = open_project(project)
+    cluster = 0
+    gone = [r[0] for r in db.execute("""SELECT q.id FROM queries q JOIN query_clusters qc ON qc.query_id = q.id
+                                          WHERE qc.cluster = ? AND q.source = 'synthetic'""", [cluster])]
+    real = {r[0] for r in db.execute("""SELECT q.id FROM queries q JOIN query_clusters qc ON qc.query_id = q.id
+                                          WHERE qc.cluster = ? AND q.source = 'log'""", [cluster])}
+    with db.conn:
+        for query_id in gone:
+            db.execute("DELETE FROM query_clusters WHERE query_id = ?", [query_id])
+            db.execute("DELETE FROM queries WHERE id = ?", [query_id])
+    v = ClustersView(db, project)
+    qtbot.addWidget(v)
+    v.resize(1100, 650)
+    v.show()
+    qtbot.waitExposed(v)
+    assert real <= set(v.map.gap_ids())  # (other clusters' real queries may be gaps too: they resemble each other)
+    row = next(r for r in v.counts() if r[0] == str(cluster))
+    assert int(row[3]) == len(real) and int(row[5]) == 0 and int(row[6]) == len(real)
+    assert v.table.item(0, 6).foreground().color().name() == "#dc2626"
+    total_real = db.execute("SELECT COUNT(*) FROM queries WHERE source = 'log'").fetchone()[0]
+    assert f"{len(real)} of {total_real} real queries in clusters without synthetic rows" in v.status.text()
+    assert set(v.map.label_positions()) == {0, 1, 2}
+    image = v.map.grab().toImage()
+    assert "#dc2626" in _colours(image, step=1)  # the red gap rings are drawn
+    with qtbot.waitSignal(v.generate_for_gaps):
+        v.gaps_button.click()
+    v.close()
+    db.close()

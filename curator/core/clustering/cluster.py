@@ -1,9 +1,12 @@
 """Cluster a project's queries: embed → UMAP (5-D) → KMeans, plus a 2-D UMAP map and c-TF-IDF labels.
 
-The 2-D map is laid out from the cluster fit: KMeans runs on the 5-D space inside the UMAP job and
-the 2-D UMAP is supervised by its labels (``y=labels``), so each cluster is drawn as one region. The
-unsupervised map (``layout="free"``) scattered a cluster's colour across the map: its 2-D silhouette
-by cluster label is printed beside the supervised one by ``bench/cluster_map.py``.
+The 2-D map is, by default (``layout="free"``), the embeddings' own unsupervised 2-D UMAP: where
+queries sit near each other there, they are near in embedding space, so a region of real queries
+with no synthetic row near it shows as such (issue 28). ``layout="clusters"`` lays the map out from
+the cluster fit instead (KMeans runs on the 5-D space inside the UMAP job and the 2-D UMAP is
+supervised by its labels, ``y=labels``): each cluster is drawn as one tight region, which reads
+well as clusters but hides the structure and gaps inside them. ``bench/cluster_map.py`` prints the
+2-D silhouette by cluster label of both.
 
 UMAP runs in a worker process (spawn context) because it holds the GIL for long stretches.
 ``cluster_project`` runs the whole step (embedding, UMAP, KMeans, storing) in that worker: the GUI
@@ -44,7 +47,7 @@ from curator.core.clustering.labels import ctfidf_labels
 from curator.core.progress import CancelToken, report
 
 UMAP_MIN = 30
-LAYOUTS = ("clusters", "free")  # the 2-D map: laid out from the cluster fit, or the unsupervised UMAP
+LAYOUTS = ("free", "clusters")  # the 2-D map: the unsupervised UMAP (default), or laid out from the cluster fit
 _POOL: Optional[cf.ProcessPoolExecutor] = None
 _PROGRESS = None  # a spawn-context Queue of the worker's reports: (job, done, total, message)
 _IN_WORKER = False  # True inside the worker process: UMAP then runs inline
@@ -291,7 +294,7 @@ def _reduce_and_fit(vectors: np.ndarray, k, seed: int, fast: bool, layout: str, 
 
 def cluster_queries(db, embedder="default", k="auto", seed: int = 0, fast: bool = False,
                     on_progress: Optional[Callable[[int, int, str], None]] = None,
-                    cancel: Optional[CancelToken] = None, layout: str = "clusters") -> dict:
+                    cancel: Optional[CancelToken] = None, layout: str = "free") -> dict:
     """Cluster all queries of the project; returns run_id, k, sizes, labels, silhouette, seconds, timings."""
     start = time.perf_counter()
     timings: dict[str, float] = {}
@@ -351,8 +354,8 @@ def _cluster_job(project_path: str, options: dict, job: str) -> dict:
 
 def cluster_project(project_path, embedder: str = "default", k="auto", seed: int = 0, fast: bool = False,
                     on_progress: Optional[Callable[[int, int, str], None]] = None,
-                    cancel: Optional[CancelToken] = None) -> dict:
+                    cancel: Optional[CancelToken] = None, layout: str = "free") -> dict:
     """``cluster_queries`` on a project file, run in the worker process (see the module notes)."""
-    options = {"embedder": embedder, "k": k, "seed": seed, "fast": fast}
+    options = {"embedder": embedder, "k": k, "seed": seed, "fast": fast, "layout": layout}
     job = uuid.uuid4().hex
     return _wait(_pool().submit(_cluster_job, str(project_path), options, job), cancel, on_progress, job)

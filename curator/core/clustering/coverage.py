@@ -84,11 +84,11 @@ def _embed_missing(db, embedder_id: str, texts: list[str]) -> Optional[np.ndarra
     return None
 
 
-def _vectors(db, run: dict, rows: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+def _vectors(db, run: dict, rows: list[dict], embed_new: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Unit vectors of the rows that have one in the run's space, and the mask of those rows."""
     vectors = _cached_vectors(db, run["embedder"], [r["text"] for r in rows])
     missing = [i for i, v in enumerate(vectors) if v is None]
-    if missing:
+    if missing and embed_new:
         more = _embed_missing(db, run["embedder"], [rows[i]["text"] for i in missing])
         if more is not None:
             for i, v in zip(missing, more):
@@ -146,8 +146,10 @@ def _gaps(rows: list[dict], matrix: np.ndarray, have: np.ndarray, k: int) -> np.
     return gap
 
 
-def measure(db: sqlite_utils.Database, k: int = K_NEIGHBOURS) -> Measure:
-    """The active run's queries with their cluster (new ones placed) and their gap flags."""
+def measure(db: sqlite_utils.Database, k: int = K_NEIGHBOURS, embed_new: bool = True) -> Measure:
+    """The active run's queries with their cluster (new ones placed) and their gap flags.
+    ``embed_new=False`` uses cached vectors only (the GUI thread must not load a model): a query
+    never embedded in the run's space then stays unplaced and out of the neighbour search."""
     run = active_cluster_run(db)
     if run is None:
         raise InputError("no cluster run yet: run 'curator cluster PROJECT' first, then coverage")
@@ -156,7 +158,7 @@ def measure(db: sqlite_utils.Database, k: int = K_NEIGHBOURS) -> Measure:
     rows = _rows(db, run["id"])
     for row in rows:
         row["placed"] = False
-    matrix, have = _vectors(db, run, rows)
+    matrix, have = _vectors(db, run, rows, embed_new)
     if len(matrix):
         _place_new(rows, matrix, have)
     gap = _gaps(rows, matrix, have, k) if len(matrix) else np.zeros(len(rows), bool)

@@ -1,0 +1,137 @@
+"""Coverage of real queries by synthetic rows, and the chunk list that aims generation at the gaps.
+
+A real project (the ingested sample corpus), real MiniLM vectors and a real (PCA-path) cluster run:
+billing is asked only by real users, sync and login have synthetic rows too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from curator.core import store
+from curator.core.clustering import coverage
+from curator.core.clustering.cluster import cluster_queries
+from curator.core.corpus import documents
+from curator.core.errors import InputError
+from curator.core.generation.generate import eligible_chunks
+from curator.core.queries.rows import add_query
+from curator.core.store import open_project
+
+TOPICS = json.loads((Path(__file__).parents[1] / "data" / "topic_queries.json").read_text())
+
+
+def _fill(db, synthetic_topics=("sync", "login")) -> dict[str, list[str]]:
+    ids: dict[str, list[str]] = {}
+    with db.conn:
+        for topic, texts in TOPICS.items():
+            for i, text in enumerate(texts):
+                if topic in synthetic_topics and i % 2:
+                    add_query(db, f"{text} how", "synthetic", query_type="factoid")
+                else:  # a billing query that got negative feedback weighs twice as much
+                    ids.setdefault(topic, []).append(add_query(db, text, "log", query_type="log",
+                                                               negative_count=int(topic == "billing" and i == 0)))
+    return ids
+
+
+@pytest.fixture
+def clustered(sample_project_path):
+    db = open_project(sample_project_path)
+    real = _fill(db)
+    cluster_queries(db, embedder="default", k=3, seed=0)
+    yield db, real
+    db.close()
+
+
+def _cluster_of(db, query_id: str) -> int:
+    return db.execute("SELECT cluster FROM query_clusters WHERE query_id = ?", [query_id]).fetchone()[0]
+
+
+def test_a_cluster_of_real_queries_only_is_under_covered(clustered):
+    db, real = clustered
+    billing = _cluster_of(db, real["billing"][0])
+    assert {_cluster_of(db, q) for q in real["billing"]} == {billing}, "the topics are three clusters"
+    report = coverage.coverage(db)
+    by_cluster = {c["cluster"]: c for c in report["clusters"]}
+    assert by_cluster[billing]["synthetic"] == 0 and by_cluster[billing]["real"] == 6
+    assert by_cluster[billing]["negative"] == 1 and by_cluster[billing]["under_covered"]
+    assert report["under_covered"] == [billing]
+    assert report["real"] == 12 and report["real_in_clusters_without_synthetic"] == 6
+    assert report["share_real_in_clusters_without_synthetic"] == 0.5
+    # billing's real queries have only billing (real) queries as nearest neighbours
+    gaps = coverage.measure(db).gap_ids()
+    assert set(real["billing"]) <= gaps
+    assert by_cluster[billing]["real_without_synthetic_neighbour"] == 6
+
+
+def test_rows_added_since_the_run_are_placed_by_their_nearest_query(clustered):
+    db, real = clustered
+    billing = _cluster_of(db, real["billing"][0])
+    with db.conn:
+        add_query(db, "refund my invoice twice please", "synthetic", query_type="factoid")
+    report = coverage.coverage(db)
+    assert report["placed_since_run"] == 1 and report["unplaced"] == 0
+    assert {c["cluster"]: c["synthetic"] for c in report["clusters"]}[billing] == 1
+    assert report["real_in_clusters_without_synthetic"] == 0
+    # without embedding (the GUI thread) the new row stays unplaced instead of loading a model
+    fresh = coverage.measure(db, embed_new=False)
+    assert sum(r["cluster"] < 0 for r in fresh.rows) in (0, 1)  # cached by the call above, or not
+
+
+def test_target_chunks_follow_traffic_of_the_under_covered_cluster(clustered):
+    db, real = clustered
+    chunks = [c["id"] for c in documents.list_chunks(db)]
+    first, second = real["billing"][0], real["billing"][1]
+    with db.conn:  # suggestions as suggest() stores them: rank 1 best
+        for query_id, own in ((first, chunks[:3]), (second, chunks[3:6])):
+            db.execute("DELETE FROM suggestions WHERE query_id = ?", [query_id])
+            for rank, chunk_id in enumerate(own, 1):
+                db.execute("INSERT INTO suggestions (query_id, rank, chunk_id, score, retriever, created_at)"
+                           " VALUES (?,?,?,?,?,?)", [query_id, rank, chunk_id, 1.0 / rank, "test", store.now()])
+        for query_id in real["billing"][2:]:  # the other billing queries ask for the same chunk as the second
+            db.execute("INSERT INTO suggestions (query_id, rank, chunk_id, score, retriever, created_at)"
+                       " VALUES (?,?,?,?,?,?)", [query_id, 1, chunks[3], 1.0, "test", store.now()])
+    plan = coverage.target_chunks(db)
+    assert [c["label"] for c in plan["clusters"]] and len(plan["clusters"]) == 1
+    order = plan["chunk_ids"]
+    assert len(order) == len(set(order)) == 6 and set(order) == set(chunks[:6])
+    # the query with negative feedback weighs twice as much: its chunks come up first and twice as often
+    assert order[0] == chunks[0] and order[:4].count(chunks[1]) + order[:4].count(chunks[0]) == 2
+
+
+def test_a_fully_covered_project_has_nothing_to_aim_at(sample_project_path):
+    db = open_project(sample_project_path)
+    _fill(db, synthetic_topics=("sync", "login", "billing"))
+    cluster_queries(db, embedder="default", k=3, seed=0)
+    report = coverage.coverage(db)
+    assert report["under_covered"] == [] and report["share_real_in_clusters_without_synthetic"] == 0
+    with pytest.raises(InputError, match="no under-covered cluster"):
+        coverage.target_chunks(db)
+    db.close()
+
+
+def test_no_cluster_run_says_what_to_do(sample_project_path):
+    db = open_project(sample_project_path)
+    with pytest.raises(InputError, match="curator cluster"):
+        coverage.coverage(db)
+    db.close()
+
+
+def test_weighted_interleave_keeps_proportions_in_every_stretch():
+    lists = {"a": [f"a{i}" for i in range(8)], "b": [f"b{i}" for i in range(8)], "c": ["a0", "c1", "c2", "c3"]}
+    order = coverage.weighted_interleave(lists, {"a": 2.0, "b": 1.0, "c": 1.0})
+    assert len(order) == len(set(order)) == 19  # c's a0 is already taken: it gives c1 instead
+    for n in (4, 8):  # a weighs as much as b and c together: half of any stretch from the start
+        assert sum(x.startswith("a") for x in order[:n]) == n // 2
+        assert sum(x.startswith("b") for x in order[:n]) == sum(x.startswith("c") for x in order[:n]) == n // 4
+    assert coverage.weighted_interleave({"a": ["x"]}, {"a": 0}) == []
+
+
+def test_generation_asks_an_ordered_chunk_list_in_its_order(sample_project_path):
+    db = open_project(sample_project_path)
+    all_eligible = [c["id"] for c in eligible_chunks(db, 0)]
+    wanted = list(reversed(all_eligible[:4])) + ["c_not_a_chunk"]
+    assert [c["id"] for c in eligible_chunks(db, 0, wanted)] == wanted[:4]
+    db.close()
