@@ -96,7 +96,7 @@ def _parse_ks(k_text: str) -> tuple[int, ...]:
                    "(cosine), dense (embedder, exact cosine), hybrid (reciprocal rank fusion of bm25 and dense, "
                    "k=60), fts5 (bm25 through one MATCH per query, slow reference). "
                    "Example: --retriever hybrid")
-@click.option("--embedder", help="Embedder of dense and hybrid: tfidf | minilm | gguf:PATH "
+@click.option("--embedder", help="Embedder of dense and hybrid: minilm | static | tfidf | gguf:PATH | endpoint:URL[#MODEL] "
                                  "[default: that of the active cluster run, else minilm (tfidf without its package)]. Example: --embedder minilm")
 @click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False),
               help="Score a TREC run file instead. Example: --run my_retriever.trec")

@@ -95,7 +95,7 @@ def _render_validate(r: dict) -> str:
 @click.option("--k", type=click.IntRange(1, 1000), default=5, show_default=True,
               help="Cut-off of the default metric, recall@K.")
 @click.option("--metric", help="mrr, recall@K, hit@K or ndcg@K [default: recall@K of --k].")
-@click.option("--embedder", help="Embedder of dense and hybrid: tfidf | minilm | gguf:PATH.")
+@click.option("--embedder", help="Embedder of dense and hybrid: minilm | static | tfidf | gguf:PATH | endpoint:URL[#MODEL].")
 @click.option("--resamples", type=click.IntRange(100, 100_000), default=2000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every bootstrap.")
 @json_option

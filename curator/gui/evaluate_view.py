@@ -32,7 +32,7 @@ from curator.gui.models import RecordTableModel
 from curator.gui.task_view import TaskView
 from curator.gui.widgets import path_row, plain_label, record_table, titled
 
-EMBEDDERS = ("", "tfidf", "minilm")
+EMBEDDERS = ("", "minilm", "static", "tfidf")  # editable: also gguf:PATH, endpoint:URL
 OUT_NAMES = {"jsonl": "gold.jsonl", "trec": "gold.qrels", "beir": "beir"}
 MANIFEST_COLUMNS = (("group", "Count of"), ("value", "Value"), ("rows", "Rows"))
 RECALL_COLOUR, MRR_COLOUR = QColor("#2563eb"), QColor("#f59e0b")
@@ -299,7 +299,7 @@ class EvaluateView(TaskView, QWidget):
         self.retriever.addItems(list(RETRIEVERS))
         self.retriever.currentTextChanged.connect(self._retriever_changed)
         self.embedder = QComboBox()
-        self.embedder.setEditable(True)  # also gguf:PATH
+        self.embedder.setEditable(True)  # also gguf:PATH, endpoint:URL
         self.embedder.addItems(list(EMBEDDERS))
         self.embedder.setToolTip("Embedder for the dense and hybrid retrievers (blank: the project's)")
         self.ks = QLineEdit(DEFAULT_KS)
