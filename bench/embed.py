@@ -18,6 +18,7 @@ Quality, per realq set (``--realq``, repeatable: bench/realq/build.py, bench/rea
 Prints wall and CPU seconds; the machine is shared, so the load average is printed too. Usage:
     .venv/bin/python bench/embed.py [--realq /tmp/realq --realq /tmp/realq-debian] [--queries 10000]
         [--chunks 1300] [--minilm-subset 1000] [--numpy-subset 0] [--serve | --endpoint URL]
+        [--skip-speed] [--retrieval static,minilm,tfidf]
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def clustering(texts: list[str], pages: list[str], vectors: np.ndarray) -> tuple
     return tuple(np.mean(scores, axis=0))
 
 
-def quality(realq: Path, engines: dict) -> None:
+def quality(realq: Path, engines: dict, retrieval: set[str]) -> None:
     """Per embedder on one realq set: clustering ARI/NMI, dense hit@5/MRR, suggestion hit@5/MRR."""
     qs = faq_questions(realq)
     texts, pages = [q["question"] for q in qs], [q["page"] for q in qs]
@@ -134,6 +135,9 @@ def quality(realq: Path, engines: dict) -> None:
         for name, emb in spaces.items():
             vectors = (TfidfEmbedder().fit(texts) if emb == "tfidf" else emb).embed_batch(texts)
             ari, nmi = clustering(texts, pages, vectors)
+            if name not in retrieval:
+                print(f"  {name:<7} cluster ARI={ari:.3f} NMI={nmi:.3f} | retrieval not run", flush=True)
+                continue
             dense, wall_d, _ = timed(lambda: DenseRetriever(emb).fit(db).search_texts(texts, 100))
             hybrid, wall_h, _ = timed(lambda: HybridRetriever(emb, dense_weight=DENSE_WEIGHT).fit(db).search_texts(texts, 100))
             (dh, dm), (sh, sm) = score(dense, qs, gold), score(hybrid, qs, gold)
@@ -172,6 +176,9 @@ def main() -> None:
     parser.add_argument("--serve", action="store_true", help="start llama_cpp.server for the endpoint engine")
     parser.add_argument("--endpoint", help="URL of a running OpenAI-compatible /v1/embeddings server")
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--retrieval", default="static,minilm,tfidf",
+                        help="embedders whose dense and suggestion figures are measured (MiniLM embeds the "
+                             "whole corpus: minutes on a loaded machine)")
     args = parser.parse_args()
     realqs = [Path(p) for p in (args.realq or ["/tmp/realq"])]
     print(f"load average at start: {os.getloadavg()}; cores: {os.cpu_count()}", flush=True)
@@ -199,7 +206,7 @@ def main() -> None:
             compare("FAQ chunks", chunk_texts(realqs[0], args.chunks), engines, args.minilm_subset // 3,
                     args.numpy_subset // 6)
         for realq in realqs:
-            quality(realq, engines)
+            quality(realq, engines, set(args.retrieval.split(",")))
     finally:
         if server is not None:
             server.terminate()

@@ -115,3 +115,15 @@ def test_damaged_or_missing_table_is_distilled_again(tmp_path, monkeypatch):
     path.write_bytes(path.read_bytes()[:-4] + b"\0\0\0\0")
     assert static_mod.static_model_path() == path and len(built) == 2  # damaged: distilled again
     assert np.load(path)[0, 0] == 2
+
+
+def test_stored_ids_reopen_their_embedder():
+    """Dense retrieval reopens the active cluster run's embedder from its stored id (a static run
+    was read as tfidf before)."""
+    from curator.core.embedding.embed import spec_of_id
+
+    assert spec_of_id("static:minilm-L6-v2:d256:200dea5a7fc0de67") == "static"
+    assert spec_of_id("minilm:all-MiniLM-L6-v2:t256:gguf-0872f5d7d0e806c4") == "minilm"
+    assert spec_of_id("tfidf:d128:r0:i5:abc") == "tfidf"
+    assert spec_of_id("endpoint:http://127.0.0.1:8080/v1#minilm:d384:4f4a3c50") == "endpoint:http://127.0.0.1:8080/v1#minilm"
+    assert spec_of_id("gguf:nomic.gguf:0123") is None
