@@ -97,3 +97,34 @@ def test_real_minilm_judge_catches_changed_details_and_ranks_a_paraphrase_above_
     assert "a name the contexts never mention" in renamed["reasons"]
     assert paraphrase["probability"] >= 0.25 and paraphrase["probability"] > negated["probability"]
     assert paraphrase["evidence"].startswith("Conffiles are configuration files")
+
+
+@pytest.mark.slow
+def test_diagnose_command_judges_with_the_default_judge_and_never_the_bundled_model(sample_project_path, tmp_path):
+    """`curator diagnose` without --judge-model/--judge-endpoint: every claim gets the default judge's
+    verdict with its evidence (it used to load the bundled 135M model, whose verdicts are at chance)."""
+    import os
+    import subprocess
+    import sys
+
+    from curator.core.store import open_project
+
+    db = open_project(sample_project_path)
+    chunk_id, text = db.execute("SELECT id, text FROM chunks WHERE active = 1 ORDER BY id LIMIT 1").fetchone()
+    db.close()
+    first = text.split(".")[0].strip() + "."
+    traces = tmp_path / "t.jsonl"
+    traces.write_text(json.dumps({"user_input": "q", "retrieved_context_ids": [chunk_id],
+                                  "response": f"{first} The moon is made of green cheese and sold in 1999."}) + "\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "curator", *a], capture_output=True, text=True, env=env,
+                                    timeout=300)
+    assert run("import-traces", str(sample_project_path), str(traces)).returncode == 0
+    report = run("diagnose", str(sample_project_path), "--json")
+    assert report.returncode == 0, report.stderr
+    trace_id = json.loads(report.stdout)["traces"][0]["id"]
+    detail = json.loads(run("trace", str(sample_project_path), trace_id, "--json").stdout)
+    assert {c["judge"] for c in detail["claims"]} == {"claim-judge:1"}
+    assert all(c["evidence"] and c["probability"] is not None for c in detail["claims"])
+    assert detail["claims"][-1]["verdict"] == "not supported"
+    assert "llama" not in report.stderr.lower()
