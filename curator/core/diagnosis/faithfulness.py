@@ -22,7 +22,6 @@ Those statements are claims of kind 'reference', judged and corrected like the r
 
 from __future__ import annotations
 
-import re
 from typing import Callable, Iterator, Optional
 
 import sqlite_utils
