@@ -22,13 +22,28 @@ def register(cli: click.Group) -> None:
     @click.option("--layout", type=click.Choice(["free", "clusters"]), default="free", show_default=True,
                   help="The 2-D map: free = the embeddings' own layout (gaps inside a cluster show); "
                        "clusters = laid out from the cluster fit (each cluster one tight region).")
+    @click.option("--coverage", "show_coverage", is_flag=True,
+                  help="Do not cluster: show where the active run's real queries lack synthetic rows.")
+    @click.option("--neighbours", default=5, show_default=True, type=click.IntRange(1, 100),
+                  help="With --coverage: a real query is a gap when none of its this many nearest queries is synthetic.")
     @json_option
     def cluster_cmd(project_path: str, embedder: str, k: str, seed: int, fast: bool, layout: str,
-                    as_json: bool) -> None:
+                    show_coverage: bool, neighbours: int, as_json: bool) -> None:
         """Embed and cluster all queries of PROJECT; the new run becomes active.
 
-        Example: curator cluster demo.curator --k auto --seed 0
+        With --coverage nothing is clustered: per cluster of the active run it shows real (log)
+        queries, those with negative feedback, synthetic and approved rows, and real queries with
+        no synthetic row among their nearest neighbours. Queries added since the run are placed in
+        their nearest clustered query's cluster. Clusters marked '*' are under-covered:
+        'curator generate PROJECT --target coverage' aims rows at them.
+
+        \b
+        Example:
+            curator cluster demo.curator --k auto --seed 0
+            curator cluster demo.curator --coverage --json
         """
+        if show_coverage:
+            return _coverage(project_path, neighbours, as_json)
         from curator.core.clustering.cluster import cluster_queries
         from curator.core.errors import InputError
 
@@ -46,26 +61,13 @@ def register(cli: click.Group) -> None:
 
         emit(summary, as_json, render)
 
-    @cli.command("coverage")
-    @click.argument("project_path", metavar="PROJECT")
-    @click.option("--neighbours", default=5, show_default=True, type=click.IntRange(1, 100),
-                  help="A real query is a gap when none of its this many nearest queries is synthetic.")
-    @json_option
-    def coverage_cmd(project_path: str, neighbours: int, as_json: bool) -> None:
-        """Where real (log) queries are without synthetic rows, per cluster of the active run.
 
-        Per cluster: real queries, synthetic rows, approved rows, real queries with negative
-        feedback, and real queries with no synthetic row among their nearest neighbours. Queries
-        added since the run are placed in their nearest clustered query's cluster. Clusters marked
-        '*' are under-covered: 'curator generate PROJECT --target coverage' aims rows at them.
+def _coverage(project_path: str, neighbours: int, as_json: bool) -> None:
+    from curator.core.clustering.coverage import coverage
 
-        Example: curator coverage demo.curator --json
-        """
-        from curator.core.clustering.coverage import coverage
-
-        with project(project_path) as db:
-            report = coverage(db, neighbours)
-        emit(report, as_json, _render_coverage)
+    with project(project_path) as db:
+        report = coverage(db, neighbours)
+    emit(report, as_json, _render_coverage)
 
 
 def _percent(share) -> str:

@@ -50,7 +50,7 @@ def _render_summary(s: dict) -> str:
 @click.option("--cluster", type=int, help="Seed generation with the chunks behind this cluster's real queries.")
 @click.option("--target", type=click.Choice(["corpus", "coverage"]), default="corpus", show_default=True,
               help="corpus: chunks drawn across the documents; coverage: the chunks suggested for the real queries "
-                   "of under-covered clusters, in proportion to their traffic (see 'curator coverage').")
+                   "of under-covered clusters, in proportion to their traffic (see 'curator cluster --coverage').")
 @click.option("--min-quality", default=0.0, show_default=True, type=click.FloatRange(0, 1),
               help="Reject rows whose quality score (BM25 round trip + filter margins, 0..1) is below this.")
 @click.option("--no-repack", is_flag=True,

@@ -199,7 +199,7 @@ def _share(part: int, whole: int) -> Optional[float]:
 
 
 def report(m: Measure) -> dict:
-    """The coverage summary and per-cluster table (``curator coverage --json``)."""
+    """The coverage summary and per-cluster table (``curator cluster --coverage --json``)."""
     clusters = _cluster_rows(m)
     real = sum(c["real"] for c in clusters)
     bare = sum(c["real"] for c in clusters if c["cluster"] >= 0 and c["synthetic"] == 0)
@@ -260,7 +260,7 @@ def target_chunks(db: sqlite_utils.Database, k: int = K_NEIGHBOURS) -> dict:
     real = [r for r in m.rows if r["source"] == "log" and r["cluster"] in clusters]
     if not real:
         raise InputError("no under-covered cluster: every cluster with real queries has synthetic rows near them "
-                         "(curator coverage PROJECT shows the figures); generate without --target coverage")
+                         "('curator cluster PROJECT --coverage' shows the figures); generate without --target coverage")
     suggested = _suggested(db, [r["id"] for r in real])
     weights = {r["id"]: _traffic(r) for r in real}
     order = weighted_interleave(suggested, weights)
