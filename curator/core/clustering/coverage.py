@@ -32,7 +32,6 @@ from curator.core.errors import InputError, ModelFileError
 K_NEIGHBOURS = 5
 GAP_SHARE = 0.5  # a cluster whose real queries lack a synthetic neighbour this often is under-covered
 _BLOCK = 512  # real queries per block of the neighbour search (a block x all queries of similarities)
-_SPECS = ("default", "minilm", "static", "minilm-numpy", "tfidf")  # tried to re-embed queries added since the run
 
 
 @dataclass
@@ -69,18 +68,30 @@ def _cached_vectors(db, embedder_id: str, texts: list[str]) -> list[Optional[np.
     return [found.get(h) for h in hashes]
 
 
+def _spec_for(embedder_id: str) -> Optional[str]:
+    """The embedder spec that makes vectors under ``embedder_id``, when it can be told from the id
+    alone (a user's GGUF or an endpoint's URL cannot: their queries added since stay unplaced)."""
+    if embedder_id.startswith("tfidf:"):
+        return "tfidf"
+    if embedder_id.startswith("static:"):
+        return "static"
+    if embedder_id.startswith("minilm:"):
+        return "minilm-numpy" if ":zip-" in embedder_id else "minilm"
+    return None
+
+
 def _embed_missing(db, embedder_id: str, texts: list[str]) -> Optional[np.ndarray]:
     """Vectors of texts the run never embedded, from the embedder that made the run (None when
     it cannot be rebuilt: a tfidf space refitted on a grown project is another space)."""
     from curator.core.embedding.embed import embed_texts, get_embedder
 
-    for spec in _SPECS:
-        try:
-            embedder = get_embedder(spec, db)
-            if embedder.id == embedder_id:
-                return embed_texts(db, embedder, texts)
-        except (ModelFileError, InputError, OSError, ValueError):
-            continue
+    spec = _spec_for(embedder_id)
+    try:
+        embedder = get_embedder(spec, db) if spec else None
+        if embedder is not None and embedder.id == embedder_id:  # same model file, same fitted space
+            return embed_texts(db, embedder, texts)
+    except (ModelFileError, InputError, OSError, ValueError):
+        pass
     return None
 
 
