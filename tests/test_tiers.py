@@ -129,3 +129,15 @@ def test_the_fast_tier_leaves_marked_tests_out_and_fails_a_slow_test_no_rule_saw
                                      "*test_serves_unseen: starts a server (TCPServer)*",
                                      "*fast-tier tests over 0 s of CPU (candidates for SLOW_TESTS)*",
                                      "* s CPU  test_sample.py::test_plain"])
+
+
+def test_every_test_listed_in_slow_tests_still_exists():
+    """A renamed test would leave a stale entry, and the test itself would fall back into the fast tier."""
+    stale = []
+    for nodeid in tiers.SLOW_TESTS:
+        path, _, rest = nodeid.partition("::")
+        function = rest.split("[")[0].split("::")[-1]
+        source = tiers.TESTS_DIR.parent / path
+        if not source.exists() or (function and f"def {function}(" not in source.read_text(encoding="utf-8")):
+            stale.append(nodeid)
+    assert not stale, f"SLOW_TESTS names tests that no longer exist: {stale}"
