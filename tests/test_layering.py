@@ -108,7 +108,7 @@ def test_core_imports_nothing_heavy_at_import_time():
 # progress, files) come first; store imports no stage; a stage sees only the ones it builds on.
 SHARED = {"errors", "progress", "files", "logfile", "cachefiles", "processes"}
 ALLOWED = {
-    "errors": set(), "progress": set(), "files": set(), "logfile": set(), "resources": {"errors"},
+    "errors": set(), "progress": set(), "files": {"errors"}, "logfile": set(), "resources": {"errors"},
     # child processes that die with their parent (the clustering worker, the chat template renderer)
     "processes": set(),
     # model files in the user's cache (checked by hash, rebuilt), numba's cache, the GGUF header check
