@@ -235,11 +235,8 @@ def test_window_lasso_filters_queries_tab(qtbot, project, tmp_path):
     win.close()
 
 
-def test_real_queries_without_synthetic_rows_are_drawn_as_gaps(qtbot, project):
-    """A cluster whose synthetic rows are gone: its real queries are gaps (red on the map, counted,
-    the cluster's Gaps cell red), each cluster's label is on the map, and the button asks for a run."""
-    db = open_project(project)
-    cluster = 0
+def _drop_synthetic(db, cluster: int) -> set[str]:
+    """Delete a cluster's synthetic rows; returns its real queries' ids."""
     gone = [r[0] for r in db.execute("""SELECT q.id FROM queries q JOIN query_clusters qc ON qc.query_id = q.id
                                           WHERE qc.cluster = ? AND q.source = 'synthetic'""", [cluster])]
     real = {r[0] for r in db.execute("""SELECT q.id FROM queries q JOIN query_clusters qc ON qc.query_id = q.id
@@ -248,6 +245,15 @@ def test_real_queries_without_synthetic_rows_are_drawn_as_gaps(qtbot, project):
         for query_id in gone:
             db.execute("DELETE FROM query_clusters WHERE query_id = ?", [query_id])
             db.execute("DELETE FROM queries WHERE id = ?", [query_id])
+    return real
+
+
+def test_real_queries_without_synthetic_rows_are_drawn_as_gaps(qtbot, project):
+    """A cluster whose synthetic rows are gone: its real queries are gaps (red on the map, counted,
+    the cluster's Gaps cell red), each cluster's label is on the map, and the button asks for a run."""
+    db = open_project(project)
+    cluster = 0
+    real = _drop_synthetic(db, cluster)
     v = ClustersView(db, project)
     qtbot.addWidget(v)
     v.resize(1100, 650)
@@ -265,4 +271,29 @@ def test_real_queries_without_synthetic_rows_are_drawn_as_gaps(qtbot, project):
     with qtbot.waitSignal(v.generate_for_gaps):
         v.gaps_button.click()
     v.close()
+    db.close()
+
+
+def test_generate_for_gaps_runs_in_the_generate_tab_on_the_gaps_chunks(qtbot, project, tmp_path):
+    """The button goes through the Generate tab's task: its rows come from the chunks aimed at."""
+    from curator.core.clustering.coverage import target_chunks
+    from curator.core.generation.backends import FakeBackend
+    from scripted import good_reply
+
+    db = open_project(project)
+    _drop_synthetic(db, 0)
+    aimed = target_chunks(db)["chunk_ids"]  # before the run: its rows change the coverage
+    win = MainWindow(project, settings=QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat), reviewer="t")
+    qtbot.addWidget(win)
+    win.generate_view.backend_factory = lambda config: FakeBackend(good_reply)
+    win.generate_view.count.setValue(2)
+    with qtbot.waitSignal(win.generate_view.task_finished, timeout=240000) as blocker:
+        win.clusters_view.gaps_button.click()
+    assert win.tabs.currentWidget() is win.generate_view
+    run = blocker.args[0]["run_id"]
+    params = json.loads(db.execute("SELECT params FROM generation_runs WHERE id = ?", [run]).fetchone()[0])
+    assert params["chunk_ids"] == aimed
+    sources = [json.loads(r[0])[0] for r in db.execute("SELECT source_chunk_ids FROM queries WHERE run_id = ?", [run])]
+    assert sources and set(sources) <= set(aimed)
+    win.close()
     db.close()
