@@ -127,3 +127,16 @@ def test_stored_ids_reopen_their_embedder():
     assert spec_of_id("tfidf:d128:r0:i5:abc") == "tfidf"
     assert spec_of_id("endpoint:http://127.0.0.1:8080/v1#minilm:d384:4f4a3c50") == "endpoint:http://127.0.0.1:8080/v1#minilm"
     assert spec_of_id("gguf:nomic.gguf:0123") is None
+
+
+def test_dense_retrieval_after_a_static_cluster_run_uses_minilm(sample_db):
+    """Clustering with static is a speed choice; dense and hybrid keep MiniLM (far better at retrieval)."""
+    from curator.core.retrieval import retrievers
+
+    with sample_db.conn:
+        sample_db.execute("INSERT INTO cluster_runs (embedder, k, active) VALUES ('static:minilm-L6-v2:d256:ab', 2, 1)")
+    assert retrievers.project_embedder_spec(sample_db) == "minilm"
+    with sample_db.conn:
+        sample_db.execute("UPDATE cluster_runs SET active = 0")
+        sample_db.execute("INSERT INTO cluster_runs (embedder, k, active) VALUES ('endpoint:http://h/v1#m:d8:ff', 2, 1)")
+    assert retrievers.project_embedder_spec(sample_db) == "endpoint:http://h/v1#m"

@@ -307,15 +307,15 @@ class TfidfRetriever(Retriever):
 
 
 def project_embedder_spec(db: sqlite_utils.Database) -> str:
-    """The embedder family of the active cluster run (minilm, static, tfidf, endpoint:URL); the default
-    when there is none.
+    """The embedder family of the active cluster run (minilm, tfidf, endpoint:URL); the default when
+    there is none, or when the run used ``static``: clustering with it is a speed choice, and its dense
+    hit@5 on the FAQ sets (0.39 / 0.46) is far below MiniLM's (0.90 / 0.80; docs/benchmarks.md).
 
     A gguf run's stored id keeps only the file name, so it cannot be reopened (tfidf): pass ``gguf:PATH``.
     """
     row = db.execute("SELECT embedder FROM cluster_runs WHERE active = 1 ORDER BY id DESC LIMIT 1").fetchone()
-    if not row:
-        return default_embedder_spec()
-    return spec_of_id(row[0]) or "tfidf"
+    spec = (spec_of_id(row[0]) or "tfidf") if row else None
+    return default_embedder_spec() if spec in (None, "static") else spec
 
 
 class DenseRetriever(Retriever):
