@@ -6,12 +6,8 @@ import re
 from typing import Iterable, Optional
 
 from curator.core.generation.prompts import ANSWER_TAIL_CHARS
+from curator.core.queries.words import STOPWORDS, content_words, stems as _stems, tokens, word_share
 
-_WORD = re.compile(r"\w+")
-STOPWORDS = set("""a an the and or of to in on for with by at from is are was were be been it its this that
-these those what which who whom how when where why do does did can could should would will i you we they
-my your our their me us them there here as if than then so not no yes any all some into about after before
-over under up down out off just also only very""".split())
 SELF_REFERENCE = re.compile(r"\b(the|this|that|given|above|following)\s+(passage|text|document|context|excerpt|article|paragraph|section)s?\b", re.I)
 # "What does the function do?", "optimize the given code": a question about code only the prompt showed.
 CODE_REFERENCE = re.compile(r"\b(this|given|above|following)\s+(code|function|example|snippet|program|script|method)s?\b"
@@ -24,14 +20,6 @@ MIN_GROUNDING = 0.5
 MAX_RESTATED = 0.75  # share of an answer's content words already in its question
 MAX_REPEATED = 0.3  # share of repeated 3-grams
 MIN_QUESTION_GROUNDING = 0.5  # share of a factoid/keyword question's content words in its gold chunk
-
-
-def tokens(text: str) -> list[str]:
-    return _WORD.findall((text or "").lower())
-
-
-def content_words(text: str) -> set[str]:
-    return {t for t in tokens(text) if t not in STOPWORDS and len(t) > 1}
 
 
 def check_length(question: str, query_type: str) -> Optional[str]:
@@ -106,15 +94,6 @@ class DuplicateIndex:
             if jaccard(words, known) >= NEAR_DUPLICATE_JACCARD:
                 return "near duplicate of an existing query"
         return None
-
-
-def _stem(word: str) -> str:
-    """A crude stem so "lists"/"list" and "configure"/"configuration" meet (no NLP library offline)."""
-    return word[:5] if len(word) > 5 else word.rstrip("s")
-
-
-def _stems(text: str) -> set[str]:
-    return {_stem(w) for w in content_words(text)}
 
 
 def restated_share(question: str, answer: str) -> float:
@@ -226,8 +205,7 @@ def check_answer_complete(answer: str, bound: int = ANSWER_TAIL_CHARS) -> Option
 
 def question_grounding(question: str, gold_texts: Iterable[str]) -> float:
     """Share of the question's content words found (stemmed) in its gold chunk(s)."""
-    words = _stems(question)
-    return len(words & _stems(" ".join(gold_texts))) / len(words) if words else 0.0
+    return word_share(question, gold_texts)
 
 
 def check_question_grounded(question: str, query_type: str, gold_texts: list[str]) -> Optional[str]:

@@ -3,7 +3,7 @@
 Measured per row, for every query with gold (generated and real), and stored (table
 ``query_realism``, migration m009):
 
-- ``chunk_overlap``: share of the query's content words (crudely stemmed, filters.question_grounding)
+- ``chunk_overlap``: share of the query's content words (crudely stemmed, queries.words.word_share, as generation's filters use it)
   found in its gold chunk, the best of its gold chunks. A question written while reading the passage
   reuses its words; a user who does not know the document's wording does not (the DPR paper: BM25
   beats dense retrieval on SQuAD, whose questions were written from the passage, and loses on
@@ -27,7 +27,7 @@ import numpy as np
 import sqlite_utils
 
 from curator.core import store
-from curator.core.generation import filters
+from curator.core.queries import words as qwords
 
 VERSION = 1  # part of each row's key: a changed measure re-measures every row
 FORMS = ("question", "statement", "keywords")
@@ -61,11 +61,11 @@ BUILTIN_REFERENCE = {
 
 def form_of(text: str) -> str:
     """question / keywords / statement, from the surface alone."""
-    words = filters.tokens(text)
+    words = qwords.tokens(text)
     stripped = (text or "").strip()
     if stripped.endswith("?") or (words and words[0] in QUESTION_OPENERS):
         return "question"
-    stop = sum(w in filters.STOPWORDS for w in words) / len(words) if words else 0.0
+    stop = sum(w in qwords.STOPWORDS for w in words) / len(words) if words else 0.0
     if words and len(words) <= MAX_KEYWORD_WORDS and not stripped.endswith((".", "!")) and stop <= MAX_KEYWORD_STOP_SHARE:
         return "keywords"
     return "statement"
@@ -73,17 +73,17 @@ def form_of(text: str) -> str:
 
 def chunk_overlap(text: str, gold_texts: Iterable[str]) -> Optional[float]:
     """Share of the query's content words in its gold chunk (the best one); None without gold."""
-    shares = [filters.question_grounding(text, [chunk]) for chunk in gold_texts]
+    shares = [qwords.word_share(text, [chunk]) for chunk in gold_texts]
     return max(shares) if shares else None
 
 
 def measure(text: str, gold_texts: Sequence[str], reference: Optional[str] = None) -> dict:
     """The realism figures of one query (see the module docstring)."""
-    words = filters.tokens(text)
+    words = qwords.tokens(text)
     return {"chunk_overlap": chunk_overlap(text, gold_texts),
-            "answer_overlap": filters.question_grounding(text, [reference]) if reference else None,
+            "answer_overlap": qwords.word_share(text, [reference]) if reference else None,
             "words": len(words),
-            "stopword_share": sum(w in filters.STOPWORDS for w in words) / len(words) if words else 0.0,
+            "stopword_share": sum(w in qwords.STOPWORDS for w in words) / len(words) if words else 0.0,
             "form": form_of(text)}
 
 
