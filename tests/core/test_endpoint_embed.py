@@ -3,7 +3,6 @@ checked against the local path), and a small scripted HTTP server for order, key
 and cancel (fast, deterministic failures a real server will not produce on demand)."""
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 
 from curator.core.embedding.embed import embed_texts, get_embedder
-from curator.core.embedding.endpoint import EndpointEmbedder, split_spec
+from curator.core.embedding.endpoint import PROBE, EndpointEmbedder, split_spec
 from curator.core.errors import CuratorError, InputError
 from curator.core.progress import Cancelled, CancelToken
 
@@ -177,7 +176,7 @@ def test_batches_in_flight_in_order_with_key_and_progress(scripted, monkeypatch)
     got = emb.embed_batch(texts, on_progress=lambda d, t, m: seen.append((d, t)))
     np.testing.assert_allclose(got, expected(texts), rtol=1e-6)
     posts = script.requests[1:]  # the first is the probe that names the vector space
-    assert script.requests[0]["input"] == [pytest.importorskip("curator.core.embedding.endpoint").PROBE]
+    assert script.requests[0]["input"] == [PROBE]
     assert sorted(len(r["input"]) for r in posts) == [3, 5, 5, 5, 5] and {r["model"] for r in posts} == {"m1"}
     assert script.max_in_flight == 3
     assert {h["Authorization"] for h in script.headers} == {"Bearer sekret"}

@@ -1,6 +1,6 @@
 """The static embedder distilled from MiniLM: the method's steps, the cached table, and its vectors.
 
-The real table is distilled once per machine into the user's cache (about a minute on 2 cores) and
+The real table is distilled once per machine into the user's cache (about 220 CPU seconds) and
 checked against its sidecar afterwards; these tests use that file as a user's run would.
 """
 

