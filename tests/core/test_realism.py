@@ -55,7 +55,7 @@ def test_validate_without_log_rows_compares_with_the_built_in_reference(sample_d
     kit.add_slices(sample_db, tmp_path, with_log=False)
     report = validate(sample_db, ["bm25"], {}, "recall@5", resamples=200)
     section = report["realism"]
-    assert section["reference_basis"] == "builtin" and section["reference"]["rows"] == 169
+    assert section["reference_basis"] == "builtin" and section["reference"]["rows"] == 167
     factoid = section["synthetic"]["factoid"]
     median = factoid["chunk_overlap"]["median"]
     assert factoid["rows"] == kit.PER_SLICE and median > 0.6  # four words of the chunk and "synthetic", a number
