@@ -108,3 +108,16 @@ def test_bad_input_is_refused_clearly(sample_db, tmp_path):
     assert parse_runs(["a=x.trec", str(tmp_path / "b.trec")]) == {"a": "x.trec", "b": str(tmp_path / "b.trec")}
     with pytest.raises(InputError, match="twice"):
         parse_runs(["a=x", "a=y"])
+
+
+def test_a_tied_top_is_not_called_two_different_winners():
+    """Real rows tying every retriever printed "the winners differ (real bm25, synthetic bm25)"."""
+    from curator.core.evaluation.validity import _agreement, _verdict
+    names = ["bm25", "dense"]
+    values = np.array([[1.0, 1.0], [0.0, 0.0], [1.0, 0.0], [1.0, 1.0]])
+    groups = {"source:synthetic": [2, 3], "source:log": [0, 1]}
+    agreement = _agreement(values, groups, names, resamples=200, seed=0)
+    assert agreement["real_winner"] is None and agreement["synthetic_winner"] == "bm25"
+    verdict = _verdict(agreement, groups, names, pairs=())
+    assert verdict["code"] == "uncertain"
+    assert "no single winner" in verdict["text"] and "real shared by several" in verdict["text"]

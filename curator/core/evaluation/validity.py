@@ -217,7 +217,14 @@ def _agreement(values: np.ndarray, groups: dict, names: list[str], resamples: in
             "synthetic_ranking": ranking(names, syn_means), "real_ranking": ranking(names, log_means),
             "tau": _none_if_nan(kendall_tau(syn_means, log_means)), "ci95": percentile_interval(taus),
             "undefined_resamples": int(np.isnan(taus).sum()),
-            "same_winner": strict_winner(syn_means) is not None and strict_winner(syn_means) == strict_winner(log_means)}
+            "same_winner": strict_winner(syn_means) is not None and strict_winner(syn_means) == strict_winner(log_means),
+            "synthetic_winner": _winner_name(names, syn_means), "real_winner": _winner_name(names, log_means)}
+
+
+def _winner_name(names: list[str], means: np.ndarray) -> Optional[str]:
+    """The single best retriever's name, None when the best value is shared (a tie has no winner)."""
+    best = strict_winner(means)
+    return None if best is None else names[best]
 
 
 def _none_if_nan(value: float) -> Optional[float]:
@@ -287,7 +294,9 @@ def _verdict(agreement: Optional[dict], groups: dict, names: list[str], pairs: S
     told = f"(Kendall tau {_fmt(tau)}, 95% interval [{_fmt(low)}, {_fmt(high)}])"
     clear = [p for p in pairs if p["real"]["clear"]]
     wrong = [p for p in clear if not p["agrees"]]
-    real_winner, syn_winner = agreement["real_ranking"][0], agreement["synthetic_ranking"][0]
+    # a shared top is said as such: "winners differ (real bm25, synthetic bm25)" was printed for a tie
+    real_winner = agreement["real_winner"] or "shared by several"
+    syn_winner = agreement["synthetic_winner"] or "shared by several"
     counted = f"{len(clear) - len(wrong)} of the {len(clear)} pairs your real queries clearly separate agree in sign"
     if agreement["same_winner"] and not wrong:
         return {"code": "agrees", "text": f"The synthetic set ranks your retrievers like your real queries do: the "
@@ -297,8 +306,9 @@ def _verdict(agreement: Optional[dict], groups: dict, names: list[str], pairs: S
         return {"code": "disagrees", "text": f"It does not: the synthetic set ranks your retrievers unlike your real "
                 f"queries. Real winner {real_winner}, synthetic winner {syn_winner}; only {counted} (worst: "
                 f"{worst['text']}) {told}. Trust the real slice; add log queries or vague and keyword types."}
-    return {"code": "uncertain", "text": f"The synthetic and real rankings may not agree: the winners differ "
-            f"(real {real_winner}, synthetic {syn_winner}) but the real queries do not clearly separate them; "
+    differ = "the winners differ" if agreement["real_winner"] and agreement["synthetic_winner"] else "no single winner"
+    return {"code": "uncertain", "text": f"The synthetic and real rankings may not agree: {differ} "
+            f"(real {real_winner}, synthetic {syn_winner}) and the real queries do not clearly separate them; "
             f"{counted} {told}. Trust the real slice, and label more log queries before choosing a retriever."}
 
 
