@@ -42,7 +42,7 @@ def import_summary(result: dict) -> str:
     skipped = f"; {plural(result['skipped'], 'line')} skipped (listed below)" if result["skipped"] else ""
     if result["warnings"]:
         skipped += f"; {plural(len(result['warnings']), 'line')} imported with a warning (listed below)"
-    return (f"Imported {plural(result['imported'], 'query').replace('querys', 'queries')} from {name} "
+    return (f"Imported {plural(result['imported'], 'query', 'queries')} from {name} "
             f"({result['merged']} repeats merged, "
             f"{result['negative']} with negative feedback){skipped}.")
 

@@ -100,8 +100,9 @@ class EditKeys(QObject):
         return False
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+def plural(n: int, word: str, many: str = "") -> str:
+    """``n`` with ``word``, or with its plural (``many``, else ``word`` + "s") when n is not 1."""
+    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
 
 
 def project_file(db: sqlite_utils.Database) -> Path:
