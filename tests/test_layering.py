@@ -106,11 +106,13 @@ def test_core_imports_nothing_heavy_at_import_time():
 # -- stages inside core ----------------------------------------------------------------------
 # What each room of curator/core may import besides itself. The shared modules (errors,
 # progress, files) come first; store imports no stage; a stage sees only the ones it builds on.
-SHARED = {"errors", "progress", "files", "logfile", "cachefiles", "processes"}
+SHARED = {"errors", "progress", "files", "logfile", "cachefiles", "processes", "httpio"}
 ALLOWED = {
     "errors": set(), "progress": set(), "files": {"errors"}, "logfile": set(), "resources": {"errors"},
     # child processes that die with their parent (the clustering worker, the chat template renderer)
     "processes": set(),
+    # HTTP under a deadline and a reply cap, for both clients of OpenAI-compatible servers
+    "httpio": {"errors"},
     # model files in the user's cache (checked by hash, rebuilt), numba's cache, the GGUF header check
     "cachefiles": {"errors", "files"},
     "store": {"errors"},

@@ -10,22 +10,18 @@ socket of a server that trickles bytes. The key comes from ``$CURATOR_API_KEY`` 
 
 The id names the URL, the model, the vector size and a fingerprint of one probe text's vector
 (its 8 largest components' positions), so vectors of another model served under the same name are
-not taken from the project's cache. This module repeats the generation backend's few lines of
-deadline handling: core/embedding may not import core/generation (tests/test_layering.py).
+not taken from the project's cache. The bounds (deadline watchdog, reply cap, one-line errors) are
+``curator.core.httpio``'s, shared with the generation backend.
 """
 
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import os
-import socket
-import threading
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
 
@@ -33,6 +29,7 @@ import numpy as np
 
 from curator.core.embedding.base import Embedder, l2_normalise
 from curator.core.errors import CuratorError, InputError
+from curator.core.httpio import RETRYABLE, env_number, fetch_capped, json_request, refusal, short_error
 from curator.core.progress import CancelToken
 
 PROBE = "Curator embedding probe: how do I read a file?"
@@ -40,13 +37,6 @@ DEFAULT_DEADLINE_S = 120.0
 DEFAULT_MAX_REQUEST_BYTES = 1_000_000
 DEFAULT_MAX_REPLY_BYTES = 64_000_000  # 64 texts x 4096 dims as JSON numbers is ~6 MB
 DEFAULT_MAX_TEXT_CHARS = 4000  # a chunk is far shorter; servers refuse texts over their context
-
-
-def _env_number(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        raise CuratorError(f"${name} must be a number (got {os.environ[name]!r}).") from None
 
 
 def split_spec(spec: str) -> tuple[str, Optional[str]]:
@@ -75,10 +65,10 @@ class EndpointEmbedder(Embedder):
         self.batch_size = max(1, batch_size)
         self.parallel = max(1, parallel)
         self.retries = retries
-        self.deadline = deadline if deadline is not None else _env_number("CURATOR_EMBED_DEADLINE_S", DEFAULT_DEADLINE_S)
-        self.max_request_bytes = int(max_request_bytes or _env_number("CURATOR_EMBED_MAX_REQUEST_BYTES",
+        self.deadline = deadline if deadline is not None else env_number("CURATOR_EMBED_DEADLINE_S", DEFAULT_DEADLINE_S)
+        self.max_request_bytes = int(max_request_bytes or env_number("CURATOR_EMBED_MAX_REQUEST_BYTES",
                                                                       DEFAULT_MAX_REQUEST_BYTES))
-        self.max_reply_bytes = int(max_reply_bytes or _env_number("CURATOR_EMBED_MAX_REPLY_BYTES",
+        self.max_reply_bytes = int(max_reply_bytes or env_number("CURATOR_EMBED_MAX_REPLY_BYTES",
                                                                   DEFAULT_MAX_REPLY_BYTES))
         self.api_key_env = api_key_env
         self.api_key = os.environ.get(api_key_env)
@@ -104,7 +94,7 @@ class EndpointEmbedder(Embedder):
         try:
             reply = json.loads(self._fetch(None, "/models", time.monotonic() + min(self.deadline, 30.0)))
             return str(reply["data"][0]["id"])
-        except (OSError, http.client.HTTPException, ValueError, KeyError, IndexError, TypeError):
+        except (*RETRYABLE, KeyError, IndexError, TypeError):
             return "default"
 
     # ------------------------------------------------------------ embedding
@@ -114,7 +104,7 @@ class EndpointEmbedder(Embedder):
         if not texts:
             return np.zeros((0, 0), np.float32)
         self.id  # noqa: B018  (model and size known, server checked, before the batches go out)
-        limit = int(_env_number("CURATOR_EMBED_MAX_CHARS", DEFAULT_MAX_TEXT_CHARS))
+        limit = int(env_number("CURATOR_EMBED_MAX_CHARS", DEFAULT_MAX_TEXT_CHARS))
         clipped = [(t or " ")[:limit] for t in texts]
         batches = self._batches(clipped)
         out: list[Optional[np.ndarray]] = [None] * len(batches)
@@ -159,25 +149,21 @@ class EndpointEmbedder(Embedder):
             except urllib.error.HTTPError as exc:
                 self._raise_if_refused(exc)
                 last = exc
-            except (OSError, http.client.HTTPException, ValueError) as exc:
+            except RETRYABLE as exc:
                 last = exc
             if time.monotonic() >= deadline_at:
-                raise CuratorError(f"{self.base}: no complete reply within {self.deadline:g} s ({_short(last)}); "
+                raise CuratorError(f"{self.base}: no complete reply within {self.deadline:g} s ({short_error(last)}); "
                                    "set $CURATOR_EMBED_DEADLINE_S to allow longer. Vectors already made are kept.")
             if attempt < self.retries:
                 time.sleep(min(4.0, 0.5 * 2 ** attempt, max(0.0, deadline_at - time.monotonic())))
         raise CuratorError(f"{self.base}: the embedding server did not answer after {self.retries + 1} tries "
-                           f"({_short(last)}); check that it is running (with embeddings on).")
+                           f"({short_error(last)}); check that it is running (with embeddings on).")
 
     def _raise_if_refused(self, exc: urllib.error.HTTPError) -> None:
-        """A 4xx answer does not change on retry: say what to do instead."""
-        if exc.code in (401, 403):
-            why = f"${self.api_key_env} is not set" if not self.api_key else f"the key in ${self.api_key_env} was refused"
-            raise CuratorError(f"{self.base}: the server refused the request ({exc.code}); {why}.") from None
-        if 400 <= exc.code < 500 and exc.code not in (408, 429):
-            detail = exc.read(300).decode("utf-8", errors="replace")
-            raise CuratorError(f"{self.base}: the server rejected the request ({exc.code}: {_short(detail)}); "
-                               "is it serving an embedding model (llama.cpp: --embedding)?") from None
+        refused = refusal(exc, self.base, self.api_key_env, bool(self.api_key),
+                          "; is it serving an embedding model (llama.cpp: --embedding)?")
+        if refused:
+            raise refused from None
 
     def _vectors(self, reply, n: int) -> np.ndarray:
         """The reply's vectors in input order; any other shape is a clear error, not a retry."""
@@ -186,7 +172,7 @@ class EndpointEmbedder(Embedder):
             rows = [np.asarray(d["embedding"], dtype=np.float32) for d in items]
         except (KeyError, TypeError, ValueError, AttributeError):
             raise CuratorError(f"{self.base}: the reply is not an OpenAI embeddings list "
-                               f"({_short(json.dumps(reply)[:200])}); check the URL.") from None
+                               f"({short_error(json.dumps(reply)[:200])}); check the URL.") from None
         rows = [r.mean(axis=0) if r.ndim == 2 else r for r in rows]  # token vectors (no pooling): mean
         if len(rows) != n or len({r.shape for r in rows}) != 1 or rows[0].ndim != 1:
             raise CuratorError(f"{self.base}: asked for {n} vectors, the reply holds {len(rows)} of sizes "
@@ -197,34 +183,10 @@ class EndpointEmbedder(Embedder):
 
     def _fetch(self, body: Optional[dict], path: str, deadline_at: float) -> bytes:
         """GET (no body) or POST JSON; the reply read under the size cap, the socket shut at the deadline."""
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.base + path, data, headers)
-        sockets: list[socket.socket] = []
-        watchdog = threading.Timer(max(0.0, deadline_at - time.monotonic()), _shut, [sockets])
-        watchdog.daemon = True
-        watchdog.start()
-        try:
-            opener = urllib.request.build_opener(*_watched_handlers(sockets))
-            with opener.open(request, timeout=max(0.1, deadline_at - time.monotonic())) as response:
-                raw = self._read_capped(response)
-        finally:
-            watchdog.cancel()
-        if time.monotonic() >= deadline_at:  # the watchdog cut it: what was read is a fragment, even if it parses
-            raise TimeoutError(f"reply cut at the deadline after {len(raw):,} bytes")
-        return raw
-
-    def _read_capped(self, response) -> bytes:
-        parts, size = [], 0
-        while piece := response.read1(1 << 16):
-            size += len(piece)
-            if size > self.max_reply_bytes:
-                raise CuratorError(f"{self.base}: a reply is larger than {self.max_reply_bytes:,} bytes; check the "
-                                   "server (or raise $CURATOR_EMBED_MAX_REPLY_BYTES).")
-            parts.append(piece)
-        return b"".join(parts)
+        return fetch_capped(json_request(self.base + path, body, self.api_key), deadline_at, self.deadline,
+                            self.max_reply_bytes,
+                            f"{self.base}: a reply is larger than {self.max_reply_bytes:,} bytes; check the "
+                            "server (or raise $CURATOR_EMBED_MAX_REPLY_BYTES).")
 
 
 def _as_done(futures, cancel: Optional[CancelToken]):
@@ -238,39 +200,3 @@ def _as_done(futures, cancel: Optional[CancelToken]):
         done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
         yield from done
 
-
-def _short(exc) -> str:
-    """One line of printable ASCII: a hostile server's bytes must not reach the terminal raw."""
-    text = " ".join((exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}").split())
-    return text.encode("ascii", "backslashreplace").decode("ascii")[:200]
-
-
-def _shut(sockets: list[socket.socket]) -> None:
-    for sock in sockets:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-
-def _watched_handlers(sockets: list) -> tuple:
-    """http and https handlers whose connections register their socket for the deadline watchdog."""
-
-    class Http(urllib.request.HTTPHandler):
-        def http_open(self, req):
-            return self.do_open(_connection(http.client.HTTPConnection, sockets), req)
-
-    class Https(urllib.request.HTTPSHandler):
-        def https_open(self, req):
-            return self.do_open(_connection(http.client.HTTPSConnection, sockets), req,
-                                context=self._context)
-
-    return Http(), Https()
-
-
-def _connection(base: type, sockets: list) -> type:
-    class Watched(base):
-        def connect(self) -> None:
-            super().connect()
-            sockets.append(self.sock)
-    return Watched
