@@ -56,7 +56,8 @@ def test_curator_gui_replaces_its_process_and_a_sigterm_ends_the_app(tmp_path):
         time.sleep(1.0)  # let the window come up: the signal must reach a running event loop
         assert proc.poll() is None and _children(proc.pid) == []
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == -signal.SIGTERM
+        # SIGTERM closes the windows as their close button does (their workers stop), then the app exits
+        assert proc.wait(timeout=30) == 0
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)  # with the old launcher, the orphaned app too
