@@ -101,7 +101,7 @@ def test_the_fast_tier_leaves_marked_tests_out_and_fails_a_slow_test_no_rule_saw
         def serve():
             socketserver.TCPServer(("127.0.0.1", 0), socketserver.BaseRequestHandler).server_close()
     """))
-    pytester.makepyfile(test_sample=textwrap.dedent("""
+    pytester.makepyfile(test_tier_probe=textwrap.dedent("""
         import subprocess
         import helper
 
@@ -128,7 +128,7 @@ def test_the_fast_tier_leaves_marked_tests_out_and_fails_a_slow_test_no_rule_saw
     everything.stdout.fnmatch_lines(["*tests that are slow but not marked slow*",
                                      "*test_serves_unseen: starts a server (TCPServer)*",
                                      "*fast-tier tests over 0 s of CPU (candidates for SLOW_TESTS)*",
-                                     "* s CPU  test_sample.py::test_plain"])
+                                     "* s CPU  test_tier_probe.py::test_plain"])
 
 
 def test_every_test_listed_in_slow_tests_still_exists():
