@@ -21,6 +21,8 @@ KERNEL = "from numba import njit\n\n@njit(cache=True)\ndef bump(x):\n    return 
 @pytest.fixture
 def cache_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    # an earlier clustering test in the same process points NUMBA_CACHE_DIR at the real cache
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     return tmp_path / "cache" / "curator"
