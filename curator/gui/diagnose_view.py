@@ -16,7 +16,9 @@ from PySide6.QtWidgets import (QDoubleSpinBox, QGridLayout, QHBoxLayout, QLabel,
                                QPushButton, QSplitter, QTextBrowser, QVBoxLayout, QWidget)
 
 from curator.core.diagnosis.details import trace_detail
+from curator.core.diagnosis.judge import JUDGE_ID
 from curator.core.diagnosis.quadrants import FAITH_THRESHOLD, RECALL_THRESHOLD, diagnose, mark_trace
+from curator.gui.models import plain_tooltip
 
 # (row, column) of each quadrant: recall high on top, faithfulness high on the left.
 CELLS = {"healthy": (1, 1), "generation_failure": (1, 2), "retrieval_failure": (2, 1), "both_broken": (2, 2)}
@@ -156,11 +158,38 @@ def _score(value: Optional[float]) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
+def claim_notes(claim: dict) -> list[str]:
+    """The claim's verdict with the default judge's probability, its evidence sentence and the
+    mismatches it found, as plain lines in the words of `curator trace`."""
+    p = "" if claim.get("probability") is None else f" (p={claim['probability']:.2f})"
+    judge = claim.get("judge") or ""
+    # a verdict a reviewer or an LLM gave later is named, so a probability that disagrees with it reads right
+    by = "" if not claim["verdict"] or judge.startswith(JUDGE_ID) else f" by {claim.get('reviewer') or judge}"
+    lines = [f"{claim['verdict'] or 'unjudged'}{by}{p}"]
+    if claim.get("evidence"):
+        lines.append(f"evidence [{claim['context_index']}]: {claim['evidence']}")
+    return lines + [f"why: {reason}" for reason in claim.get("reasons") or []]
+
+
 def _claim_span(claim: dict) -> str:
-    """A claim coloured by its verdict, the verdict as its tooltip."""
+    """A claim coloured by its verdict; hovering it shows its notes. The title is double-quoted:
+    Qt decodes entities only there, and plain_tooltip keeps an evidence sentence's tags as typed."""
     e = html.escape
     colour = VERDICT_COLOURS.get(claim["verdict"] or "", UNJUDGED)
-    return f"<span style='background:{colour}' title='{e(claim['verdict'] or 'unjudged')}'>{e(claim['text'])}</span> "
+    tip = plain_tooltip("\n".join(claim_notes(claim)))
+    return f'<span style="background:{colour}" title="{e(tip)}">{e(claim["text"])}</span> '
+
+
+def _evidence_section(title: str, claims: list[dict]) -> list[str]:
+    """Each claim the default judge measured, its notes in view (a tooltip alone is easy to miss);
+    nothing when no claim has any (an LLM judge or a reviewer gives a verdict only)."""
+    e = html.escape
+    shown = [c for c in claims if c.get("probability") is not None or c.get("evidence") or c.get("reasons")]
+    if not shown:
+        return []
+    return [f"<h4>{e(title)}</h4>"] + [
+        "<p>" + _claim_span(c) + "<br><small>" + "<br>".join(e(line) for line in claim_notes(c)) + "</small></p>"
+        for c in shown]
 
 
 def trace_html(d: dict) -> str:
@@ -174,10 +203,12 @@ def trace_html(d: dict) -> str:
     if not d["claims"]:
         out.append(e(d["response"]))
     out.append("</p>")
+    out += _evidence_section("Each claim, its evidence and what differs", d["claims"])
     if d.get("statements"):
         out.append("<h4>Reference answer (recall judged from its statements)</h4><p>")
         out += [_claim_span(c) for c in d["statements"]]
         out.append("</p>")
+        out += _evidence_section("Each statement, its evidence and what differs", d["statements"])
     out.append("<p><small>green: supported, red: not supported, grey: not judged yet</small></p>")
     out.append("<h4>Gold chunks</h4>")
     out += [f"<p><code>{e(g['chunk_id'])}</code> {e(g['text'][:300])}</p>" for g in d["gold"]] or ["<p>(none)</p>"]

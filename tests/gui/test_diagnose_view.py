@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextDocument
+from PySide6.QtGui import Qt as GuiQt
 
-from curator.core.diagnosis.faithfulness import judge_traces
+from curator.core.diagnosis.faithfulness import correct_verdict, judge_traces
 from curator.core.diagnosis.traces import import_traces
 from curator.core.generation.backends import FakeBackend
 from curator.core.queries.rows import add_query
@@ -58,6 +61,7 @@ def test_grid_counts_cell_click_and_trace_detail(qtbot, sample_db, tmp_path):
     page = view.detail.toHtml()
     assert "★ gold" in page and "Gold chunks" in page
     assert VERDICT_COLOURS["supported"] in page.lower()
+    assert "its evidence and what differs" not in page  # an LLM judge gives a verdict only
     qtbot.mouseClick(view.cells["both_broken"], Qt.LeftButton)
     view.trace_list.setCurrentRow(0)
     page = view.detail.toHtml()
@@ -102,3 +106,55 @@ def test_a_trace_judged_from_its_reference_answer_shows_the_statements(qtbot, sa
     page = view.detail.toHtml()
     assert "Reference answer" in page and "reference statements (judge)" in page
     assert VERDICT_COLOURS["not supported"] in page.lower() and "The moon holds the master key." in page
+
+
+def _tooltip_of(browser, text: str) -> str:
+    """The tooltip Qt keeps for the fragment of the detail pane that reads ``text``."""
+    block = browser.document().begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            if it.fragment().text() == text:
+                return it.fragment().charFormat().toolTip()
+            it += 1
+        block = block.next()
+    raise AssertionError(f"no fragment {text!r}")
+
+
+def _as_shown(tip: str) -> str:
+    """What a user reads: Qt renders a tooltip as rich text when it looks like markup."""
+    doc = QTextDocument()
+    doc.setHtml(tip) if GuiQt.mightBeRichText(tip) else doc.setPlainText(tip)
+    return doc.toPlainText()
+
+
+def test_each_claim_shows_the_default_judges_probability_evidence_and_mismatches(qtbot, sample_db, tmp_path):
+    """The real default judge (MiniLM and the committed weights); an evidence sentence with markup
+    in it shows its tags as typed, in the pane and in the claim's tooltip."""
+    from curator.core.diagnosis.judge import ClaimJudge, default_embed
+
+    evidence = "Keys are rotated every 30 days by the <b>admins</b>."
+    path = tmp_path / "texts.jsonl"
+    path.write_text(json.dumps({"user_input": "How often are keys rotated?",
+                                "response": "Keys are rotated every 30 days by the admins. "
+                                            "Keys are rotated every 45 days by the admins.",
+                                "retrieved_contexts": [f"Backups run nightly. {evidence}"]}) + "\n")
+    import_traces(sample_db, path)
+    judge_traces(sample_db, judge=ClaimJudge(default_embed()))
+    view = DiagnoseView(sample_db, reviewer="ana")
+    qtbot.addWidget(view)
+    view.show()
+    trace_id = sample_db.execute("SELECT id FROM traces").fetchone()[0]
+    view.show_trace(trace_id)
+    text = view.detail.toPlainText()
+    assert "Each claim, its evidence and what differs" in text
+    assert text.count(f"evidence [1]: {evidence}") == 2  # context 1 (its rank), tags as typed
+    assert "why: a number or version the evidence does not give" in text
+    assert re.search(r"supported \(p=0\.\d\d\)", text) and re.search(r"not supported \(p=0\.\d\d\)", text)
+    shown = _as_shown(_tooltip_of(view.detail, "Keys are rotated every 45 days by the admins."))
+    assert shown.startswith("not supported (p=0.") and f"evidence [1]: {evidence}" in shown
+    assert shown.endswith("why: a number or version the evidence does not give")
+    claim_id = sample_db.execute("SELECT id FROM claims WHERE text LIKE '%45 days%'").fetchone()[0]
+    correct_verdict(sample_db, claim_id, "supported", "ana")  # the probability that disagrees says whose verdict won
+    view.show_trace(trace_id)
+    assert re.search(r"supported by ana \(p=0\.\d\d\)", view.detail.toPlainText())
