@@ -32,15 +32,21 @@ EMPTY_TEXT = ("No documents yet. Add the folder of documents you want questions 
 
 
 def summary(result: IngestReport) -> str:
-    """One line a user can act on: what was stored, what was skipped, what the project holds now."""
+    """One line a user can act on: what was stored, what was skipped, what the project holds now.
+    The counts that appear only when non-zero say what `curator ingest` says."""
+    changes = [f"{result.chunks_retired} retired" if result.chunks_retired else "",
+               f"changed in place {result.chunks_changed}" if result.chunks_changed else ""]
     parts = [f"Ingested {plural(result.files_ingested, 'file')} ({plural(result.chunks_added, 'new chunk')}"
-             f"{f', {result.chunks_retired} retired' if result.chunks_retired else ''})",
+             + "".join(f", {c}" for c in changes if c) + ")",
              f"{result.files_unchanged} unchanged"]
+    if result.ids_refused:  # each refused record is also a file:line warning in the list below
+        parts.append(f"records refused for a taken id {result.ids_refused}")
     if result.skipped or result.line_errors:
         parts.append(f"{plural(len(result.skipped), 'file')} skipped, {plural(len(result.line_errors), 'bad line')} "
                      "(listed below)")
     if result.queries_stale:
-        parts.append(f"{result.queries_stale} queries have a gold chunk that is gone: review them again")
+        # a gold chunk retired, or a passage edited under its id since the query was labelled
+        parts.append(f"{result.queries_stale} queries with stale gold labels: review them again")
     return "; ".join(parts) + f". The project holds {result.total_documents} documents, {result.total_chunks} chunks."
 
 

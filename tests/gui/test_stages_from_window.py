@@ -102,6 +102,32 @@ def test_reingest_picks_up_a_changed_file_and_add_files_takes_single_files(qtbot
     assert view.documents.count() == 4
 
 
+def test_the_summary_counts_passages_edited_in_place_and_records_refused_for_a_taken_id(qtbot, empty_db, tmp_path):
+    """The two counts `curator ingest` prints when non-zero, in its words; the refusal's file:line is listed."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir(), second.mkdir()
+    records = [{"_id": "1", "text": "Keys rotate every ninety days."}, {"_id": "2", "text": "Logs are kept a year."}]
+    (first / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    view = CorpusView(empty_db)
+    qtbot.addWidget(view)
+    with qtbot.waitSignal(view.task_finished, timeout=60000):
+        view.ingest_paths([str(first)])
+    assert "changed in place" not in view.status.text() and "refused" not in view.status.text()
+    with empty_db.conn:
+        add_query(empty_db, "when do keys rotate?", "manual", gold_chunk_ids=["1"])
+    records[0]["text"] = "Keys never rotate."
+    (first / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (second / "corpus.jsonl").write_text(json.dumps({"_id": "2", "text": "Another corpus's passage two."}) + "\n")
+    with qtbot.waitSignal(view.task_finished, timeout=60000) as blocker:
+        view.ingest_paths([str(first), str(second)])
+    assert blocker.args[0].chunks_changed == 1 and blocker.args[0].ids_refused == 1
+    shown = view.status.text()
+    assert "changed in place 1" in shown and "records refused for a taken id 1" in shown
+    assert "1 queries with stale gold labels: review them again" in shown
+    listed = [view.skipped_list.item(i).text() for i in range(view.skipped_list.count())]
+    assert any(line.startswith(f"{second / 'corpus.jsonl'}:1: id '2' is already taken") for line in listed)
+
+
 def test_dropping_a_folder_ingests_it_and_a_web_link_is_refused(qtbot, empty_db, tmp_path):
     view = CorpusView(empty_db)
     qtbot.addWidget(view)
