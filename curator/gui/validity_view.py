@@ -2,9 +2,11 @@
 
 The product's most important answer gets a tab of its own. The verdict sits above a chart of
 every retriever side by side per source (synthetic, log), each bar with its 95% bootstrap
-interval; beside the chart, in its own pane (never over it), the rankings with tau, the
-difficulty gaps and the stability lines. The report is computed by core's validity.validate
-in a TaskWorker (own SQLite connection) through ``TaskView``, like every other task.
+interval; beside the chart, in its own column (never over it): the retriever pairs (the verdict
+rests on the winner and on the pairs the real rows clearly separate), the realism of each synthetic
+type against the real rows, and the rankings with tau, the difficulty gaps and the stability lines.
+The report is computed by core's validity.validate in a TaskWorker (own SQLite connection) through
+``TaskView``, like every other task.
 """
 
 from __future__ import annotations
@@ -15,18 +17,29 @@ from typing import Optional
 
 import sqlite_utils
 from PySide6.QtCore import QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
-from PySide6.QtWidgets import QHBoxLayout, QLineEdit, QPlainTextEdit, QPushButton, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
+from PySide6.QtWidgets import (QHBoxLayout, QLineEdit, QPlainTextEdit, QPushButton, QSplitter, QTableView,
+                               QVBoxLayout, QWidget)
 
+from curator.core.queries.realism import MIN_REAL_ROWS
 from curator.core.queries.rows import list_queries
 from curator.gui import workers
 from curator.gui.chart import Chart
+from curator.gui.models import RecordTableModel, plain_tooltip
 from curator.gui.task_view import TaskView
-from curator.gui.widgets import plain_label, titled
+from curator.gui.widgets import ROW_HEIGHT, plain_label, record_table, titled
 
 SOURCE_COLOURS = {"synthetic": QColor("#2563eb"), "log": QColor("#f59e0b"), "manual": QColor("#6b7280")}
 VERDICT_COLOURS = {"agrees": "#15803d", "uncertain": "#b45309", "disagrees": "#b91c1c"}
 DEFAULT_RETRIEVERS = "bm25,tfidf,dense,hybrid"
+DISAGREE_COLOUR = QColor("#b91c1c")
+# Short titles: record_table keeps every column at least as wide as the widest title.
+PAIR_COLUMNS = (("pair", "Pair"), ("real", "Real gap [95%]"), ("synthetic", "Synthetic gap"), ("agrees", "Agree?"))
+REALISM_COLUMNS = (("set", "Rows"), ("chunk_overlap", "Overlap"), ("words", "Words"),
+                   ("stopword_share", "Stopwords"), ("question", "Questions"))
+PAIRS_HINT = "Real leader first. Bold: clearly apart on the real rows (95%); red: the synthetic rows disagree."
+REALISM_HINT = ("Medians. Overlap: share of the query's words found in its gold chunk; Words: length; Stopwords: share "
+                "of function words; Questions: share phrased as a question.")
 
 
 INTRO = ("A gold set is valid when it ranks retrievers as the project's real (log) queries do. The check scores "
@@ -81,6 +94,88 @@ def details_text(report: dict) -> str:
                      if g["ci95"][0] is not None])
     sections.append([f"Stability ({name.replace('source:', '')}): {s['text']}" for name, s in report["stability"].items()])
     return "\n\n".join("\n".join(lines) for lines in sections if lines)
+
+
+def pair_rows(report: dict) -> list[dict]:
+    """The report's pairs as table rows, each written from the real leader's side as core's sentence
+    is (so every real gap reads as positive); clear pairs first, then by the size of the real gap."""
+    rows = [_pair_row(p) for p in report.get("pairs") or []]
+    return sorted(rows, key=lambda r: (not r["is_clear"], -r["size"]))
+
+
+def _pair_row(pair: dict) -> dict:
+    real, synthetic = pair["real"], pair["synthetic"]
+    flip = (real["gap"] or 0) < 0  # b leads on the real rows: say "b - a" and flip every sign
+    ahead, behind = (pair["b"], pair["a"]) if flip else (pair["a"], pair["b"])
+    sign = -1 if flip else 1
+    low, high = real["ci95"]
+    interval = "[n/a]" if low is None else (f"[{-high:+.2f}, {-low:+.2f}]" if flip else f"[{low:+.2f}, {high:+.2f}]")
+    agrees = {True: "agree", False: "disagree", None: "real tie"}[pair["agrees"]]
+    return {"pair": f"{ahead} - {behind}", "real": f"{_signed(real['gap'], sign)} {interval}"
+            + (" clear" if real["clear"] else ""), "synthetic": _signed(synthetic["gap"], sign), "agrees": agrees,
+            "text": pair["text"], "is_clear": bool(real["clear"]), "size": abs(real["gap"] or 0)}
+
+
+def _signed(gap: Optional[float], sign: int) -> str:
+    return "n/a" if gap is None else f"{sign * gap:+.2f}"
+
+
+def realism_rows(report: dict) -> list[dict]:
+    """The realism section as table rows: the reference first, then each synthetic type (medians)."""
+    section = report.get("realism")
+    if not section:
+        return []
+    reference = section["reference"]
+    label = "real" if section["reference_basis"] == "project" else "built-in"
+    rows = [_realism_row(f"{label} ({reference['rows']})", reference)]
+    rows += [_realism_row(f"{name} ({figures['rows']})", figures) for name, figures in section["synthetic"].items()]
+    return rows
+
+
+def _realism_row(name: str, figures: dict) -> dict:
+    def median(key: str, percent: bool) -> str:
+        value = (figures.get(key) or {}).get("median")
+        return "n/a" if value is None else (f"{value:.0%}" if percent else f"{value:g}")
+
+    return {"set": name, "chunk_overlap": median("chunk_overlap", True), "words": median("words", False),
+            "stopword_share": median("stopword_share", True),
+            "question": f"{(figures.get('forms') or {}).get('question', 0):.0%}"}
+
+
+def realism_text(report: dict) -> str:
+    """What the synthetic rows are compared with, then core's sentence for each synthetic type."""
+    section = report.get("realism")
+    if not section:
+        return ""
+    reference = section["reference"]["name"]
+    lines = [f"Compared with {reference}." if section["reference_basis"] == "project" else
+             f"Compared with the {reference} (this project has fewer than {MIN_REAL_ROWS} approved real rows "
+             "with gold)."]
+    lines += [f"{figures['text']}." for figures in section["synthetic"].values()]
+    if not section["synthetic"]:
+        return lines[0] + " No approved synthetic rows to measure."
+    return "\n".join(lines + ["", REALISM_HINT])
+
+
+class PairTableModel(RecordTableModel):
+    """The pairs table: a clear pair's row in bold, a clear pair whose synthetic gap has the other
+    sign in red (those rows set the verdict), and core's sentence as every cell's tooltip."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(PAIR_COLUMNS, parent=parent)
+
+    def data(self, index, role: int = Qt.DisplayRole):
+        if index.isValid() and 0 <= index.row() < self.rowCount():
+            row = self._rows[index.row()]
+            if role == Qt.FontRole and row["is_clear"]:
+                font = QFont()
+                font.setBold(True)
+                return font
+            if role == Qt.ForegroundRole and row["is_clear"] and row["agrees"] == "disagree":
+                return DISAGREE_COLOUR
+            if role == Qt.ToolTipRole:
+                return plain_tooltip(row["text"])
+        return super().data(index, role)
 
 
 class ValidityChart(Chart):
@@ -194,17 +289,36 @@ class ValidityView(TaskView, QWidget):
                                         "source show here after the check.")
         body = QSplitter()
         body.addWidget(self.chart)
-        body.addWidget(titled(plain_label("Details", bold=True), self.details))
+        body.addWidget(self._side_column())
         body.setChildrenCollapsible(False)
-        body.setStretchFactor(0, 3)
-        body.setStretchFactor(1, 2)
-        body.setSizes([720, 480])
+        body.setStretchFactor(0, 11)  # the chart keeps over half the width; the pairs table its four columns
+        body.setStretchFactor(1, 9)
+        body.setSizes([660, 540])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(controls)
         layout.addWidget(plain_label(INTRO, hint=True))
         layout.addWidget(self.verdict)
         layout.addWidget(body, 1)
+
+    def _side_column(self) -> QSplitter:
+        """Pairs above realism above the details, in one column beside the chart (never over it)."""
+        self.pairs_model = PairTableModel()
+        self.pairs_table = record_table(self.pairs_model, stretch=(0,))
+        self.realism_model = RecordTableModel(REALISM_COLUMNS)
+        self.realism_table = record_table(self.realism_model, stretch=(0,))
+        self.realism_text = QPlainTextEdit()
+        self.realism_text.setReadOnly(True)
+        self.realism_text.setPlaceholderText("How each synthetic type reads against the real rows shows here.")
+        realism = titled(self.realism_table, self.realism_text)
+        column = QSplitter(Qt.Vertical)
+        # One line of explanation per pane at most: at 1366x768 six pair rows need the height
+        column.addWidget(titled(_header("Retriever pairs", PAIRS_HINT), self.pairs_table))
+        column.addWidget(titled(plain_label("Realism: each synthetic type against the real rows", bold=True), realism))
+        column.addWidget(titled(plain_label("Details", bold=True), self.details))
+        column.setChildrenCollapsible(False)
+        column.setSizes([230, 190, 140])
+        return column
 
     def reload(self) -> None:
         """Before a check, say what it would compare on this project (counts of approved rows);
@@ -238,8 +352,29 @@ class ValidityView(TaskView, QWidget):
         self.verdict.setStyleSheet(f"font-weight: bold; color: {VERDICT_COLOURS.get(code, '#374151')};")
         self.chart.set_report(report)
         self.details.setPlainText(details_text(report))
+        self.pairs_model.set_rows(pair_rows(report))
+        self.realism_model.set_rows(realism_rows(report))
+        self.realism_text.setPlainText(realism_text(report))
+        self._fit_tables()
         self.status.setText(f"Checked {', '.join(report['retrievers'])} on {report['metric']}.")
         return (report,)
+
+    def _fit_tables(self) -> None:
+        """The pairs table keeps room for up to six rows (four retrievers) in sight; the realism
+        table takes no more than its rows, leaving the rest of its pane to the sentences."""
+        pairs = min(6, self.pairs_model.rowCount())
+        self.pairs_table.setMinimumHeight(rows_height(self.pairs_table, pairs) if pairs else 0)
+        self.realism_table.setMaximumHeight(rows_height(self.realism_table, self.realism_model.rowCount()))
+
+
+def rows_height(table: QTableView, rows: int) -> int:
+    """The height that shows a table's header and ``rows`` rows (at least one) without scrolling."""
+    return table.horizontalHeader().sizeHint().height() + max(1, rows) * ROW_HEIGHT + 2 * table.frameWidth()
+
+
+def _header(title: str, hint: str) -> QWidget:
+    """A pane's bold title over its explanation."""
+    return titled(plain_label(title, bold=True), plain_label(hint, hint=True))
 
 
 def approved_by_source(db: sqlite_utils.Database) -> dict[str, int]:

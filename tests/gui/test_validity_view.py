@@ -1,17 +1,23 @@
 """The Validity tab on a real project: the worker's report equals core's, the chart is drawn
-beside its details (never under them), the empty state counts this project's approved rows."""
+beside the pairs, realism and details (never under them), the pairs and realism of the report
+show after a check, the empty state counts this project's approved rows."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from PySide6.QtCore import QRect
+from PySide6.QtCore import QRect, Qt
 
 import validity_kit as kit
 from curator.core.evaluation.validity import validate
 from curator.core.queries.rows import list_queries
 from curator.core.review.decisions import decide
 from curator.core.store import open_project
-from curator.gui.validity_view import SOURCE_COLOURS, ValidityView, before_check_text, source_bars
+from curator.gui.validity_view import (DISAGREE_COLOUR, SOURCE_COLOURS, ValidityView, before_check_text, pair_rows,
+                                       source_bars)
+
+SHOTS = Path("/tmp/shots")
 
 
 @pytest.fixture
@@ -87,10 +93,123 @@ def test_nothing_overlaps_and_the_chart_gets_the_room(qtbot, project, make_view,
         view.run()
     qtbot.waitUntil(lambda: not view.busy(), timeout=10000)
     qtbot.wait(20)
-    verdict, chart, details = (_area(w, view) for w in (view.verdict, view.chart, view.details))
+    verdict, chart, details, pairs, realism, sentences = (_area(w, view) for w in (
+        view.verdict, view.chart, view.details, view.pairs_table, view.realism_table, view.realism_text))
     assert not verdict.intersects(chart) and not chart.intersects(details) and not verdict.intersects(details)
     assert verdict.height() >= view.verdict.heightForWidth(verdict.width())  # the whole verdict shows
     assert chart.height() >= 0.6 * size[1] and chart.width() >= 0.5 * size[0], chart
+    side = [details, pairs, realism, sentences]
+    assert not any(verdict.intersects(a) or chart.intersects(a) for a in side)
+    assert not any(a.intersects(b) for i, a in enumerate(side) for b in side[i + 1:])
+    for table in (view.pairs_table, view.realism_table):  # every column and row in sight, no sideways scrolling
+        assert not table.horizontalScrollBar().isVisible() and not table.verticalScrollBar().isVisible()
+
+
+def _cells(model, row: int) -> list[str]:
+    return [model.data(model.index(row, c)) for c in range(model.columnCount())]
+
+
+def test_pairs_and_realism_show_after_a_check(qtbot, project, make_view):
+    view = make_view(project, (1346, 660))  # the tab's room in a 1366x768 window
+    assert view.pairs_model.rowCount() == 0 and view.realism_model.rowCount() == 0
+    view.retrievers.setText("bm25,tfidf,fts5")
+    with qtbot.waitSignal(view.task_finished, timeout=120000) as done:
+        view.run()
+    qtbot.waitUntil(lambda: not view.busy(), timeout=10000)
+    report = done.args[0]
+    assert len(report["pairs"]) == 3 and view.pairs_model.rowCount() == 3  # every pair of three retrievers
+    shown = {_cells(view.pairs_model, r)[0]: r for r in range(3)}
+    for pair in report["pairs"]:
+        leader = pair["a"] if pair["real"]["gap"] >= 0 else pair["b"]  # written from the real leader's side
+        row = shown[f"{leader} - {pair['b'] if leader == pair['a'] else pair['a']}"]
+        name, real, synthetic, agrees = _cells(view.pairs_model, row)
+        sign = 1 if leader == pair["a"] else -1
+        assert real.startswith(f"{abs(pair['real']['gap']):+.2f} [")
+        assert real.endswith(" clear") == pair["real"]["clear"]
+        assert float(synthetic) == pytest.approx(sign * pair["synthetic"]["gap"], abs=0.006)
+        assert agrees == {True: "agree", False: "disagree", None: "real tie"}[pair["agrees"]]
+        index = view.pairs_model.index(row, 0)
+        assert pair["text"] in view.pairs_model.data(index, Qt.ToolTipRole)
+        bold = view.pairs_model.data(index, Qt.FontRole)
+        assert (bold is not None and bold.bold()) == pair["real"]["clear"]
+        red = view.pairs_model.data(index, Qt.ForegroundRole) == DISAGREE_COLOUR
+        assert red == (pair["real"]["clear"] and pair["agrees"] is False)
+    assert [view.pairs_model.rows()[r]["is_clear"] for r in range(3)] == sorted(
+        (p["real"]["clear"] for p in report["pairs"]), reverse=True)  # clear pairs on top
+    realism = report["realism"]
+    assert realism["synthetic"] and set(realism["synthetic"]) == {"factoid"}
+    assert view.realism_model.rowCount() == 1 + len(realism["synthetic"])
+    assert _cells(view.realism_model, 0)[0] == f"real ({realism['reference']['rows']})"  # 20 log rows: the project's
+    factoid = realism["synthetic"]["factoid"]
+    assert _cells(view.realism_model, 1) == [
+        f"factoid ({factoid['rows']})", f"{factoid['chunk_overlap']['median']:.0%}", f"{factoid['words']['median']:g}",
+        f"{factoid['stopword_share']['median']:.0%}", f"{factoid['forms']['question']:.0%}"]
+    text = view.realism_text.toPlainText()
+    assert text.startswith(f"Compared with {realism['reference']['name']}.") and factoid["text"] in text
+
+
+# Four retrievers, same winner, but the real rows clearly put gamma above beta and the synthetic rows
+# put beta far above: the row that makes the verdict "disagrees" must stand out.
+SWAPPED_PAIR = {"alpha": (0.95, 0.95), "beta": (0.7, 0.15), "gamma": (0.2, 0.75), "delta": (0.05, 0.05)}
+
+
+@pytest.mark.parametrize("size", [(1260, 690), (1346, 660)])  # the tab's room in 1280x800 and 1366x768 windows
+def test_a_clear_pair_in_the_wrong_order_stands_out_and_six_pairs_fit(qtbot, sample_project_path, make_view, tmp_path,
+                                                                      size):
+    db = open_project(sample_project_path)
+    slices = kit.add_slices(db, tmp_path)
+    report = validate(db, [], kit.write_runs(slices, SWAPPED_PAIR, tmp_path, kit.decoy_chunk(db)), "recall@5",
+                      resamples=500)
+    db.close()
+    view = make_view(sample_project_path, size)
+    view.show_report(report)
+    qtbot.wait(20)
+    model = view.pairs_model
+    assert model.rowCount() == 6 and report["verdict"]["code"] == "disagrees"
+    row = next(r for r in range(6) if _cells(model, r)[0] == "gamma - beta")
+    assert _cells(model, row)[1:] == ["+0.60 [" + _cells(model, row)[1].split("[")[1], "-0.50", "disagree"]
+    assert _cells(model, row)[1].endswith(" clear")
+    index = model.index(row, 0)
+    assert model.data(index, Qt.FontRole).bold() and model.data(index, Qt.ForegroundRole) == DISAGREE_COLOUR
+    clear = [model.data(model.index(r, 0), Qt.FontRole) is not None for r in range(6)]
+    assert clear == sorted(clear, reverse=True) and any(clear) and not all(clear)  # clear pairs on top
+    table = view.pairs_table  # all six in sight: no scroll bar, and the pane does not clip it
+    assert not table.verticalScrollBar().isVisible() and not table.horizontalScrollBar().isVisible()
+    assert table.visibleRegion().boundingRect() == table.rect()
+    assert table.visualRect(model.index(5, 3)).bottom() < table.viewport().height()
+    realism = view.realism_table
+    assert realism.visibleRegion().boundingRect() == realism.rect() and not realism.verticalScrollBar().isVisible()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    name = "validity_pairs.png" if size == (1346, 660) else "validity_pairs_1280.png"
+    assert view.grab().save(str(SHOTS / name))
+
+
+def test_pair_rows_read_from_the_real_leader_and_put_clear_pairs_first():
+    def gap(value, low, high):
+        return {"gap": value, "ci95": [low, high], "clear": low > 0 or high < 0}
+
+    report = {"pairs": [
+        {"a": "bm25", "b": "tfidf", "real": gap(0.05, -0.1, 0.2), "synthetic": gap(0.1, 0.0, 0.2), "agrees": True,
+         "text": "t1"},
+        {"a": "bm25", "b": "dense", "real": gap(-0.3, -0.4, -0.2), "synthetic": gap(0.1, 0.0, 0.2), "agrees": False,
+         "text": "t2"}]}
+    first, second = pair_rows(report)
+    assert (first["pair"], first["real"], first["synthetic"], first["agrees"]) == (
+        "dense - bm25", "+0.30 [+0.20, +0.40] clear", "-0.10", "disagree")
+    assert (second["pair"], second["real"], second["agrees"]) == ("bm25 - tfidf", "+0.05 [-0.10, +0.20]", "agree")
+    assert pair_rows({"pairs": []}) == [] and pair_rows({}) == []
+
+
+def test_realism_against_the_built_in_reference_says_so():
+    from curator.core.queries.realism import BUILTIN_REFERENCE
+    from curator.gui.validity_view import realism_rows, realism_text
+
+    report = {"realism": {"reference": BUILTIN_REFERENCE, "reference_basis": "builtin", "real_rows": 3,
+                          "synthetic": {}}}
+    assert realism_rows(report)[0]["set"] == "built-in (167)"
+    assert realism_text(report).startswith(f"Compared with the {BUILTIN_REFERENCE['name']} (this project has fewer")
+    assert realism_text(report).endswith("No approved synthetic rows to measure.")
+    assert realism_rows({}) == [] and realism_text({}) == ""
 
 
 def test_failure_is_shown_not_raised(qtbot, sample_project_path, make_view):
