@@ -14,6 +14,7 @@ from curator.core.corpus.ingest import ingest
 from curator.core.errors import InputError, ModelFileError, NothingToGenerate
 from curator.core.generation.generate import DEFAULT_MIX, GenerationConfig, allocate, generate, parse_mix
 from curator.core.progress import CancelToken
+import scripted
 from scripted import cancel_at_call, good_reply
 
 
@@ -208,20 +209,7 @@ def test_a_rejected_candidate_is_asked_again_on_the_same_chunk_with_a_new_seed(s
     assert all(seeds[i] != seeds[i + 1] for i in range(0, 12, 2))
 
 
-class _AlwaysMatches:
-    """A stand-in for the MiniLM check, so this scheduling test depends on the scripted replies only
-    (the real matcher is tested in test_answers.py)."""
-
-    available = True
-
-    def similarity(self, question, answer):
-        return 1.0
-
-    def describe(self):
-        return "always-matches (test)"
-
-
-_ALWAYS_MATCHES = _AlwaysMatches()
+_ALWAYS_MATCHES = scripted.Matches(1.0)
 
 
 def test_an_answer_first_retry_asks_about_another_sentence_of_the_same_chunk(sample_db):

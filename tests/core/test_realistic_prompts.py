@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import scripted
 from curator.core import store
 from curator.core.generation import examples, filters, prompts
 from curator.core.generation.backends import FakeBackend
@@ -14,18 +15,6 @@ from curator.core.queries.logs import import_log
 from curator.core.queries.rows import make_query_id
 from curator.core.resources import resources_dir
 from curator.core.review.decisions import decide
-
-
-class Matches:
-    """Stands in for MiniLM's question-to-answer check (tested with the real model in test_answers)."""
-
-    available = True
-
-    def similarity(self, question, answer):
-        return 0.9
-
-    def describe(self):
-        return "stand-in"
 
 
 def _import_sample_log(db) -> list[str]:
@@ -60,7 +49,7 @@ def test_real_log_queries_without_gold_are_shown_as_how_people_ask(sample_db):
     chosen = examples.load(sample_db)
     assert chosen.kind == "real_log" and len(chosen.log_queries) == examples.LOG_EXAMPLES
     backend = FakeBackend(["Question: Why does my thing never finish the job?\n"])
-    generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1), backend=backend, matcher=Matches())
+    generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1), backend=backend, matcher=scripted.Matches())
     system = backend.prompts[0][0]["content"]
     assert "This is how users of this documentation ask:" in system
     assert all(f"- {q}" in system for q in chosen.log_queries)
@@ -83,7 +72,7 @@ def test_approved_real_queries_with_gold_become_nearby_worked_examples(sample_db
     assert example.query not in [q for _, _, q in shots]  # never an example about the chunk's own document
 
     backend = FakeBackend(["Question: Why does my thing never finish the job?\n"])
-    generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1), backend=backend, matcher=Matches())
+    generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1), backend=backend, matcher=scripted.Matches())
     shown = [m["content"] for m in backend.prompts[0] if m["role"] == "assistant"]
     real = {e.query for e in chosen.examples}
     assert shown and all(s.removeprefix("Question: ") in real for s in shown)
@@ -100,7 +89,7 @@ def test_a_question_copying_its_chunk_is_rejected_with_the_reason_counted(sample
         return f"Question: What is {' '.join(words)}?\n"
 
     summary = generate(sample_db, GenerationConfig(count=2, mix={"factoid": 1.0}, seed=1, retries=0),
-                       backend=FakeBackend(copying), matcher=Matches())
+                       backend=FakeBackend(copying), matcher=scripted.Matches())
     reason = "reuses its chunk's words more than real questions do"
     assert summary["accepted"] == 0 and summary["rejected_by_reason"].get(reason, 0) == summary["rejected"] > 0
     stored = sample_db.execute("SELECT reason FROM rejected_candidates LIMIT 1").fetchone()[0]
@@ -121,7 +110,7 @@ def test_the_cap_is_calibrated_on_the_projects_real_rows_when_it_has_enough(samp
 def test_generated_rows_are_measured_as_they_are_stored(sample_db):
     generate(sample_db, GenerationConfig(count=2, mix={"factoid": 1.0}, seed=1),
              backend=FakeBackend(["Question: Why does my thing never finish the job?\n",
-                                  "Question: Where did all my old stuff go?\n"]), matcher=Matches())
+                                  "Question: Where did all my old stuff go?\n"]), matcher=scripted.Matches())
     ids = [r[0] for r in sample_db.execute("SELECT id FROM queries WHERE source = 'synthetic'")]
     figures = realism.stored(sample_db, ids)
     assert ids and set(figures) == set(ids)
