@@ -94,6 +94,21 @@ def spawn(argv: list[str], **kwargs) -> subprocess.Popen:
     return proc
 
 
+def refused_input(*args: str, what: str, timeout: float = 120) -> tuple[int, str]:
+    """Run ``curator ARGS`` on an input that must be refused, not read (a device, a pipe with no
+    writer): its exit code and output; a child that does not return in time fails the test."""
+    import pytest
+
+    proc = spawn(curator_cmd(*args))
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"{what} did not return")
+    return proc.returncode, out + err
+
+
 def python_child(code: str, *args: str) -> subprocess.Popen:
     return spawn([sys.executable, "-c", code, *args])
 
