@@ -124,6 +124,8 @@ def test_stored_ids_reopen_their_embedder():
 
     assert spec_of_id("static:minilm-L6-v2:d256:200dea5a7fc0de67") == "static"
     assert spec_of_id("minilm:all-MiniLM-L6-v2:t256:gguf-0872f5d7d0e806c4") == "minilm"
+    # the numpy reference names the weights zip: its vectors are reopened by the same engine
+    assert spec_of_id("minilm:all-MiniLM-L6-v2:t256:zip-0872f5d7d0e806c4") == "minilm-numpy"
     assert spec_of_id("tfidf:d128:r0:i5:abc") == "tfidf"
     assert spec_of_id("endpoint:http://127.0.0.1:8080/v1#minilm:d384:4f4a3c50") == "endpoint:http://127.0.0.1:8080/v1#minilm"
     assert spec_of_id("gguf:nomic.gguf:0123") is None

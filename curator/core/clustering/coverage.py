@@ -70,14 +70,11 @@ def _cached_vectors(db, embedder_id: str, texts: list[str]) -> list[Optional[np.
 
 def _spec_for(embedder_id: str) -> Optional[str]:
     """The embedder spec that makes vectors under ``embedder_id``, when it can be told from the id
-    alone (a user's GGUF or an endpoint's URL cannot: their queries added since stay unplaced)."""
-    if embedder_id.startswith("tfidf:"):
-        return "tfidf"
-    if embedder_id.startswith("static:"):
-        return "static"
-    if embedder_id.startswith("minilm:"):
-        return "minilm-numpy" if ":zip-" in embedder_id else "minilm"
-    return None
+    alone and needs no server (a user's GGUF or an endpoint: their queries added since stay unplaced)."""
+    from curator.core.embedding.embed import spec_of_id
+
+    spec = spec_of_id(embedder_id)
+    return None if spec is None or spec.startswith("endpoint:") else spec
 
 
 def _embed_missing(db, embedder_id: str, texts: list[str]) -> Optional[np.ndarray]:

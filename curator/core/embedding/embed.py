@@ -168,7 +168,7 @@ def get_embedder(spec: Optional[str], db=None) -> Embedder:
     | "minilm-numpy"``.
 
     ``default`` (or empty) is MiniLM, TF-IDF when its package is missing; ``minilm`` runs on
-    llama.cpp, ``minilm-numpy`` is the slow reference forward pass (same vectors, same id);
+    llama.cpp, ``minilm-numpy`` is the slow reference forward pass (the same vectors, under its own id);
     tfidf is fitted on ``db``.
     """
     spec = (spec or "default").strip()
@@ -204,6 +204,8 @@ def spec_of_id(embedder_id: str) -> Optional[str]:
     """The ``--embedder`` spec that reopens the vector space a stored id names (a cluster run's), or
     None when the id does not say how (a gguf id keeps only the file's name)."""
     embedder_id = str(embedder_id)
+    if embedder_id.startswith("minilm:") and ":zip-" in embedder_id:
+        return "minilm-numpy"  # the numpy reference names the weights zip; llama.cpp's id names its GGUF
     for family in ("minilm", "static", "tfidf"):
         if embedder_id.startswith(family + ":"):
             return family
