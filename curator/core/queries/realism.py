@@ -21,6 +21,7 @@ without enough of those, with ``BUILTIN_REFERENCE``, measured on real questions 
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Iterable, Optional, Sequence
 
 import numpy as np
@@ -98,8 +99,9 @@ def _rows_with_gold(db: sqlite_utils.Database, ids: Optional[Sequence[str]] = No
     where = "q.answerable = 1 AND json_array_length(q.gold_chunk_ids) > 0"
     params: list = []
     if ids is not None:
-        where += f" AND q.id IN ({','.join('?' * len(ids))})"
-        params = list(ids)
+        # one JSON list, not one SQL variable per id: a big log's ids pass SQLite's variable limit
+        where += " AND q.id IN (SELECT value FROM json_each(?))"
+        params = [json.dumps(list(ids))]
     found = store.rows(db, f"""SELECT q.id, q.text, q.reference, q.gold_chunk_ids, q.source, r.key
                                FROM queries q LEFT JOIN query_realism r ON r.query_id = q.id WHERE {where}""", params)
     for row in found:
