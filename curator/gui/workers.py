@@ -13,7 +13,6 @@ from typing import Any, Callable, Optional
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from curator.core.errors import CuratorError
-from curator.core.logfile import log_path
 from curator.core.store import open_project
 from curator.core.progress import CancelToken, Cancelled
 from curator.gui.crash import write_traceback
@@ -27,13 +26,15 @@ class TaskSignals(QObject):
     done = Signal()  # always emitted last, whatever the outcome
 
 
-def explain(exc: BaseException) -> tuple[str, str]:
-    """A user-facing (what happened, what to do) pair for an exception."""
+def explain(exc: BaseException, logged: Optional[Path] = None) -> tuple[str, str]:
+    """A user-facing (what happened, what to do) pair for an exception; ``logged`` is where a bug's
+    traceback was written (None: it could not be, and the message does not point at the log)."""
     if isinstance(exc, CuratorError):
         return str(exc), "Fix the problem named above and run the step again; work already saved is kept."
+    where = f"its traceback is in {logged}" if logged else "its traceback could not be written to the log"
     return (f"{type(exc).__name__}: {exc}",
-            "This looks like a bug. Work already saved is kept; run the step again, and report it if it repeats "
-            f"(its traceback is in {log_path()}).")
+            f"This looks like a bug. Work already saved is kept; run the step again, and report it if it repeats "
+            f"({where}).")
 
 
 class TaskWorker(QRunnable):
@@ -62,9 +63,9 @@ class TaskWorker(QRunnable):
         except Cancelled:
             self.signals.cancelled.emit()
         except BaseException as exc:  # noqa: BLE001 - every error must reach the user
-            what, todo = explain(exc)
-            if not isinstance(exc, CuratorError):  # a bug: its traceback goes to the error log
-                write_traceback(traceback.format_exc())
+            # a bug: its traceback goes to the error log first, so the message names it only if written
+            logged = None if isinstance(exc, CuratorError) else write_traceback(traceback.format_exc())
+            what, todo = explain(exc, logged)
             self.signals.failed.emit(what, todo)
         finally:
             if db is not None:
