@@ -70,7 +70,9 @@ def empty_reason(db: sqlite_utils.Database, query_id: str) -> str:
     without_gold = db.execute(f"SELECT {_WITHOUT_GOLD} FROM queries q WHERE q.id = ?", [query_id]).fetchone()
     if without_gold is None or not without_gold[0]:
         return "has_gold"
-    if query_id not in {q for q, _ in needing_suggestions(db)}:
+    queued = db.execute("SELECT 1 FROM queries q JOIN review_queue r ON r.query_id = q.id "
+                        "WHERE q.id = ? AND q.status = 'pending'", [query_id]).fetchone()
+    if queued is None:  # the one row, not the whole queue: the Review tab asks for every row it shows
         return "not_queued"
     return "none_found"
 
