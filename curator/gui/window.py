@@ -199,9 +199,7 @@ class MainWindow(QMainWindow):
         except CuratorError as exc:
             QMessageBox.warning(self, "Cannot open project", f"{exc}\n\nChoose another file or create a new project.")
             return False
-        if self.db is not None:
-            self.review_view.shutdown()  # its cursor is stored on leaving the project
-            self.db.close()
+        self._leave_project()
         self.db, self.project_path = db, Path(path)
         recent = [str(self.project_path)] + [p for p in self.recent() if p != str(self.project_path)]
         self.settings.setValue("recent", recent[:MAX_RECENT])
@@ -306,12 +304,17 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:
         self.settings.setValue("geometry", self.saveGeometry())
+        self._leave_project()
+        super().closeEvent(event)
+
+    def _leave_project(self) -> None:
+        """Stop the open project's work before another project opens or the window closes: a
+        generation or clustering run left going would carry on writing to the project left."""
         if getattr(self, "generate_view", None) is not None:
             self.generate_view.shutdown()  # stops after the row in flight; rows made are kept
+        if getattr(self, "clusters_view", None) is not None:
+            self.clusters_view.shutdown()  # its UMAP process would otherwise outlive the window
         if self.db is not None:
             self.review_view.shutdown()  # stores the reviewer's place; stops computing suggestions
             self.db.close()
             self.db = None
-        if getattr(self, "clusters_view", None) is not None:
-            self.clusters_view.shutdown()  # its UMAP process would otherwise outlive the window
-        super().closeEvent(event)
