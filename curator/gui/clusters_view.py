@@ -65,6 +65,7 @@ class ClustersView(TaskView, QWidget):
         super().__init__(parent)
         self.db, self.project_path = db, Path(project_path)
         self.coverage: Optional[dict] = None  # core's coverage report of the active run, as last read
+        self._coverage_of: Optional[tuple] = None  # what that report was measured on (see _coverage_key)
         self.init_tasks()
         self._build()
         self.reload()
@@ -142,6 +143,7 @@ class ClustersView(TaskView, QWidget):
         run = active_cluster_run(self.db)
         had_selection = bool(self.map.selected.any())
         self.map.set_rows(cluster_points(self.db) if run else [])
+        self._coverage_of = None  # new points carry no gaps: measure coverage again
         if had_selection:  # the old selection is gone with the old points: drop the filter too
             self._map_selected([])
         self.refresh_counts()
@@ -172,7 +174,9 @@ class ClustersView(TaskView, QWidget):
         """Cluster list: review counts from the queue, real/synthetic/gap counts from coverage."""
         run = active_cluster_run(self.db)
         rows = sample.coverage(self.db) if run else []
-        self.coverage = self._measure() if run else None
+        key = self._coverage_key(run) if run else None
+        if key != self._coverage_of:  # coverage reads every vector: measure again only when rows changed
+            self.coverage, self._coverage_of = (self._measure() if run else None), key
         by_cluster = {c["cluster"]: c for c in (self.coverage or {}).get("clusters", [])}
         self.table.blockSignals(True)
         self.table.setRowCount(len(rows))
@@ -194,6 +198,12 @@ class ClustersView(TaskView, QWidget):
                 gaps.setForeground(QColor("#dc2626"))
                 gaps.setToolTip("Under-covered: real queries here have few synthetic rows near them")
         self.table.blockSignals(False)
+
+    def _coverage_key(self, run: dict) -> tuple:
+        """The run and the rows coverage counts: the tab is shown after every review decision, but
+        only new or removed rows, or approvals, move its figures."""
+        rows = self.db.execute("SELECT COUNT(*), MAX(created_at), SUM(status = 'approved') FROM queries").fetchone()
+        return (run["id"], *rows)
 
     def counts(self) -> list[tuple]:
         """The cluster list as shown (for tests): tuples of the cells' text."""
