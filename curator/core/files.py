@@ -189,8 +189,8 @@ class LineProblems:
 
     A million malformed run lines printed 90 MB and were all stored with the eval run."""
 
-    def __init__(self, keep: int = MAX_LINE_WARNINGS) -> None:
-        self.keep, self.count, self.kept = keep, 0, []
+    def __init__(self, path=None, keep: int = MAX_LINE_WARNINGS) -> None:
+        self.path, self.keep, self.count, self.kept = path, keep, 0, []
 
     def add(self, message: str) -> None:
         self.count += 1
@@ -200,9 +200,10 @@ class LineProblems:
     append = add  # takes the place of the plain list the line readers filled before
 
     def lines(self, noun: str = "malformed lines") -> list[str]:
-        """The kept messages, then one line counting the others."""
+        """The kept messages, then one line counting the others (naming the file, as every line does)."""
         more = self.count - len(self.kept)
-        return self.kept + ([f"and {more:,} more {noun}"] if more else [])
+        where = f"{self.path}: " if self.path is not None else ""
+        return self.kept + ([f"{where}and {more:,} more {noun}"] if more else [])
 
 
 def bounded_lines(fh: BinaryIO, path, problems, max_line: int = MAX_LINE_BYTES,

@@ -40,7 +40,7 @@ def test_malformed_log_lines_are_counted_and_twenty_listed(empty_db, tmp_path):
     log.write_text("query,feedback\nhow do I reset my password,up\n" + "a,b,c\n" * 5000 + "where is the invoice,down\n")
     result = import_log(empty_db, log)
     assert result["imported"] == 2 and result["skipped"] == 5000 and result["lines_read"] == 5002
-    assert len(result["errors"]) == 21 and result["errors"][-1] == "and 4,980 more lines skipped"
+    assert len(result["errors"]) == 21 and result["errors"][-1] == f"{log}: and 4,980 more lines skipped"
     assert result["errors"][0].startswith(f"{log}:3: 3 columns")
 
 

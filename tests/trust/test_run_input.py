@@ -123,7 +123,7 @@ def test_a_flood_of_malformed_lines_prints_and_stores_twenty_and_a_count(gold, t
     result = _invoke("eval", str(project), "--run", str(run), "--json")
     assert result.exit_code == 0, result.output[-2000:]
     warnings = json.loads(result.output)["warnings"]
-    assert len(warnings) == 21 and warnings[-1] == "and 99,980 more malformed lines"
+    assert len(warnings) == 21 and warnings[-1] == f"{run}: and 99,980 more malformed lines"
     assert warnings[0].startswith(f"{run}:4: ")
     text = _invoke("eval", str(project), "--run", str(run))
     assert len(text.output) < 20_000  # was 100,000 warning lines

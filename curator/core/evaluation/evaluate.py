@@ -53,7 +53,7 @@ def read_trec_run(path: Path, errors: list[str]) -> metrics.Run:
     Read line by line from a regular file, a line at most files.MAX_LINE_BYTES long; the first
     problems are listed and the rest counted (files.LineProblems)."""
     run: metrics.Run = {}
-    problems = LineProblems()
+    problems = LineProblems(path)
     try:
         with open_regular(path, "run file") as fh:
             for number, line in bounded_lines(fh, path, problems):

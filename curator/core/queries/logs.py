@@ -236,7 +236,7 @@ def import_log(db: sqlite_utils.Database, path, query_field: Optional[str] = Non
     if pick["query"] is None:
         raise InputError(f"{path}: no query column found (looked for {', '.join(QUERY_FIELDS)}); use --query-field.")
     rephrased = _rephrased_lines(path, pick, rephrase_window_s) if pick["session"] and pick["timestamp"] else set()
-    errors, warnings = LineProblems(), LineProblems()  # a million bad lines print 20 and a count
+    errors, warnings = LineProblems(path), LineProblems(path)  # a million bad lines print 20 and a count
     progress = _GroupProgress(records, on_progress, cancel)
     result = _store_entries(db, path, _entries(path, pick, redact_pii, rephrased, errors, warnings), errors, pick,
                             digest, first.get("done_through", 0), progress)
