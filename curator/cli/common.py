@@ -25,13 +25,21 @@ from curator.core.store import open_project
 
 # C0 controls except tab and newline (which lay text out), DEL, and the C1 controls (U+0080-U+009F:
 # CSI and OSC have one-character forms there). ESC is among them, so a whole escape sequence is inert.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_JSON_UNSAFE = re.compile("[\x7f-\x9f]")  # json.dumps escapes C0 itself; DEL and C1 it leaves raw
+# Bidirectional overrides and isolates (U+202A-E, U+2066-9, the marks U+200E/F and U+061C) are
+# neutralised too: printed raw they reorder what the reader sees ("Trojan Source", CVE-2021-42574).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# json.dumps escapes C0 itself; DEL, C1 and the bidi controls it leaves raw (\\uXXXX parses back the same).
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def terminal_safe(text: str) -> str:
-    """``text`` with each control character shown as a visible escape (ESC as ``\\x1b``)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """``text`` with each control character shown as a visible escape (ESC as ``\\x1b``, RLO as ``\\u202e``)."""
+    return _CONTROL.sub(_visible_escape, text)
+
+
+def _visible_escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def echo(text: Any = "", err: bool = False, nl: bool = True) -> None:

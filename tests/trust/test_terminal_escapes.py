@@ -74,3 +74,13 @@ def test_the_sanitiser_shows_each_control_and_keeps_layout():
     assert terminal_safe("a\tb\nc") == "a\tb\nc"
     assert terminal_safe("\x1b[2J\r\x9b\x7f") == "\\x1b[2J\\x0d\\x9b\\x7f"
     assert terminal_safe("café ✓ 日本") == "café ✓ 日本"
+
+
+def test_bidi_controls_are_shown_not_obeyed(tmp_path, sample_project_path):
+    """A right-to-left override in a document reorders what the reader sees (Trojan Source)."""
+    from curator.cli.common import terminal_safe
+
+    assert terminal_safe("admin\u202e\u2066txt.exe") == "admin\\u202e\\u2066txt.exe"
+    assert terminal_safe("\u05e9\u05dc\u05d5\u05dd") == "\u05e9\u05dc\u05d5\u05dd"  # Hebrew text itself is kept
+    out = CliRunner().invoke(cli, ["import-traces", str(sample_project_path), str(tmp_path / "a\u202eb.jsonl")])
+    assert out.exit_code == 1 and "\u202e" not in out.output and "a\\u202eb" in out.output
