@@ -102,7 +102,8 @@ def _parse_ks(k_text: str) -> tuple[int, ...]:
               help="Score a TREC run file instead. Example: --run my_retriever.trec")
 @click.option("--save-run", type=click.Path(dir_okay=False),
               help="Write the scored run as a TREC run file (never over the project, a SQLite database or the "
-                   "--run file). Example: --save-run bm25.trec")
+                   "--run file; over an existing file that is not a run only with --force). Example: --save-run bm25.trec")
+@click.option("--force", is_flag=True, help="Let --save-run replace an existing file that is not a TREC run.")
 @click.option("--k", "k_text", default=DEFAULT_KS, show_default=True, help="Cut-offs for Recall@k, hit rate and nDCG.")
 @click.option("--compare", "compare_refs", nargs=2, metavar="RUN_A RUN_B",
               help="Compare two eval runs (ids printed by eval) or TREC run files, query by query, instead of "
@@ -110,7 +111,7 @@ def _parse_ks(k_text: str) -> tuple[int, ...]:
 @click.option("--metric", default="mrr", show_default=True,
               help="Metric of --compare: mrr, recall@K, hit@K or ndcg@K. Example: --metric ndcg@10")
 @json_option
-def eval_command(project_path, retriever, embedder, run_file, save_run, k_text, compare_refs, metric, as_json):
+def eval_command(project_path, retriever, embedder, run_file, save_run, force, k_text, compare_refs, metric, as_json):
     """Score a retriever on the gold set: Recall@k, hit rate, MRR, nDCG@k, per slice with routing.
 
     With --compare, report per-query wins and losses of run B against run A on --metric, the mean
@@ -138,7 +139,7 @@ def eval_command(project_path, retriever, embedder, run_file, save_run, k_text, 
 
     ks = _parse_ks(k_text)
     with project(project_path) as db:
-        result = evaluate(db, retriever, run_file, ks, save_run, embedder=embedder)
+        result = evaluate(db, retriever, run_file, ks, save_run, embedder=embedder, replace=force)
     emit(result, as_json, _render_eval)
 
 

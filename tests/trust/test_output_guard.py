@@ -159,3 +159,16 @@ def test_an_unwritable_save_run_is_one_line_not_a_traceback(gold_project, tmp_pa
         result = _eval(str(gold_project), "--save-run", str(target))
         assert result.exit_code == 1 and "could not be written" in result.output, result.output
         assert not isinstance(result.exception, OSError)
+
+
+def test_save_run_keeps_a_file_that_is_not_a_run_unless_forced(gold_project, tmp_path):
+    notes = tmp_path / "notes.md"
+    notes.write_text("# my notes\nnot a run\n")
+    result = _eval(str(gold_project), "--save-run", str(notes))
+    assert result.exit_code == 1 and "--force" in result.output and notes.read_text() == "# my notes\nnot a run\n"
+    saved = tmp_path / "bm25.trec"
+    assert _eval(str(gold_project), "--save-run", str(saved)).exit_code == 0
+    assert _eval(str(gold_project), "--save-run", str(saved)).exit_code == 0  # a run is refreshed in place
+    forced = _eval(str(gold_project), "--save-run", str(notes), "--force")
+    assert forced.exit_code == 0, forced.output
+    assert notes.read_text().split()[1] == "Q0"  # now a TREC run

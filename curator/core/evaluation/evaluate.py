@@ -20,7 +20,7 @@ import sqlite_utils
 from curator.core import store
 from curator.core.evaluation import metrics
 from curator.core.errors import InputError
-from curator.core.files import (LineProblems, bounded_lines, check_output, one_field, open_regular,
+from curator.core.files import (MAX_LINE_BYTES, LineProblems, bounded_lines, check_output, one_field, open_regular,
                                 project_files, write_output)
 from curator.core.queries.rows import list_queries
 from curator.core.store.gold import broken_gold_ids
@@ -174,25 +174,49 @@ def _scored_run(db, retriever: str, run_file: Optional[str], rows: list[dict], k
     return run, retriever, params
 
 
-def _check_save_run(save_run, run_file: Optional[str], protected: list[Path]) -> None:
-    """Never the project or another SQLite database (files.check_output), nor the run file being read."""
+def _check_save_run(save_run, run_file: Optional[str], protected: list[Path], replace: bool) -> None:
+    """Never the project or another SQLite database (files.check_output), nor the run file being read;
+    a file that is there and is not a TREC run (notes, a qrels file, a typo for another name) only
+    with ``replace``."""
     check_output(save_run, protected)
     if run_file and Path(save_run).resolve() == Path(run_file).resolve():
         raise InputError(f"{save_run}: this is the run file being scored (--run); it was not modified. "
                          "Give --save-run another name.")
+    if not replace and not _absent_empty_or_a_run(Path(save_run)):
+        raise InputError(f"{save_run}: exists and is not a TREC run file; it was not modified. "
+                         "Give --save-run another name, or --force to replace it.")
+
+
+def _absent_empty_or_a_run(path: Path) -> bool:
+    """True when writing a run to ``path`` loses nothing a user would miss: no file, an empty one,
+    or one whose first line with text is a run line (a run saved before, being refreshed)."""
+    if not path.exists():
+        return True
+    if not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as fh:
+            while line := fh.readline(MAX_LINE_BYTES):  # bounded: a huge file with no line break is no run
+                if line.strip():
+                    return _run_entry(line) is not None
+    except OSError:
+        return False
+    return True
 
 
 def evaluate(db: sqlite_utils.Database, retriever: str = "bm25", run_file: Optional[str] = None,
              ks: Iterable[int] = (1, 3, 5, 10, 20), save_run: Optional[str] = None,
-             statuses: Iterable[str] = ("approved", "unanswerable"), embedder: Optional[str] = None) -> dict:
+             statuses: Iterable[str] = ("approved", "unanswerable"), embedder: Optional[str] = None,
+             replace: bool = False) -> dict:
     """Evaluate a built-in retriever (see curator.core.retrieval.retrievers) or a TREC run file.
 
-    ``embedder`` (tfidf | minilm | gguf:PATH) applies to the dense and hybrid retrievers.
+    ``embedder`` (tfidf | minilm | gguf:PATH) applies to the dense and hybrid retrievers; ``replace``
+    lets ``save_run`` write over a file that is not a TREC run.
     Stores an eval run (metrics and per-query scores, for ``compare``) and returns its metrics."""
     ks = tuple(sorted(set(ks)))
     protected = project_files(db)
     if save_run:  # refused before the work, not after it
-        _check_save_run(save_run, run_file, protected)
+        _check_save_run(save_run, run_file, protected, replace)
     rows = gold_rows(db, statuses)
     answerable = [q for q in rows if is_answerable(q)]
     if not answerable:
