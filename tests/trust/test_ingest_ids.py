@@ -52,6 +52,9 @@ def test_a_record_named_like_a_files_chunk_is_refused(empty_db, tmp_path):
     _corpus(corpus, [{"_id": chunk_id, "text": "A hostile passage that takes the chunk's id."}])
     report = ingest(empty_db, [corpus])
     assert report.ids_refused == 1 and "Keys rotate" in _chunk(empty_db, chunk_id)[1]
+    # nothing of that file went in: it is reported as skipped with the reason, not as "unchanged"
+    assert report.files_unchanged == 0 and report.skipped[0]["path"] == str(corpus)
+    assert "already taken" in report.skipped[0]["reason"]
 
 
 def test_an_edited_passage_makes_its_gold_stale_until_it_reads_as_before(empty_db, tmp_path):

@@ -506,7 +506,7 @@ def _store_prepared(db, prepared: _Prepared, params: str, result: IngestReport) 
     if prepared.error is not None:
         result.skipped.append({"path": str(prepared.file), "reason": prepared.error})
         return
-    changed = False
+    changed, refused_before = False, result.ids_refused
     with _savepoint(db):  # a file that fails half-way leaves nothing behind
         if prepared.present is not None:
             changed = _retire_missing_rows(db, prepared.key, prepared.present, result)
@@ -514,7 +514,11 @@ def _store_prepared(db, prepared: _Prepared, params: str, result: IngestReport) 
             stored = _store_documents(db, prepared.docs, params, result, prepared.file)
             result.documents += stored
             changed = changed or stored > 0
+    refused = result.ids_refused - refused_before
     if changed:
         result.files_ingested += 1
+    elif prepared.docs and refused == len(prepared.docs):  # nothing of it is in the project: not "unchanged"
+        result.skipped.append({"path": str(prepared.file),
+                               "reason": f"every record's id ({refused:,}) is already taken by another file; see the line errors"})
     else:
         result.files_unchanged += 1
