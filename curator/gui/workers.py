@@ -37,6 +37,12 @@ def explain(exc: BaseException, logged: Optional[Path] = None) -> tuple[str, str
             f"({where}).")
 
 
+# Workers the pool is running. The pool holds only a C++ pointer (auto-delete is off), so a worker
+# whose view was closed mid-run would be garbage-collected under its thread, and its signals
+# object with it ("Signal source has been deleted" at the final emit). Kept here until run() returns.
+_RUNNING: set["TaskWorker"] = set()
+
+
 class TaskWorker(QRunnable):
     """Calls ``fn(db, *args, on_progress=..., cancel=..., **kwargs)`` in a pool thread."""
 
@@ -59,21 +65,32 @@ class TaskWorker(QRunnable):
         try:
             db = open_project(self.project_path)
             result = self.fn(db, *self.args, on_progress=self._progress, cancel=self.token, **self.kwargs)
-            self.signals.finished.emit(result)
+            self._tell(self.signals.finished, result)
         except Cancelled:
-            self.signals.cancelled.emit()
+            self._tell(self.signals.cancelled)
         except BaseException as exc:  # noqa: BLE001 - every error must reach the user
             # a bug: its traceback goes to the error log first, so the message names it only if written
             logged = None if isinstance(exc, CuratorError) else write_traceback(traceback.format_exc())
             what, todo = explain(exc, logged)
-            self.signals.failed.emit(what, todo)
+            self._tell(self.signals.failed, what, todo)
         finally:
             if db is not None:
                 db.close()
-            self.signals.done.emit()
+            self._tell(self.signals.done)
+            _RUNNING.discard(self)
+
+    @staticmethod
+    def _tell(signal, *args: Any) -> None:
+        """Emit, unless the application is gone: a task cancelled as the app quits finishes after Qt
+        deleted its signal objects, and there is nobody left to tell ("Signal source has been deleted")."""
+        try:
+            signal.emit(*args)
+        except RuntimeError:
+            pass
 
 
 def start(worker: TaskWorker, pool: Optional[QThreadPool] = None) -> TaskWorker:
+    _RUNNING.add(worker)
     (pool or QThreadPool.globalInstance()).start(worker)
     return worker
 
