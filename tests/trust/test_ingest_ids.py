@@ -79,3 +79,25 @@ def test_an_edited_passage_makes_its_gold_stale_until_it_reads_as_before(empty_d
     ingest(empty_db, [corpus])
     assert get_query(empty_db, query_id)["stale"] == 0
     assert get_query(empty_db, later)["stale"] == 1
+
+
+def test_approving_a_row_again_labels_it_against_the_edited_text_and_undo_puts_the_mark_back(empty_db, tmp_path):
+    from curator.core.review.decisions import decide, undo
+
+    corpus = tmp_path / "corpus.jsonl"
+    _corpus(corpus, [{"_id": "1", "title": "Keys", "text": "Keys rotate every ninety days."}])
+    ingest(empty_db, [corpus])
+    query_id = _approved(empty_db, "1")
+    _corpus(corpus, [{"_id": "1", "title": "Keys", "text": "Keys rotate every thirty days."}])
+    ingest(empty_db, [corpus])
+    assert get_query(empty_db, query_id)["stale"] == 1
+    decide(empty_db, query_id, "edit", "ann", note="looked, not decided")  # not an approval: still stale
+    assert get_query(empty_db, query_id)["stale"] == 1
+    decide(empty_db, query_id, "approve", "ann", reference="Every thirty days.")
+    assert get_query(empty_db, query_id)["stale"] == 0
+    assert empty_db.execute("SELECT COUNT(*) FROM gold_changes").fetchone()[0] == 0
+    undo(empty_db, "ann")
+    assert get_query(empty_db, query_id)["stale"] == 1  # the approval undone: labelled against the old text again
+    _corpus(corpus, [{"_id": "1", "title": "Keys", "text": "Keys rotate every ninety days."}])
+    ingest(empty_db, [corpus])
+    assert get_query(empty_db, query_id)["stale"] == 0  # and the old text back makes it current, as before

@@ -15,6 +15,7 @@ import sqlite_utils
 from curator.core import store
 from curator.core.corpus.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP, Chunk, chunk_document
 from curator.core.errors import InputError
+from curator.core.store.gold import STALE_SQL
 from curator.core.corpus.loaders import SUPPORTED_SUFFIXES, LoadedDoc, load_file
 from curator.core.progress import CancelToken, ProgressCallback, report
 
@@ -118,11 +119,7 @@ def refresh_stale(db: sqlite_utils.Database, chunk_ids: Iterable[str]) -> int:
         batch = ids[start : start + 500]
         marks = ",".join("?" * len(batch))
         cursor = db.execute(
-            f"""UPDATE queries SET stale = (
-                    SELECT COUNT(*) > 0 FROM json_each(queries.gold_chunk_ids) g
-                    LEFT JOIN chunks c ON c.id = g.value
-                    WHERE c.id IS NULL OR c.active = 0
-                       OR EXISTS (SELECT 1 FROM gold_changes x WHERE x.query_id = queries.id AND x.chunk_id = g.value))
+            f"""UPDATE queries SET stale = {STALE_SQL}
                 WHERE EXISTS (SELECT 1 FROM json_each(queries.gold_chunk_ids) g
                               WHERE g.value IN ({marks}))""",
             batch,

@@ -21,7 +21,7 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
-from curator.core.store.gold import gold_problem
+from curator.core.store.gold import gold_problem, labelled_changes, set_labelled_changes
 from curator.core.queries.rows import normalize_text
 
 STATUSES = ("pending", "approved", "rejected", "unanswerable")
@@ -32,7 +32,11 @@ REVIEW_FIELDS = ("status", "text", "reference", "gold_chunk_ids", "gold_grades",
                  "reviewer", "reviewed_at")
 _JSON_FIELDS = {"gold_chunk_ids", "gold_grades"}
 VERDICT = "verdict"  # the journal action of a claim verdict correction (not a decision on the query)
-QUERY_DECISIONS = f"action != '{VERDICT}'"  # SQL condition: journal rows that decided a query
+QUERY_DECISIONS = f"action != '{VERDICT}'"
+# Journaled with the fields: the row's gold passages edited since it was labelled. An approval is a
+# label made against today's text, so it clears them (and the stale flag); undo puts them back.
+LABELLED_CHANGES = "labelled_changes"
+_RELABELS = {"approve", "gold", "adjudicate"}  # decisions that judge the gold against the text as it is now  # SQL condition: journal rows that decided a query
 
 
 def snapshot(db: sqlite_utils.Database, query_id: str) -> dict:
@@ -46,9 +50,11 @@ def snapshot(db: sqlite_utils.Database, query_id: str) -> dict:
 
 
 def _write(db: sqlite_utils.Database, query_id: str, state: dict) -> None:
-    values = {k: (store.dumps(v) if k in _JSON_FIELDS else v) for k, v in state.items()}
+    values = {k: (store.dumps(v) if k in _JSON_FIELDS else v) for k, v in state.items() if k in REVIEW_FIELDS}
     assignments = ", ".join(f"{k} = :{k}" for k in values)
     db.execute(f"UPDATE queries SET {assignments} WHERE id = :_id", {**values, "_id": query_id})
+    if LABELLED_CHANGES in state:  # journal rows written before this key existed leave them as they are
+        set_labelled_changes(db, query_id, state[LABELLED_CHANGES])
 
 
 def _check_gold(db: sqlite_utils.Database, gold: Iterable[str]) -> list[str]:
@@ -73,6 +79,8 @@ def _apply(state: dict, action: str, changes: dict) -> dict:
         after["answerable"], after["gold_chunk_ids"], after["gold_grades"] = 0, [], {}
     elif after.get("status") == "approved" and after["gold_chunk_ids"]:
         after["answerable"] = 1  # by approve or by an adjudication to approved, after an earlier "unanswerable"
+    if action in _RELABELS and after.get("status") == "approved" and LABELLED_CHANGES in after:
+        after[LABELLED_CHANGES] = []
     return after
 
 
@@ -100,7 +108,7 @@ def decide(
     if text is not None and not text.strip():
         raise InputError("the question cannot be empty")
     with db.conn:
-        before = snapshot(db, query_id)
+        before = {**snapshot(db, query_id), LABELLED_CHANGES: labelled_changes(db, query_id)}
         gold_ids = _check_gold(db, gold) if gold is not None else None
         if gold_ids is not None and grades is None:
             grades = {cid: before["gold_grades"].get(cid, 1) for cid in gold_ids}
@@ -114,7 +122,8 @@ def decide(
         if text is not None:
             db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(text), query_id])
         decision_id = journal(db, query_id, reviewer, after["reviewed_at"], action, before, after)
-    return {"decision_id": decision_id, "query_id": query_id, "action": action, **after}
+    return {"decision_id": decision_id, "query_id": query_id, "action": action,
+            **{k: v for k, v in after.items() if k != LABELLED_CHANGES}}
 
 
 def journal(db: sqlite_utils.Database, query_id: str, reviewer: str, at: str, action: str, before: dict,

@@ -142,3 +142,29 @@ def _journal_widening(db: sqlite_utils.Database, query_id: str, gold: list[str],
                    [dumps(gold), dumps(grades), query_id])
         db.execute("INSERT INTO decisions (query_id, reviewer, at, action, before, after, state) VALUES (?,?,?,?,?,?,'done')",
                    [query_id, WIDEN_REVIEWER, now(), "gold", dumps(before), dumps(after)])
+
+
+# A row is stale while one of its gold chunks is gone, retired, or holds other text than the one it
+# was labelled against (a ``gold_changes`` row, written when a passage is edited under its id).
+STALE_SQL = """(SELECT COUNT(*) > 0 FROM json_each(queries.gold_chunk_ids) g
+                LEFT JOIN chunks c ON c.id = g.value
+                WHERE c.id IS NULL OR c.active = 0
+                   OR EXISTS (SELECT 1 FROM gold_changes x WHERE x.query_id = queries.id AND x.chunk_id = g.value))"""
+
+
+def labelled_changes(db: sqlite_utils.Database, query_id: str) -> list[list]:
+    """The row's pending text changes ([chunk id, text hash it was labelled against, when]), so a
+    review decision can journal them and undo can put them back."""
+    return [list(r) for r in db.execute(
+        "SELECT chunk_id, labelled_sha, changed_at FROM gold_changes WHERE query_id = ? ORDER BY chunk_id", [query_id])]
+
+
+def set_labelled_changes(db: sqlite_utils.Database, query_id: str, changes: list[list]) -> None:
+    """Make the row's pending text changes exactly ``changes`` and its stale flag follow (inside the
+    caller's transaction)."""
+    db.execute("DELETE FROM gold_changes WHERE query_id = ?", [query_id])
+    for chunk_id, labelled_sha, changed_at in changes:
+        db.execute("INSERT INTO gold_changes (query_id, chunk_id, labelled_sha, changed_at) VALUES (?, ?, ?, ?)",
+                   [query_id, chunk_id, labelled_sha, changed_at])
+    db.execute(f"UPDATE queries SET stale = {STALE_SQL} WHERE id = ?", [query_id])
+
