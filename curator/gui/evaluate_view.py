@@ -25,7 +25,7 @@ from curator.core.evaluation import metrics
 from curator.core.evaluation.metrics import DEFAULT_KS
 from curator.core.export.writers import DEFAULT_STATUSES, FORMATS, manifest_path
 from curator.core.review.decisions import STATUSES
-from curator.core.store.stats import project_stats
+from curator.core.store.stats import approved_by_source
 from curator.gui import workers
 from curator.gui.chart import Chart
 from curator.gui.models import RecordTableModel
@@ -365,7 +365,7 @@ class EvaluateView(TaskView, QWidget):
 
     def _say_what_is_missing(self) -> None:
         """The empty table and chart say what is true of this project now, and the next step."""
-        approved = project_stats(self.db)["queries_by_status"].get("approved", 0)
+        approved = sum(approved_by_source(self.db).values())
         clustered = active_cluster_run(self.db) is not None
         if self.result is None:
             self.summary.setText(no_evaluation_text(approved))

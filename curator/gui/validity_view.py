@@ -11,7 +11,6 @@ The report is computed by core's validity.validate in a TaskWorker (own SQLite c
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Optional
 
@@ -22,7 +21,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLineEdit, QPlainTextEdit, QPushButt
                                QVBoxLayout, QWidget)
 
 from curator.core.queries.realism import MIN_REAL_ROWS
-from curator.core.queries.rows import list_queries
+from curator.core.store.stats import approved_by_source, gold_set_version
 from curator.gui import workers
 from curator.gui.chart import Chart
 from curator.gui.models import RecordTableModel, plain_tooltip
@@ -266,7 +265,7 @@ class ValidityView(TaskView, QWidget):
         self.db, self.project_path = db, Path(project_path)
         self.init_tasks(cancellable=False)  # validate is one pass: it cannot stop half-way
         self.report: Optional[dict] = None
-        self._checked_on: dict[str, int] = {}  # approved rows per source when the report was made
+        self._checked_on: tuple = ()  # stats.gold_set_version when the report was made
         self._build()  # the counts are read when the tab is first shown, not while the window opens
 
     def _build(self) -> None:
@@ -323,10 +322,9 @@ class ValidityView(TaskView, QWidget):
     def reload(self) -> None:
         """Before a check, say what it would compare on this project (counts of approved rows);
         after one, say when rows approved or changed since make the report out of date."""
-        counts = approved_by_source(self.db)
         if self.report is None:
-            self.verdict.setText(before_check_text(counts))
-        elif counts != self._checked_on and not self.busy():
+            self.verdict.setText(before_check_text(approved_by_source(self.db)))
+        elif gold_set_version(self.db) != self._checked_on and not self.busy():
             self.status.setText("The approved rows changed since this check: press Check validity again.")
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt's naming)
@@ -346,7 +344,7 @@ class ValidityView(TaskView, QWidget):
         super().set_busy(busy, message)
 
     def show_report(self, report: dict) -> tuple:
-        self.report, self._checked_on = report, approved_by_source(self.db)
+        self.report, self._checked_on = report, gold_set_version(self.db)
         code = report["verdict"]["code"]
         self.verdict.setText(report["verdict"]["text"])
         self.verdict.setStyleSheet(f"font-weight: bold; color: {VERDICT_COLOURS.get(code, '#374151')};")
@@ -376,6 +374,3 @@ def _header(title: str, hint: str) -> QWidget:
     """A pane's bold title over its explanation."""
     return titled(plain_label(title, bold=True), plain_label(hint, hint=True))
 
-
-def approved_by_source(db: sqlite_utils.Database) -> dict[str, int]:
-    return dict(Counter(q["source"] for q in list_queries(db, status="approved")))

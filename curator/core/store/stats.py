@@ -42,3 +42,20 @@ def project_stats(db: sqlite_utils.Database) -> dict:
         "decisions": count("SELECT COUNT(*) FROM decisions WHERE state = 'done'"),
         "eval_runs": count("SELECT COUNT(*) FROM eval_runs"),
     }
+
+
+def approved_by_source(db: sqlite_utils.Database) -> dict[str, int]:
+    """Approved rows per source, in one grouped count (the views ask on every show)."""
+    return {str(k): n for k, n in db.execute(
+        "SELECT source, COUNT(*) FROM queries WHERE status = 'approved' GROUP BY 1 ORDER BY 1")}
+
+
+def gold_set_version(db: sqlite_utils.Database) -> tuple:
+    """Changes whenever what an evaluation of the gold set reads changes: approvals per source, any
+    decision made, undone or redone (an edited question or gold set keeps the counts), and
+    re-ingests that retire chunks or make rows stale. Cheap: a few aggregate queries."""
+    decisions = db.execute("SELECT MAX(id), SUM(state = 'done') FROM decisions").fetchone()
+    corpus = db.execute("SELECT COUNT(*), SUM(active) FROM chunks").fetchone()
+    stale = db.execute("SELECT COUNT(*) FROM queries WHERE stale = 1").fetchone()[0]
+    return tuple(sorted(approved_by_source(db).items())), tuple(decisions), tuple(corpus), stale
+
