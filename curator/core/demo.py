@@ -11,7 +11,7 @@ from curator.core.clustering.cluster import cluster_queries
 from curator.core.generation.generate import GenerationConfig, generate
 from curator.core.corpus.ingest import ingest
 from curator.core.queries.logs import import_log
-from curator.core.retrieval.suggest import needing_suggestions, suggest, suggested_ids
+from curator.core.retrieval.suggest import lacking_suggestions, suggest
 from curator.core.resources import resources_dir, sample_corpus_dir
 from curator.core.review.sample import build_queue
 from curator.core.store.stats import project_stats
@@ -57,6 +57,5 @@ def _suggest_missing(db, on_progress, cancel) -> int:
     """Suggested gold for every pending row without gold (the log queries), queued or not, so the
     Review tab's keys 1-5 work on the first log query and on any one opened from the Queries tab.
     Rows that already have suggestions keep them, so a re-run computes nothing."""
-    have = suggested_ids(db)
-    todo = [qid for qid, _ in needing_suggestions(db, queued_only=False) if qid not in have]
+    todo = lacking_suggestions(db, queued_only=False)
     return suggest(db, todo, on_progress=on_progress, cancel=cancel)["queries"] if todo else 0

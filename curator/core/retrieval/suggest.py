@@ -46,12 +46,13 @@ def needing_suggestions(db: sqlite_utils.Database, queued_only: bool = True) -> 
     return [(r[0], r[1]) for r in db.execute(_NEEDING_SQL, {"everywhere": int(not queued_only)})]
 
 
-def lacking_suggestions(db: sqlite_utils.Database) -> list[str]:
-    """Ids of queued pending queries without usable gold that have no suggestion of an active chunk
-    to show (never computed, or the corpus changed under them)."""
+def lacking_suggestions(db: sqlite_utils.Database, queued_only: bool = True) -> list[str]:
+    """Ids of pending queries without usable gold (queued ones only, unless ``queued_only`` is
+    False) that have no suggestion of an active chunk to show (never computed, or the corpus
+    changed under them)."""
     sql = f"SELECT id FROM ({_NEEDING_SQL}) n WHERE NOT EXISTS (SELECT 1 FROM suggestions s JOIN chunks c " \
           "ON c.id = s.chunk_id WHERE s.query_id = n.id AND c.active = 1)"
-    return [r[0] for r in db.execute(sql, {"everywhere": 0})]
+    return [r[0] for r in db.execute(sql, {"everywhere": 0 if queued_only else 1})]
 
 
 def fill_missing(db: sqlite_utils.Database, on_progress: Optional[ProgressCallback] = None,
