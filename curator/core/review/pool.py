@@ -99,9 +99,10 @@ def saved_run_files(db: sqlite_utils.Database) -> list[Path]:
 
 
 def fit_retrievers(db: sqlite_utils.Database, names: Iterable[str] = BUILT_IN, run_files: Iterable[Path] = (),
-                   embedder: Optional[str] = None) -> list[Retriever]:
+                   embedder: Optional[str] = None, cancel: Optional[CancelToken] = None) -> list[Retriever]:
     """The fitted retrievers to pool, built-ins first. bm25 and dense are fitted once and shared
-    with hybrid (fitting dense embeds every chunk: the slow part)."""
+    with hybrid (fitting dense embeds every chunk: the slow part). A cancel stops between fits."""
+    check = cancel.check if cancel is not None else (lambda: None)
     names = list(dict.fromkeys(names))
     unknown = [n for n in names if n not in BUILT_IN]
     if unknown:
@@ -109,10 +110,12 @@ def fit_retrievers(db: sqlite_utils.Database, names: Iterable[str] = BUILT_IN, r
     parts: dict[str, Retriever] = {}
     if "bm25" in names or "hybrid" in names:
         parts["bm25"] = BM25Retriever().fit(db)
-    if "dense" in names or "hybrid" in names:
-        parts["dense"] = DenseRetriever(embedder).fit(db)
     if "tfidf" in names:
+        check()
         parts["tfidf"] = TfidfRetriever().fit(db)
+    if "dense" in names or "hybrid" in names:
+        check()
+        parts["dense"] = DenseRetriever(embedder).fit(db)
     if "hybrid" in names:
         hybrid = HybridRetriever(embedder)
         hybrid.parts_ = [parts["bm25"], parts["dense"]]  # what its fit() would build, already fitted
@@ -152,7 +155,7 @@ def compute(db: sqlite_utils.Database, query_ids: Optional[Iterable[str]] = None
     files = saved_run_files(db) if run_files is None else [Path(p) for p in run_files]
     if not todo:
         return {"queries": 0, "k": k, "retrievers": [], "warnings": []}
-    fitted = fit_retrievers(db, retrievers, files, embedder)
+    fitted = fit_retrievers(db, retrievers, files, embedder, cancel)
     names = [r.name for r in fitted]
     for start in range(0, len(todo), _BATCH):
         if cancel is not None:
