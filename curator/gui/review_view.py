@@ -22,7 +22,7 @@ from curator.core.review.navigation import Cursor, get_guidelines, next_pending,
 from curator.core.store.gold import GoldMissing
 from curator.gui import review_keys
 from curator.gui.gold_dialog import GoldDialog
-from curator.gui.pool_panel import PoolBox
+from curator.gui.review_pool import PoolBox
 from curator.gui.review_parts import NEXT_STEP, NoteDialog, gold_missing_text, header, render_gold, why_queued
 from curator.gui.suggestions_panel import SuggestionsBox
 from curator.gui.widgets import plain_label
