@@ -139,3 +139,19 @@ def test_fill_missing_pools_the_queue_once_and_summary_counts(pooled_db):
     assert counted["offered"] == offered and after["offered"] == offered - 1
     assert (counted["graded_relevant"], after["graded_relevant"]) == (0, 1)
     assert json.dumps(after)  # plain data for --json
+
+
+def test_validate_scores_against_pooled_grades(pooled_db, tmp_path):
+    """validate's score matrix (the figures of curator validate) reads the graded chunk as gold."""
+    from curator.core.evaluation.validity import score_matrix
+
+    db, qid, gold = pooled_db
+    decisions.decide(db, qid, "approve", "ana")
+    pool.compute(db, [qid], retrievers=LEXICAL, run_files=[])
+    other = pool.pooled(db, qid)[0]["chunk_id"]
+    run_file = tmp_path / "other.run"
+    write_trec_run(run_file, {qid: {other: 1.0}}, "only-other")
+    values = lambda: score_matrix(db, [], {"other": str(run_file)}, "hit@5")[2].tolist()  # noqa: E731
+    assert values() == [[0.0]]
+    pool.grade(db, qid, other, 1, "ana")
+    assert values() == [[1.0]]
