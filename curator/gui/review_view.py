@@ -250,7 +250,7 @@ class ReviewView(QWidget):
 
     def _show_pool(self, q: Optional[dict], keep_place: bool = False) -> None:
         self.pool_rows = self.pool.show_for(q, keep_place)
-        self._column.setStretchFactor(self.pool, 1 if self.pool_rows else 0)
+        self._column.setStretchFactor(self.pool, 2 if self.pool_rows else 0)  # the list to read gets the room
 
     def _fill_pools(self) -> None:
         if not self.suggestions.busy():
