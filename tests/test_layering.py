@@ -125,7 +125,9 @@ ALLOWED = {
     # coverage-aimed generation weighs real traffic as the review queue does and takes the real
     # queries' suggested gold chunks
     "clustering": {"store", "embedding", "review", "retrieval", *SHARED},
-    "review": {"store", "corpus", "queries", *SHARED},
+    # review pools the top results of the retrievers under evaluation (and the saved eval runs' files)
+    # for grading, as TREC judges a pool (review.pool)
+    "review": {"store", "corpus", "queries", "retrieval", "evaluation", *SHARED},
     "export": {"store", "corpus", "queries", *SHARED},
     # evaluation may read export's file formats (qrels, runs) but nothing of the front ends
     "evaluation": {"store", "corpus", "queries", "embedding", "retrieval", "export", *SHARED},

@@ -197,10 +197,10 @@ def demo(project_path: str, count: int, headless: bool, as_json: bool) -> None:
 
 # Each stage keeps its commands in its own module; they register themselves here.
 from curator.cli import (  # noqa: E402
-    cluster_cmds, diagnose_cmds, doctor_cmds, export_cmds, generate_cmds, model_cmds, review_cmds, sample_cmds,
-    trust_cmds, validate_cmds, vectors_cmds,
+    cluster_cmds, diagnose_cmds, doctor_cmds, export_cmds, generate_cmds, model_cmds, pool_cmds, review_cmds,
+    sample_cmds, trust_cmds, validate_cmds, vectors_cmds,
 )
 
-for _module in (generate_cmds, sample_cmds, cluster_cmds, review_cmds, export_cmds, trust_cmds, validate_cmds,
+for _module in (generate_cmds, sample_cmds, cluster_cmds, review_cmds, pool_cmds, export_cmds, trust_cmds, validate_cmds,
                 diagnose_cmds, doctor_cmds, model_cmds, vectors_cmds):
     _module.register(cli)

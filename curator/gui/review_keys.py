@@ -70,6 +70,16 @@ KEYS: tuple[Key, ...] = (
         hint="take a suggestion"),
     Key("Shift+1-5", ("toggle_suggestion",), "cycle that suggestion's grade 1 -> 2 -> 3", _digits(True),
         hint="its grade"),
+    Key("J / ↓", ("move_pool", 1), "mark the next pooled result (the retrievers' top results to grade)",
+        _plain(Qt.Key_J, Qt.Key_Down), hint="next pooled"),
+    Key("K / ↑", ("move_pool", -1), "mark the previous pooled result", _plain(Qt.Key_K, Qt.Key_Up),
+        hint="previous"),
+    Key("R", ("grade_pooled", 1), "grade the marked pooled result relevant: it becomes gold (grade 1)",
+        _plain(Qt.Key_R), hint="relevant"),
+    Key("H", ("grade_pooled", 2), "grade it highly relevant: gold, grade 2", _plain(Qt.Key_H),
+        hint="highly relevant"),
+    Key("0", ("grade_pooled", 0), "grade it not relevant: never offered for this row again", _plain(Qt.Key_0),
+        hint="not relevant"),
     Key("G", ("open_gold_dialog",), "search the corpus for gold chunks", _plain(Qt.Key_G), hint="gold",
         button="Gold…"),
     Key("N", ("open_note_dialog",), "write a note on the row", _plain(Qt.Key_N), hint="note"),
@@ -113,6 +123,11 @@ def hint_line() -> str:
 def suggestions_hint() -> str:
     """What the suggestions' keys do, for the title above them."""
     return " · ".join(f"{k.label} {k.hint}" for k in KEYS if k.call[0] in ("toggle_suggestion", "open_gold_dialog"))
+
+
+def pool_hint() -> str:
+    """What the pooled results' keys do, for the title above them."""
+    return " · ".join(f"{k.label} {k.hint}" for k in KEYS if k.call[0] in ("move_pool", "grade_pooled"))
 
 
 def help_rows() -> list[tuple[str, str]]:

@@ -17,11 +17,12 @@ from PySide6.QtWidgets import (QHBoxLayout, QListWidget, QPlainTextEdit, QPushBu
                                QWidget)
 
 from curator.core.errors import InputError
-from curator.core.review import decisions, screen
+from curator.core.review import decisions, pool, screen
 from curator.core.review.navigation import Cursor, get_guidelines, next_pending, resume_row, set_guidelines
 from curator.core.store.gold import GoldMissing
 from curator.gui import review_keys
 from curator.gui.gold_dialog import GoldDialog
+from curator.gui.review_pool import PoolBox
 from curator.gui.review_parts import NEXT_STEP, NoteDialog, gold_missing_text, header, render_gold, why_queued
 from curator.gui.suggestions_panel import SuggestionsBox
 from curator.gui.widgets import plain_label
@@ -50,6 +51,7 @@ class ReviewView(QWidget):
         self.help = review_keys.HelpOverlay(self)
         self.show_query(resume_row(db, reviewer))
         self.suggestions.fill_missing()  # queued log queries of a new project get theirs now
+        self._fill_pools()
 
     # -- layout ----------------------------------------------------------------------------
     def _build(self) -> None:
@@ -67,6 +69,9 @@ class ReviewView(QWidget):
         self.why_label = plain_label(hint=True)
         self.suggestions = SuggestionsBox(self.db, f"Suggested gold chunks — {review_keys.suggestions_hint()}")
         self.suggestions.computed.connect(lambda: self._show_suggestions(self.current))
+        self.suggestions.computed.connect(self._fill_pools)  # one heavy worker at a time: pools after suggestions
+        self.pool = PoolBox(self.db, f"Pooled results to grade — {review_keys.pool_hint()}")
+        self.pool.computed.connect(lambda: self._show_pool(self.current))
         self.chunks = QTextEdit()
         self.chunks.setReadOnly(True)
         self.chunks.setAcceptRichText(False)
@@ -82,7 +87,7 @@ class ReviewView(QWidget):
         self.message.hide()
         self.keys_hint = plain_label(review_keys.hint_line(), hint=True)
         for widget, stretch in ((plain_label("Question", bold=True), 0), (self.question, 0), (self.why_label, 0),
-                                (self.suggestions, 1), (plain_label("Reference answer", bold=True), 0),
+                                (self.suggestions, 1), (self.pool, 1), (plain_label("Reference answer", bold=True), 0),
                                 (self.reference, 0), (plain_label("Gold chunk(s) with surrounding text", bold=True), 0),
                                 (self.chunks, 1), (self.message, 0)):
             col.addWidget(widget, stretch)
@@ -172,6 +177,7 @@ class ReviewView(QWidget):
     def shutdown(self) -> None:
         self.save_cursor()
         self.suggestions.shutdown()
+        self.pool.shutdown()
 
     def advance(self) -> None:
         after = self.current["id"] if self.current else None
@@ -213,7 +219,7 @@ class ReviewView(QWidget):
         self.focus_bar.show()
 
     # -- rendering -------------------------------------------------------------------------
-    def _render(self) -> None:
+    def _render(self, keep_pool_place: bool = False) -> None:
         q = self.current
         if self.focus is not None:
             self._update_focus_bar()
@@ -234,12 +240,21 @@ class ReviewView(QWidget):
         else:
             self.highlighted = render_gold(self.chunks, screen.gold_in_context(self.db, q), q.get("reference") or "")
         self._show_suggestions(q)
+        self._show_pool(q, keep_pool_place)
         self._render_side()
 
     def _show_suggestions(self, q: Optional[dict]) -> None:
         self.suggestion_rows = self.suggestions.show_for(q)
         # a one-line reason takes its own height; the room goes to the gold chunks below
         self._column.setStretchFactor(self.suggestions, 1 if self.suggestion_rows else 0)
+
+    def _show_pool(self, q: Optional[dict], keep_place: bool = False) -> None:
+        self.pool_rows = self.pool.show_for(q, keep_place)
+        self._column.setStretchFactor(self.pool, 2 if self.pool_rows else 0)  # the list to read gets the room
+
+    def _fill_pools(self) -> None:
+        if not self.suggestions.busy():
+            self.pool.fill_missing()
 
     @property
     def suggestions_panel(self):
@@ -350,8 +365,14 @@ class ReviewView(QWidget):
 
     def _apply_gold(self) -> None:
         dialog = self.gold_dialog
-        self.decide("gold", advance=False, gold=dialog.chunk_ids(), grades=dialog.grades())
+        gold = dialog.chunk_ids()
+        self.decide("gold", advance=False, gold=gold, grades={**self._not_relevant(gold), **dialog.grades()})
         self.setFocus()
+
+    def _not_relevant(self, gold: list[str]) -> dict[str, int]:
+        """The row's chunks graded not relevant (0) and not made gold now: kept judged, so a gold
+        change does not offer them for grading again."""
+        return {cid: 0 for cid, g in self.current["gold_grades"].items() if int(g) == 0 and cid not in gold}
 
     def toggle_suggestion(self, number: int, cycle_grade: bool = False) -> None:
         """Key 1-5: the suggestion becomes gold (grade 1) or stops being gold; with Shift its grade
@@ -363,6 +384,7 @@ class ReviewView(QWidget):
         chunk_id = self.suggestion_rows[number - 1]["chunk_id"]
         gold = list(self.current["gold_chunk_ids"])
         grades = {cid: int(self.current["gold_grades"].get(cid, 1)) for cid in gold}
+        judged = self._not_relevant(gold + [chunk_id])
         if cycle_grade:
             grades[chunk_id] = grades[chunk_id] % 3 + 1 if chunk_id in grades else 2
             gold += [] if chunk_id in gold else [chunk_id]
@@ -372,7 +394,35 @@ class ReviewView(QWidget):
         else:
             gold.append(chunk_id)
             grades[chunk_id] = 1
-        self.decide("gold", advance=False, gold=gold, grades=grades)
+        self.decide("gold", advance=False, gold=gold, grades={**judged, **grades})
+
+    def move_pool(self, step: int) -> None:
+        """J/K (or the arrows): mark the next or previous pooled result."""
+        if self.pool.move(step, self.current) is None:
+            self.say(f"No pooled results to grade for this row ({self.pool.reason.text()})")
+
+    def grade_pooled(self, value: int) -> None:
+        """R / H / 0: grade the marked pooled result 1, 2 or 0 (a journaled 'gold' decision); the
+        marker stays at its place, which now shows the next result."""
+        entry = self.pool.marked()
+        if entry is None:
+            self.say(f"No pooled result to grade for this row ({self.pool.reason.text()})")
+            return
+        qid = self.current["id"]
+        try:
+            pool.grade(self.db, qid, entry["chunk_id"], value, self.reviewer)
+        except GoldMissing as exc:
+            self.say(gold_missing_text(exc))
+            return
+        except InputError as exc:
+            self.say(f"Not saved: {exc}")
+            return
+        self.say("")
+        self.decided.emit(qid)
+        self.current = screen.review_row(self.db, qid)
+        self._render(keep_pool_place=True)
+        self.say(f"Graded pooled result {entry['position']} {pool.GRADES[value]} "
+                 f"({entry['path']} › {entry['title'] or '(no heading)'}). Ctrl+Z undoes it.")
 
     def open_note_dialog(self) -> NoteDialog:
         self.note_dialog = NoteDialog(self.current.get("note") or "", self)
@@ -398,3 +448,4 @@ class ReviewView(QWidget):
             current = None  # a queue was built since this row was shown: start on the queue
         self.show_query(current or next_pending(self.db))
         self.suggestions.fill_missing()
+        self._fill_pools()

@@ -23,12 +23,45 @@ SNIPPET = 320
 
 
 def _formats() -> dict[str, QTextCharFormat]:
-    formats = {name: QTextCharFormat() for name in ("head", "gold", "path", "text")}
-    formats["head"].setFontWeight(QFont.Bold)
-    formats["gold"].setFontWeight(QFont.Bold)
+    formats = {name: QTextCharFormat() for name in ("head", "gold", "path", "text", "found")}
+    for name in ("head", "gold"):
+        formats[name].setFontWeight(QFont.Bold)
     formats["gold"].setForeground(QColor("#15803d"))
     formats["path"].setForeground(QColor("#1d4ed8"))
+    formats["found"].setForeground(QColor("#7c2d12"))
     return formats
+
+
+def _marked(fmt: QTextCharFormat) -> QTextCharFormat:
+    """``fmt`` on the marker's background: the whole head line of the marked entry stands out."""
+    marked = QTextCharFormat(fmt)
+    marked.setBackground(QColor("#bfdbfe"))  # blue: the yellow marks question words
+    return marked
+
+
+def render_chunks(edit: QTextEdit, entries: list[tuple[list[tuple[str, str]], dict]], question: str,
+                  marked: int = -1) -> int:
+    """Chunks as plain text with character formats: each entry is (its head line as (text, format
+    name) pieces, the chunk row with path, title and text), then a snippet with the question's
+    words highlighted; the head line of entry ``marked`` (0-based) on a marker background. Shared
+    by the suggestions and the pooled results. Returns how many words were highlighted."""
+    edit.setPlainText("")
+    fmt, terms = _formats(), content_words(question, QUESTION_STOP)
+    cursor = QTextCursor(edit.document())
+    spans = []
+    for i, (head, row) in enumerate(entries):
+        style = (lambda name: _marked(fmt[name])) if i == marked else (lambda name: fmt[name])
+        for text, name in head:
+            cursor.insertText(text, style(name))
+        cursor.insertText(f"{row['path']}  ›  {row['title'] or '(no heading)'}", style("path"))
+        cursor.insertText("\n", fmt["text"])
+        start = cursor.position()
+        snippet = " ".join(row["text"].split())
+        cursor.insertText((snippet[:SNIPPET] + ("…" if len(snippet) > SNIPPET else "")) + "\n\n", fmt["text"])
+        spans.append((start, cursor.position()))
+    count = sum(highlight(edit, s, e, terms) for s, e in spans)
+    edit.moveCursor(QTextCursor.Start)
+    return count
 
 
 class SuggestionsPanel(QTextEdit):
@@ -44,21 +77,11 @@ class SuggestionsPanel(QTextEdit):
     def show_suggestions(self, rows: list[dict], gold: dict[str, int], question: str) -> int:
         """Render ``rows`` (core's suggestions, best first); ``gold`` maps chunk id -> grade.
         Returns how many question words were highlighted."""
-        self.setPlainText("")
-        fmt, terms = _formats(), content_words(question, QUESTION_STOP)
-        cursor = QTextCursor(self.document())
-        spans = []
+        entries = []
         for row in rows:
             mark = f"  ✓ gold, grade {gold[row['chunk_id']]}" if row["chunk_id"] in gold else ""
-            cursor.insertText(f"{row['rank']}", fmt["head"])
-            cursor.insertText(f"{mark}  ", fmt["gold"])
-            cursor.insertText(f"{row['path']}  ›  {row['title'] or '(no heading)'}\n", fmt["path"])
-            start = cursor.position()
-            snippet = " ".join(row["text"].split())
-            cursor.insertText((snippet[:SNIPPET] + ("…" if len(snippet) > SNIPPET else "")) + "\n\n", fmt["text"])
-            spans.append((start, cursor.position()))
-        self.highlighted = sum(highlight(self, s, e, terms) for s, e in spans)
-        self.moveCursor(QTextCursor.Start)
+            entries.append(([(f"{row['rank']}", "head"), (f"{mark}  ", "gold")], row))
+        self.highlighted = render_chunks(self, entries, question)
         return self.highlighted
 
 

@@ -111,7 +111,9 @@ def decide(
         before = {**snapshot(db, query_id), LABELLED_CHANGES: labelled_changes(db, query_id)}
         gold_ids = _check_gold(db, gold) if gold is not None else None
         if gold_ids is not None and grades is None:
-            grades = {cid: before["gold_grades"].get(cid, 1) for cid in gold_ids}
+            # chunks judged not relevant (grade 0, review.pool) stay judged when the gold changes
+            kept = {cid: 0 for cid, g in before["gold_grades"].items() if int(g) == 0 and cid not in gold_ids}
+            grades = {**kept, **{cid: before["gold_grades"].get(cid, 1) for cid in gold_ids}}
         changes = {"text": text, "reference": reference, "gold_chunk_ids": gold_ids, "gold_grades": grades,
                    "note": note, "status": status, "reviewer": reviewer, "reviewed_at": store.now()}
         after = _apply(before, action, changes)

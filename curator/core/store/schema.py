@@ -388,3 +388,29 @@ def m009_query_realism(db: sqlite_utils.Database) -> None:
         )"""
     )
 
+
+
+@migrations()
+def m010_judgement_pool(db: sqlite_utils.Database) -> None:
+    """The pooled top results of each retriever under evaluation, per query (review.pool), so the
+    Review tab offers them for grading without waiting: ``pool_hits`` holds every retriever's top-k
+    as ranked (gold chunks too: what is gold or judged is filtered when read, so a grade needs no
+    rewrite here), ``pool_queries`` when a query's pool was computed, at which depth, from what."""
+    db.execute(
+        """CREATE TABLE pool_hits (
+            query_id TEXT NOT NULL REFERENCES queries(id),
+            retriever TEXT NOT NULL,
+            rank INTEGER NOT NULL,
+            chunk_id TEXT NOT NULL,
+            score REAL,
+            PRIMARY KEY (query_id, retriever, rank)
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE pool_queries (
+            query_id TEXT PRIMARY KEY REFERENCES queries(id),
+            k INTEGER NOT NULL,
+            retrievers TEXT NOT NULL,
+            computed_at TEXT NOT NULL
+        )"""
+    )
