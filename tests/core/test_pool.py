@@ -111,6 +111,12 @@ def test_pooled_grade_counts_in_eval_and_reaches_the_qrels_level(pooled_db, tmp_
     export(db, qrels, format="trec")
     lines = {tuple(line.split()) for line in qrels.read_text().splitlines()}
     assert (qid, "0", other, "2") in lines and (qid, "0", gold, "1") in lines
+    judged_out = pool.pooled(db, qid)[0]["chunk_id"]
+    pool.grade(db, qid, judged_out, 0, "ana")  # judged not relevant: a level-0 line, still not gold
+    export(db, qrels, format="trec")
+    lines = {tuple(line.split()) for line in qrels.read_text().splitlines()}
+    assert (qid, "0", judged_out, "0") in lines
+    assert evaluate(db, run_file=str(run_file), ks=(5,))["slices"]["overall"]["recall@5"] == 0.5
 
 
 def test_saved_eval_run_files_join_the_pool(pooled_db, tmp_path):

@@ -75,9 +75,20 @@ def jsonl_record(q: dict, chunks_by_id: dict[str, dict], split: Optional[str] = 
 
 
 def _qrels(rows: list[dict]) -> list[tuple[str, str, int]]:
-    """(query id, chunk id, grade), each id one field (files.one_field): one qrel stays one line."""
-    return [(one_field(q["id"]), one_field(cid), int(q["gold_grades"].get(cid, 1))) for q in rows
-            if q["status"] != "unanswerable" for cid in q["gold_chunk_ids"]]
+    """(query id, chunk id, grade), each id one field (files.one_field): one qrel stays one line.
+
+    The gold chunks with their grades, then the chunks a reviewer judged not relevant (grade 0 in
+    the pooled review) at level 0, as TREC writes a judged pool: trec_eval and BEIR count them as
+    judged and not relevant, and a tool that measures judged@k can tell them from unjudged ones."""
+    out = []
+    for q in rows:
+        if q["status"] == "unanswerable":
+            continue
+        qid, grades = one_field(q["id"]), q["gold_grades"]
+        out += [(qid, one_field(cid), int(grades.get(cid, 1))) for cid in q["gold_chunk_ids"]]
+        out += [(qid, one_field(cid), 0) for cid, grade in grades.items()
+                if int(grade) == 0 and cid not in q["gold_chunk_ids"]]
+    return out
 
 
 def _split_path(out: Path, split: str) -> Path:
