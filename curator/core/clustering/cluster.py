@@ -239,7 +239,10 @@ def one_thread():
     threads wait for each other at every step: the k search's 116 KMeans fits on 10k points took
     254 s with sklearn's two OpenMP threads at load 13 and ~10 s with one (bench/cluster_cli.py,
     docs/clustering.md). On an idle machine one thread costs little here: the fits are small.
+    threadpoolctl limits only the libraries loaded when it is called, so sklearn's (and with it
+    its OpenMP runtime) is imported first.
     """
+    import sklearn.cluster  # noqa: F401  (loads libgomp, so the limit reaches it)
     from threadpoolctl import threadpool_limits
 
     return threadpool_limits(limits=1)
