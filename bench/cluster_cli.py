@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's curator, not the installed one
 from cluster import sentences  # noqa: E402
 
 from curator.core.queries.rows import add_query  # noqa: E402

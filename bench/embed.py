@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's curator, not the installed one
 from cluster import sentences  # noqa: E402  (bench/cluster.py: the pydoc sentence pool)
 from suggest import gold_chunks, score  # noqa: E402  (hit@5 and MRR of ranked runs)
 
