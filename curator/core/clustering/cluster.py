@@ -236,8 +236,9 @@ def one_thread():
     """BLAS and OpenMP pools held to one thread for the block.
 
     Why: on a machine whose cores are busy (other processes, or llama.cpp's threads), OpenMP's
-    threads wait for each other at every step: the k search's 116 KMeans fits on 10k points took
-    254 s with sklearn's two OpenMP threads at load 13 and ~10 s with one (bench/cluster_cli.py,
+    threads wait for each other at every step: 40 KMeans fits (k = 2..11, 4 inits) on 10k points took
+    38-44 s with sklearn's two OpenMP threads at load 13 and 1.5 s with one; in `curator cluster` on
+    10k queries the k search went from 46.0 s to 7.8 s at load 8 (bench/cluster_cli.py,
     docs/clustering.md). On an idle machine one thread costs little here: the fits are small.
     threadpoolctl limits only the libraries loaded when it is called, so sklearn's (and with it
     its OpenMP runtime) is imported first.
