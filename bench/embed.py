@@ -1,6 +1,7 @@
 """Benchmark the embedders side by side on the same texts: speed, and quality on real questions.
 
-Engines: ``static`` (the table distilled from MiniLM, curator/core/embedding/static.py), ``minilm``
+Engines: ``static`` (the Tokenlearn table, format 2, curator/core/embedding/static.py), ``static-v1``
+(the plain distilled table it was fitted from, quality only), ``minilm``
 (MiniLM through llama.cpp on the cached GGUF), ``tfidf``, optionally ``numpy`` (the MiniLM reference
 forward pass, on a subset: it is ~100x slower) and ``endpoint`` (``--serve`` starts
 ``python -m llama_cpp.server`` on the MiniLM GGUF, or ``--endpoint URL`` names a running server).
@@ -18,7 +19,9 @@ Quality, per realq set (``--realq``, repeatable: bench/realq/build.py, bench/rea
 Prints wall and CPU seconds; the machine is shared, so the load average is printed too. Usage:
     .venv/bin/python bench/embed.py [--realq /tmp/realq --realq /tmp/realq-debian] [--queries 10000]
         [--chunks 1300] [--minilm-subset 1000] [--numpy-subset 0] [--serve | --endpoint URL]
-        [--skip-speed] [--retrieval static,minilm,tfidf]
+        [--skip-speed] [--retrieval static,static-v1,minilm,tfidf] [--minilm-threads 1]
+``--minilm-threads 1`` runs MiniLM on one llama.cpp thread: on a busy machine its two threads wait
+for each other (one thread was ~15x faster at load 12 while distilling, docs/clustering.md).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's curator, not the installed one
 from cluster import sentences  # noqa: E402  (bench/cluster.py: the pydoc sentence pool)
 from suggest import gold_chunks, score  # noqa: E402  (hit@5 and MRR of ranked runs)
 
@@ -131,17 +135,18 @@ def quality(realq: Path, engines: dict, retrieval: set[str]) -> None:
         gold = gold_chunks(db, qs)
         n_chunks = db.execute("SELECT COUNT(*) FROM chunks WHERE active = 1").fetchone()[0]
         print(f"quality on {realq}: {len(qs)} questions, {len(set(pages))} pages, {n_chunks} chunks", flush=True)
-        spaces = {"static": engines["static"], "minilm": engines["minilm"], "tfidf": "tfidf"}
+        spaces = {"static": engines["static"], "static-v1": engines["static-v1"], "minilm": engines["minilm"],
+                  "tfidf": "tfidf"}
         for name, emb in spaces.items():
             vectors = (TfidfEmbedder().fit(texts) if emb == "tfidf" else emb).embed_batch(texts)
             ari, nmi = clustering(texts, pages, vectors)
             if name not in retrieval:
-                print(f"  {name:<7} cluster ARI={ari:.3f} NMI={nmi:.3f} | retrieval not run", flush=True)
+                print(f"  {name:<9} cluster ARI={ari:.3f} NMI={nmi:.3f} | retrieval not run", flush=True)
                 continue
             dense, wall_d, _ = timed(lambda: DenseRetriever(emb).fit(db).search_texts(texts, 100))
             hybrid, wall_h, _ = timed(lambda: HybridRetriever(emb, dense_weight=DENSE_WEIGHT).fit(db).search_texts(texts, 100))
             (dh, dm), (sh, sm) = score(dense, qs, gold), score(hybrid, qs, gold)
-            print(f"  {name:<7} cluster ARI={ari:.3f} NMI={nmi:.3f} | dense hit@5={dh:.3f} MRR={dm:.3f} "
+            print(f"  {name:<9} cluster ARI={ari:.3f} NMI={nmi:.3f} | dense hit@5={dh:.3f} MRR={dm:.3f} "
                   f"({wall_d:.1f}s) | suggest hit@5={sh:.3f} MRR={sm:.3f} ({wall_h:.1f}s)", flush=True)
         db.close()
 
@@ -176,7 +181,8 @@ def main() -> None:
     parser.add_argument("--serve", action="store_true", help="start llama_cpp.server for the endpoint engine")
     parser.add_argument("--endpoint", help="URL of a running OpenAI-compatible /v1/embeddings server")
     parser.add_argument("--skip-speed", action="store_true")
-    parser.add_argument("--retrieval", default="static,minilm,tfidf",
+    parser.add_argument("--minilm-threads", type=int, default=None, help="llama.cpp threads for MiniLM")
+    parser.add_argument("--retrieval", default="static,static-v1,minilm,tfidf",
                         help="embedders whose dense and suggestion figures are measured (MiniLM embeds the "
                              "whole corpus: minutes on a loaded machine)")
     args = parser.parse_args()
@@ -186,7 +192,8 @@ def main() -> None:
     print(f"GGUF conversion (cached after the first run): wall={wall:.2f}s cpu={cpu:.2f}s")
     path, wall, cpu = timed(static_model_path)
     print(f"static distillation (cached after the first run): wall={wall:.2f}s cpu={cpu:.2f}s {path.name}")
-    engines = {"minilm": MiniLMLlamaEmbedder(), "static": StaticEmbedder()}
+    engines = {"minilm": MiniLMLlamaEmbedder(n_threads=args.minilm_threads), "static": StaticEmbedder(),
+               "static-v1": StaticEmbedder(model_path=static_model_path(fmt=1))}
     for name, emb in engines.items():
         _, wall, cpu = timed(emb.embed_batch, ["warm up"])
         print(f"{name} load: wall={wall:.2f}s cpu={cpu:.2f}s")

@@ -73,7 +73,8 @@ def test_vectors_normalised_and_meaningful(static):
 
 def test_static_finds_paraphrase_partners():
     """Five pairs of one question in two wordings: each text's nearest other text should be its
-    partner. MiniLM finds 10 of 10 here, the static table 7 (chance is about 1 in 9): a floor of 6."""
+    partner. MiniLM finds 10 of 10 here, the plain table (format 1) 7, the Tokenlearn table
+    (format 2) 10 (chance is about 1 in 9): a floor of 9."""
     texts = ["How do I install a package with pip?", "pip install fails with permission denied",
              "How do I sort a list of dictionaries by a key?", "sorting a list of dicts by value",
              "Why is my floating point sum wrong?", "0.1 + 0.2 does not equal 0.3",
@@ -81,7 +82,7 @@ def test_static_finds_paraphrase_partners():
              "How do I read a CSV file?", "parse comma separated values from a file"]
     v = StaticEmbedder().embed_batch(texts)
     nearest = (v @ v.T - 2 * np.eye(len(texts))).argmax(axis=1)
-    assert (nearest == np.arange(len(texts)) ^ 1).sum() >= 6
+    assert (nearest == np.arange(len(texts)) ^ 1).sum() >= 9
 
 
 def test_get_embedder_static_and_the_project_cache(empty_db, static):
@@ -109,6 +110,7 @@ def test_damaged_or_missing_table_is_distilled_again(tmp_path, monkeypatch):
             np.save(fh, np.full((3, 2), len(built), np.float32))
 
     monkeypatch.setattr(static_mod, "distil", fake_distil)
+    monkeypatch.setattr(static_mod, "plain_table", fake_distil)
     path = static_mod.static_model_path()
     assert path.is_relative_to(tmp_path) and len(built) == 1
     assert static_mod.static_model_path() == path and len(built) == 1  # whole: reused
@@ -142,3 +144,35 @@ def test_dense_retrieval_after_a_static_cluster_run_uses_minilm(sample_db):
         sample_db.execute("UPDATE cluster_runs SET active = 0")
         sample_db.execute("INSERT INTO cluster_runs (embedder, k, active) VALUES ('endpoint:http://h/v1#m:d8:ff', 2, 1)")
     assert retrievers.project_embedder_spec(sample_db) == "endpoint:http://h/v1#m"
+
+
+class NoisyTeacher:
+    """Stands in for MiniLM's sentence vectors in the Tokenlearn step: a fixed vector per text."""
+
+    def embed_batch(self, texts):
+        rng = np.random.default_rng(len(texts))
+        return rng.normal(size=(len(texts), 384)).astype(np.float32)
+
+
+def test_distil_fits_the_plain_table_to_the_teacher_and_keeps_its_shape(tmp_path):
+    """Format 2 from the cached plain table (the prior) and a teacher's vectors of a few texts:
+    the vocabulary and width of the plain table, special tokens zero, and the rows of the tokens
+    in the texts moved (the others stay close to the prior mapped into the teacher's space)."""
+    from curator.core.embedding.static import distil, load_tokenizer
+
+    texts = ["Return the number of items in a container.", "Raise an exception when the file is missing."]
+    out = tmp_path / "table.npy"
+    distil(out, teacher=NoisyTeacher(), texts=texts)
+    table = np.load(out)
+    assert table.shape == (30522, 256) and table.dtype == np.float32
+    vocab = load_tokenizer().get_vocab()
+    assert not table[[vocab["[CLS]"], vocab["[SEP]"], vocab["[PAD]"]]].any()
+    assert np.isfinite(table).all() and np.linalg.norm(table[vocab["exception"]]) > 0
+
+
+def test_the_cached_table_is_format_2_and_beside_its_prior():
+    """The shipped table is the Tokenlearn one (its name says v2) and differs from the plain table
+    it was fitted from, which stays cached as its prior."""
+    v2, v1 = static_model_path(), static_model_path(fmt=1)
+    assert v2.name.endswith(".d256.v2.npy") and v1.name.endswith(".d256.v1.npy")
+    assert cachefiles.file_sha256(v2) != cachefiles.file_sha256(v1)

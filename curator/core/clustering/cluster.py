@@ -167,6 +167,11 @@ def _umap_job(vectors: np.ndarray, dims: tuple[int, ...], seed: Optional[int], n
     the cluster labels as its target, so each cluster is drawn as one region (an unsupervised map
     scattered the colours). Returns the embeddings, the seconds per fit and (labels, k, silhouette).
     """
+    with one_thread():  # BLAS in the spectral start; numba's own threads are set by n_jobs
+        return _umap_fits(vectors, dims, seed, n_neighbors, force_approx, k, kmeans_seed)
+
+
+def _umap_fits(vectors, dims, seed, n_neighbors, force_approx, k, kmeans_seed):
     import warnings
 
     import umap
@@ -227,8 +232,30 @@ def pca(vectors: np.ndarray, dim: int) -> np.ndarray:
     return proj.astype(np.float32)
 
 
+def one_thread():
+    """BLAS and OpenMP pools held to one thread for the block.
+
+    Why: on a machine whose cores are busy (other processes, or llama.cpp's threads), OpenMP's
+    threads wait for each other at every step: 40 KMeans fits (k = 2..11, 4 inits) on 10k points took
+    38-44 s with sklearn's two OpenMP threads at load 13 and 1.5 s with one; in `curator cluster` on
+    10k queries the k search went from 46.0 s to 7.8 s at load 8 (bench/cluster_cli.py,
+    docs/clustering.md). On an idle machine one thread costs little here: the fits are small.
+    threadpoolctl limits only the libraries loaded when it is called, so sklearn's (and with it
+    its OpenMP runtime) is imported first.
+    """
+    import sklearn.cluster  # noqa: F401  (loads libgomp, so the limit reaches it)
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1)
+
+
 def choose_k(space: np.ndarray, k, seed: int) -> tuple[np.ndarray, int, Optional[float]]:
-    """KMeans labels; ``k="auto"`` picks k in 2..min(30, n/5) by silhouette."""
+    """KMeans labels; ``k="auto"`` picks k in 2..min(30, n/5) by silhouette (one thread: one_thread)."""
+    with one_thread():
+        return _choose_k(space, k, seed)
+
+
+def _choose_k(space: np.ndarray, k, seed: int) -> tuple[np.ndarray, int, Optional[float]]:
     from sklearn.cluster import KMeans
     from sklearn.metrics import silhouette_score
 
