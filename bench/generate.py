@@ -127,14 +127,19 @@ class Timers:
                         "judge": (generate_mod, "_judge"), "store": (generate_mod, "_store")}
         self.seconds = {name: 0.0 for name in self.targets}
         self._originals = {}
+        self._in_matcher = 0
 
     def _wrap(self, name, original):
         def timed(*args, **kwargs):
+            if name == "llama_decode" and self._in_matcher:
+                return original(*args, **kwargs)  # the matcher's embedder runs on llama.cpp too: its own line
+            self._in_matcher += name == "matcher"
             start = time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
                 self.seconds[name] += time.perf_counter() - start
+                self._in_matcher -= name == "matcher"
         return timed
 
     def __enter__(self):
@@ -327,7 +332,7 @@ def _default_engines(args) -> dict:
     from curator.core.generation.generate import _open_engine
 
     engines = {}
-    for mode in ("extractive", "free"):
+    for mode in (["extractive", "free"] if args.free else ["extractive"]):
         backend = _open_engine(GenerationConfig(answers=mode), None)
         print(f"default engine, {mode}: {backend.model_path.name} x{backend.parallel}, threads {backend.n_threads}; "
               f"{backend.engine_choice}")

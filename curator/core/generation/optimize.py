@@ -93,7 +93,7 @@ def optimize_model(source: Union[str, Path], type_name: str = repack.DEFAULT_TYP
 # the requests that mode makes, once per file, mode and thread count (cached): the fastest for
 # one mode was not the fastest for the other (issue 33: the Q8_0 copy batched x8, right for rows
 # where the model writes question and answer, ran answer-first rows at 0.8x of Q4_1 one at a time).
-ENGINE_PROBE_FORMAT = 1  # bump when the probe changes: cached choices of older probes are measured again
+ENGINE_PROBE_FORMAT = 2  # bump when the probe changes: cached choices of older probes are measured again
 PARALLEL_CHOICES = (1, 4, 8)
 PROBE_REQUESTS = 8  # as many as the widest batch, so a batched candidate is timed full
 PROBE_ROUNDS = 1  # more rounds alternate candidates so load hits them alike; one keeps first use short
@@ -139,8 +139,8 @@ def probe_requests(mode: str) -> list:
         if mode == "extractive" and i % 4 != 3:
             messages = prompts.build_answer_first_messages(query_type, "Product manual", _PROBE_SENTENCES[i])
             grammar, max_tokens = prompts.asked_grammar(query_type), prompts.ASKED_MAX_TOKENS
-        else:  # passages as long as a chunk (~250 tokens); every other one a two-passage multi_hop prompt
-            passages = [_probe_passage(i + 4 * k, 10) for k in range(1 + (i // 4 + i) % 2)]
+        else:  # passages of six sentences (~130 tokens); every other one a two-passage multi_hop prompt
+            passages = [_probe_passage(i + 4 * k, 6) for k in range(1 + (i // 4 + i) % 2)]
             messages = prompts.build_messages("multi_hop" if len(passages) == 2 else query_type, passages)
             grammar, max_tokens = prompts.grammar_for(query_type), prompts.MAX_REPLY_TOKENS
         # Greedy: the same replies, so the same tokens, for every candidate of one file.
