@@ -22,7 +22,7 @@ from curator.core.generation import examples as examples_mod
 from curator.core.generation import filters
 from curator.core.generation import prompts
 from curator.core.generation import quality
-from curator.core.generation.backends import Backend, Request, open_backend
+from curator.core.generation.backends import Backend, Request, check_gguf, open_backend
 from curator.core.generation.repack import file_sha256
 from curator.core.errors import BadOption, InputError, NothingToGenerate
 from curator.core.queries import realism
@@ -522,7 +522,8 @@ def _adopt_run_settings(db, config: GenerationConfig) -> None:
             setattr(config, name, params[name])
 
 
-def _open_engine(config: GenerationConfig, resumed: Optional[dict]) -> Backend:
+def _open_engine(config: GenerationConfig, resumed: Optional[dict],
+                 on_progress: Optional[ProgressCallback] = None) -> Backend:
     """The backend a run uses: an endpoint as given; a local model with the file and sequences decoded
     together that the user named, else the fastest for this mode on this machine (optimize.choose_engine),
     and a resumed run with the file and sequences it started with. Which ran, and why, is in describe()."""
@@ -533,7 +534,8 @@ def _open_engine(config: GenerationConfig, resumed: Optional[dict]) -> Backend:
 
     threads = config.threads or free_cores()
     candidates = _engine_candidates(config, resumed)
-    chosen, why = choose_engine(candidates, config.answers, threads, config.n_ctx, config.chat_format)
+    chosen, why = choose_engine(candidates, config.answers, threads, config.n_ctx, config.chat_format,
+                                on_probe=lambda text: report(on_progress, 0, config.count, text))
     backend = LlamaCppBackend(chosen.path, n_ctx=config.n_ctx, n_threads=threads, seed=config.seed,
                               parallel=chosen.parallel, source_model_path=chosen.source, chat_format=config.chat_format)
     backend.engine_choice, backend.decoder_for_one = why, True
@@ -548,7 +550,7 @@ def _engine_candidates(config: GenerationConfig, resumed: Optional[dict]) -> lis
     from curator.core.generation.repack import bundled_model_files
 
     if config.model_path:
-        files = [(Path(config.model_path).expanduser(), None)]
+        files = [(check_gguf(config.model_path), None)]  # a missing or damaged file: one line, before any probe
     else:
         files = [(bundled_model_files(repack=False).path, None)]
         if config.repack:
@@ -765,7 +767,7 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     if config.resume:
         _adopt_run_settings(db, config)
     resumed, mix, plan = _plan(db, config)
-    backend = backend or _open_engine(config, resumed)
+    backend = backend or _open_engine(config, resumed, on_progress)
     if resumed:
         _check_same_model(db, resumed, backend)
     matcher = (matcher or answers.AnswerMatcher()) if config.answers == "extractive" else None

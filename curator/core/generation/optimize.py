@@ -219,7 +219,7 @@ def _choice_key(candidates: list[EngineCandidate], mode: str, threads: int) -> s
 
 
 def choose_engine(candidates: list[EngineCandidate], mode: str, threads: int, n_ctx: int = 2048,
-                  chat_format: Optional[str] = None) -> tuple[EngineCandidate, dict]:
+                  chat_format: Optional[str] = None, on_probe=None) -> tuple[EngineCandidate, dict]:
     """The fastest candidate for ``mode`` on this machine, and why it was chosen (for the run record).
 
     One candidate is taken as it is. Otherwise the probe's result cached for these files (by hash),
@@ -232,6 +232,9 @@ def choose_engine(candidates: list[EngineCandidate], mode: str, threads: int, n_
     by_label = {c.label: c for c in candidates}
     if cached and cached.get("chosen") in by_label:
         return by_label[cached["chosen"]], {**cached, "chosen_by": "probe (cached)"}
+    if on_probe is not None:  # the user sees why the first rows wait
+        on_probe(f"first use of this model for {mode} rows: timing {len(candidates)} engine settings "
+                 f"({', '.join(c.label for c in candidates)}); the fastest is kept for next time")
     rates = measure_engines(candidates, mode, threads, n_ctx, chat_format)
     best = max(candidates, key=rates.get)
     record = {"chosen": best.label, "probe_rows_per_min": {c.label: rates[c] for c in candidates}, "mode": mode,
