@@ -98,7 +98,7 @@ PARALLEL_CHOICES = (1, 4, 8)
 PROBE_REQUESTS = 8  # as many as the widest batch, so a batched candidate is timed full
 PROBE_ROUNDS = 1  # more rounds alternate candidates so load hits them alike; one keeps first use short
 # Fixed statements from made-up manuals (no user corpus): answer-first probes ask a query about each,
-# question-and-answer probes read three of them as a passage.
+# question-and-answer probes read six of them as a passage (two passages for a multi_hop one).
 _PROBE_SENTENCES = [
     "The backup job runs every night at two o'clock and keeps the last fourteen copies on the shared drive.",
     "Invoices above five thousand euros need a second approval from the finance team before payment.",
