@@ -1,15 +1,17 @@
-"""Generation benchmark: the one-at-a-time Q4_1 path of the model writing question and answer, against
-the repacked Q8_0 copy batched, with the model writing both and with answer-first rows (the default).
+"""Generation benchmark: the engine settings generation chooses by default, against the simplest path
+(the bundled Q4_1 file, one request at a time: `generate --parallel 1 --no-repack`), on a corpus.
 
-Run: .venv/bin/python bench/generate.py [--rows 6] [--parallel 8] [--rounds 1]
+Run: .venv/bin/python bench/generate.py [--corpus DIR] [--rows 20] [--rounds 2] [--free] [--engine-details]
 
-Prints, in one run: the Q8_0 copy (made or reused); raw prompt and decode tokens/s of both files
-with 1 and N sequences; greedy replies of the copy against the source on a fixed prompt set;
-n_threads / n_threads_batch choices per phase; then pipeline rounds on the same chunks and seeds,
-the reference (bundled Q4_1, one request at a time, llama-cpp-python's high-level API) and the
-candidate (Q8_0 copy, N llama.cpp sequences per decode) alternating, so load from other processes
-hits both alike: accepted rows/min, acceptance, prompt tokens evaluated per accepted row,
-pipeline overhead, peak memory. The load average is printed with the figures. Asserts nothing.
+Prints, in one run: the Q8_0 copy (made or reused); the engine setting generation chooses for each mode
+(optimize.choose_engine: probed, or cached from an earlier probe) and why; raw prompt and decode tokens/s
+of both files with 1 and N sequences; then pipeline rounds on the same chunks and seeds, the runners
+alternating round by round so load from other processes hits them alike: accepted rows/min,
+acceptance, generated tokens/s against the raw decode rate of the runner's own settings, prompt
+tokens evaluated per request, and where the time went (llama_decode, sampling and grammar in Python,
+prompt rendering, the question-to-answer matcher, SQLite writes, the rest of the pipeline).
+--engine-details adds greedy replies of the copy against the source and thread-count choices.
+The load average is printed with the figures. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -107,9 +109,53 @@ class ModelClock:
             results.close()
 
 
+class Timers:
+    """Seconds spent in chosen functions during a run (each wrapped while the ``with`` lasts).
+
+    llama_decode is every llama.cpp forward pass (prompt and reply, both decode paths); chat_prompt
+    renders a prompt for the batch decoder; matcher is the question-to-answer check (kept apart: it is
+    being replaced); judge is every other check of a reply; store is the SQLite write of a row."""
+
+    def __init__(self):
+        from llama_cpp import _internals
+
+        from curator.core.generation import answers as answers_mod, generate as generate_mod
+
+        self.targets = {"llama_decode": (_internals.LlamaContext, "decode"),
+                        "chat_prompt": (LlamaCppBackend, "chat_prompt"),
+                        "matcher": (answers_mod.AnswerMatcher, "similarity"),
+                        "judge": (generate_mod, "_judge"), "store": (generate_mod, "_store")}
+        self.seconds = {name: 0.0 for name in self.targets}
+        self._originals = {}
+        self._in_matcher = 0
+
+    def _wrap(self, name, original):
+        def timed(*args, **kwargs):
+            if name == "llama_decode" and self._in_matcher:
+                return original(*args, **kwargs)  # the matcher's embedder runs on llama.cpp too: its own line
+            self._in_matcher += name == "matcher"
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds[name] += time.perf_counter() - start
+                self._in_matcher -= name == "matcher"
+        return timed
+
+    def __enter__(self):
+        for name, (owner, attr) in self.targets.items():
+            self._originals[name] = getattr(owner, attr)
+            setattr(owner, attr, self._wrap(name, self._originals[name]))
+        return self
+
+    def __exit__(self, *exc):
+        for name, (owner, attr) in self.targets.items():
+            setattr(owner, attr, self._originals[name])
+
+
 def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int, seed: int,
-             answers: str = "extractive") -> dict:
-    """One generation run on a fresh copy of the ingested sample corpus."""
+             answers: str = "extractive", matcher=None) -> dict:
+    """One generation run on a fresh copy of the ingested corpus."""
     folder = Path(tempfile.mkdtemp())
     try:
         shutil.copy(template, folder / "bench.curator")
@@ -118,9 +164,11 @@ def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int,
         asked: list = []
         reused_before = backend._decoder.stats["reused_tokens"] if backend._decoder else 0
         clock = ModelClock(backend, asked)
-        start = time.perf_counter()
-        summary = generate(db, GenerationConfig(count=rows, seed=seed, answers=answers), backend=backend)
-        seconds = time.perf_counter() - start
+        with Timers() as timers:
+            start = time.perf_counter()
+            summary = generate(db, GenerationConfig(count=rows, seed=seed, answers=answers), backend=backend,
+                               matcher=matcher)
+            seconds = time.perf_counter() - start
         del backend.iter_complete  # drop the clock's wrapper
         prompts_ = [backend.chat_prompt(messages)[0] for messages in asked]
         if parallel == 1:  # llama-cpp-python reuses the prefix the previous prompt left in its cache
@@ -135,7 +183,17 @@ def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int,
     prompt_tokens = sum(map(len, prompts_))
     return {"seconds": seconds, "model": clock.seconds, "tokens": tokens, "accepted": summary["accepted"],
             "rejected": summary["rejected"], "surplus": summary["surplus"], "requests": len(asked),
-            "prompt_tokens": prompt_tokens, "new_prompt_tokens": prompt_tokens - reused}
+            "prompt_tokens": prompt_tokens, "new_prompt_tokens": prompt_tokens - reused, "timers": timers.seconds}
+
+
+def time_shares(run: dict) -> str:
+    """Where a run's seconds went, as shares of the whole."""
+    t, whole = run["timers"], run["seconds"]
+    parts = {"llama_decode": t["llama_decode"],
+             "sampling+grammar+python in the engine": run["model"] - t["llama_decode"] - t["chat_prompt"],
+             "prompt rendering": t["chat_prompt"], "matcher": t["matcher"], "other checks": t["judge"] - t["matcher"],
+             "sqlite writes": t["store"], "rest of the pipeline": whole - run["model"] - t["judge"] - t["store"]}
+    return ", ".join(f"{name} {seconds / whole:.0%}" for name, seconds in parts.items())
 
 
 def _print_run(name: str, run: dict, raw: float) -> None:
@@ -148,12 +206,13 @@ def _print_run(name: str, run: dict, raw: float) -> None:
     print(f"    per request: {run['new_prompt_tokens'] / run['requests']:.0f} prompt tokens evaluated (of "
           f"{run['prompt_tokens'] / run['requests']:.0f}; the rest came from the cache), "
           f"{run['tokens'] / run['requests']:.0f} generated")
+    print(f"    time: {time_shares(run)}")
 
 
-def _make_template(folder: Path) -> Path:
+def _make_template(folder: Path, corpus: Path) -> Path:
     template = folder / "template.curator"
     db = open_project(template, create=True)
-    ingest(db, [sample_corpus_dir()])
+    ingest(db, [corpus])
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
     return template
@@ -209,18 +268,31 @@ def _print_threads(path: Path) -> None:
               f"one-sequence decode {speed['decode_tokens_per_s']:.0f} tokens/s ({load_average()})")
 
 
-def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int) -> dict:
-    """Alternate the runners round by round on the same seeds; sums per runner."""
-    totals = {name: {"seconds": 0.0, "model": 0.0, "accepted": 0, "candidates": 0, "new_prompt_tokens": 0}
-              for name in runners}
+def raw_decode_rate(backend: LlamaCppBackend, parallel: int) -> float:
+    """Decode tokens/s of free-running replies (no grammar, no pipeline) with these settings."""
+    rate = raw_decode(backend) if parallel == 1 else raw_batched_decode(backend, parallel)
+    backend.parallel = parallel
+    return rate
+
+
+def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, matcher) -> dict:
+    """Alternate the runners round by round on the same seeds; sums per runner. Each runner's raw decode
+    rate is measured right before its run, so it meets the same load as the run it is compared with."""
+    keys = ("seconds", "model", "accepted", "new_prompt_tokens", "tokens", "requests")
+    totals = {name: {**{k: 0.0 for k in keys}, "candidates": 0, "raw": [], "timers": {}} for name in runners}
     for round_no in range(rounds):
         print(f"pipeline round {round_no + 1} ({rows} rows, seed {round_no}; {load_average()}):")
-        for name, (backend, parallel, raw_decode_rate, answers) in runners.items():
-            run = pipeline(template, backend, parallel, rows, seed=round_no, answers=answers)
-            _print_run(name, run, raw_decode_rate)
-            for key in ("seconds", "model", "accepted", "new_prompt_tokens"):
-                totals[name][key] += run[key]
-            totals[name]["candidates"] += run["accepted"] + run["rejected"]
+        for name, (backend, parallel, answers) in runners.items():
+            raw = raw_decode_rate(backend, parallel)
+            run = pipeline(template, backend, parallel, rows, seed=round_no, answers=answers, matcher=matcher)
+            _print_run(name, run, raw)
+            total = totals[name]
+            for key in keys:
+                total[key] += run[key]
+            total["candidates"] += run["accepted"] + run["rejected"]
+            total["raw"].append(raw)
+            for key, seconds in run["timers"].items():
+                total["timers"][key] = total["timers"].get(key, 0.0) + seconds
     return totals
 
 
@@ -228,55 +300,95 @@ def _print_totals(totals: dict) -> None:
     def per_min(t, key):
         return 60 * t[key] / t["seconds"]
 
+    def per_min_without_matcher(t, key):  # the matcher is being replaced: the engine's own speed without it
+        return 60 * t[key] / (t["seconds"] - t["timers"]["matcher"])
+
     (ref_name, reference), *candidates = totals.items()
     for name, candidate in candidates:
         print(f"{name} vs {ref_name}: {per_min(candidate, 'accepted') / per_min(reference, 'accepted'):.2f}x accepted "
               f"rows/min ({per_min(candidate, 'accepted'):.1f} vs {per_min(reference, 'accepted'):.1f}), "
-              f"{per_min(candidate, 'candidates') / per_min(reference, 'candidates'):.2f}x candidates/min")
+              f"{per_min(candidate, 'candidates') / per_min(reference, 'candidates'):.2f}x candidates/min; "
+              f"without the matcher's time: {per_min_without_matcher(candidate, 'accepted'):.1f} vs "
+              f"{per_min_without_matcher(reference, 'accepted'):.1f} accepted rows/min, "
+              f"{per_min_without_matcher(candidate, 'candidates') / per_min_without_matcher(reference, 'candidates'):.2f}x "
+              "candidates/min")
     for name, t in totals.items():
-        print(f"  {name}: acceptance {t['accepted'] / max(1, t['candidates']):.0%} ({t['accepted']} of "
-              f"{t['candidates']}), {t['new_prompt_tokens'] / max(1, t['accepted']):.0f} prompt tokens evaluated per "
-              f"accepted row, pipeline overhead {(t['seconds'] - t['model']) / t['model']:.1%} of model time")
+        raw = sum(t["raw"]) / len(t["raw"])
+        print(f"  {name}: acceptance {t['accepted'] / max(1, t['candidates']):.0%} ({t['accepted']:.0f} of "
+              f"{t['candidates']}), {t['tokens'] / t['seconds']:.1f} generated tokens/s = "
+              f"{t['tokens'] / t['seconds'] / raw:.0%} of its raw decode ({raw:.1f}), "
+              f"{t['new_prompt_tokens'] / max(1, t['requests']):.0f} prompt tokens evaluated per request, "
+              f"{t['tokens'] / max(1, t['requests']):.0f} generated")
+        print(f"    time: {time_shares(t)}")
+
+
+def _engine_runners(args, q4: LlamaCppBackend, engines: dict) -> dict:
+    """The reference (`--parallel 1 --no-repack`) and generation's default for each mode benchmarked."""
+    runners = {}
+    for mode in (["extractive", "free"] if args.free else ["extractive"]):
+        label = "answer-first" if mode == "extractive" else "model writes both"
+        runners[f"Q4_1 x1 (--parallel 1 --no-repack), {label}"] = (q4, 1, mode)
+        backend = engines[mode]
+        described = f"{backend.engine_choice.get('chosen', '')} by {backend.engine_choice['chosen_by']}"
+        runners[f"default ({described}), {label}"] = (backend, backend.parallel, mode)
+    return runners
+
+
+def _default_engines(args) -> dict:
+    """The backend generation opens by default for each mode, with why its settings were chosen."""
+    from curator.core.generation.generate import _open_engine
+
+    engines = {}
+    for mode in (["extractive", "free"] if args.free else ["extractive"]):
+        backend = _open_engine(GenerationConfig(answers=mode), None)
+        print(f"default engine, {mode}: {backend.model_path.name} x{backend.parallel}, threads {backend.n_threads}; "
+              f"{backend.engine_choice}")
+        engines[mode] = backend
+    return engines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=6, help="accepted rows per pipeline run")
-    parser.add_argument("--parallel", type=int, default=8, help="sequences decoded together on the batched path")
-    parser.add_argument("--rounds", type=int, default=1, help="alternating reference/candidate pipeline rounds")
+    parser.add_argument("--corpus", type=Path, help="folder to ingest (default: the sample corpus)")
+    parser.add_argument("--rows", type=int, default=20, help="accepted rows per pipeline run")
+    parser.add_argument("--parallel", type=int, default=8, help="sequences decoded together in the raw rates")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating reference/default pipeline rounds")
+    parser.add_argument("--free", action="store_true", help="also compare the mode where the model writes both")
+    parser.add_argument("--engine-details", action="store_true",
+                        help="also greedy replies of the copy against the source, and thread counts")
     args = parser.parse_args()
     print(load_average())
     start = time.perf_counter()
     files = bundled_model_files()
     print(f"Q8_0 copy {files.path} ({time.perf_counter() - start:.1f} s to make or find; source {files.source.name})")
+    engines = _default_engines(args)
     q4 = LlamaCppBackend(files.source, n_ctx=2048)
     q8 = LlamaCppBackend(files.path, n_ctx=2048)
     print(f"threads {q4.n_threads} (prompt {q4.n_threads_batch}; the free cores, generation's default), n_ctx {q4.n_ctx}")
     passage = (sample_corpus_dir() / "api" / "rate_limits.rst").read_text()[:1500]
-    raws = {}
     for name, backend in (("Q4_1", q4), ("Q8_0", q8)):
-        raw = raws[name] = raw_rates(backend, args.parallel, passage)
+        raw = raw_rates(backend, args.parallel, passage)
         print(f"raw {name}: prompt {raw['prompt']:.0f} tokens/s; decode {raw[1]:.1f} tokens/s one sequence, "
               f"{raw[args.parallel]:.1f} aggregate over {args.parallel} ({load_average()})")
 
     folder = Path(tempfile.mkdtemp())
     try:
-        template = _make_template(folder)
-        db = open_project(template)
-        fixed = [r[0][:1200] for r in db.execute("SELECT text FROM chunks WHERE tokens >= 60 ORDER BY id LIMIT 16")]
-        db.close()
-        _print_match(greedy_replies(q4, fixed, args.parallel), greedy_replies(q8, fixed, args.parallel))
-        _print_threads(files.path)
-        runners = {"reference Q4_1 one at a time, model writes both": (q4, 1, raws["Q4_1"][1], "free"),
-                   f"Q8_0 batched x{args.parallel}, model writes both": (q8, args.parallel, raws["Q8_0"][args.parallel],
-                                                                         "free"),
-                   f"Q8_0 batched x{args.parallel}, answer-first (default)": (q8, args.parallel,
-                                                                              raws["Q8_0"][args.parallel], "extractive")}
-        totals = _pipeline_rounds(template, runners, args.rows, args.rounds)
+        template = _make_template(folder, args.corpus or sample_corpus_dir())
+        if args.engine_details:
+            db = open_project(template)
+            fixed = [r[0][:1200] for r in db.execute("SELECT text FROM chunks WHERE tokens >= 60 ORDER BY id LIMIT 16")]
+            db.close()
+            _print_match(greedy_replies(q4, fixed, args.parallel), greedy_replies(q8, fixed, args.parallel))
+            _print_threads(files.path)
+        from curator.core.generation.answers import AnswerMatcher
+
+        matcher = AnswerMatcher()  # one for every run: its model loads once, outside the timed rows
+        matcher.similarity("warm up", "the embedder")
+        totals = _pipeline_rounds(template, _engine_runners(args, q4, engines), args.rows, args.rounds, matcher)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     _print_totals(totals)
-    print(f"peak memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB (both models loaded); "
+    print(f"peak memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB (all models loaded); "
           f"{load_average()}")
 
 

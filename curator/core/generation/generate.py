@@ -22,7 +22,7 @@ from curator.core.generation import examples as examples_mod
 from curator.core.generation import filters
 from curator.core.generation import prompts
 from curator.core.generation import quality
-from curator.core.generation.backends import Backend, Request, open_backend
+from curator.core.generation.backends import Backend, Request, check_gguf, open_backend
 from curator.core.generation.repack import file_sha256
 from curator.core.errors import BadOption, InputError, NothingToGenerate
 from curator.core.queries import realism
@@ -522,6 +522,48 @@ def _adopt_run_settings(db, config: GenerationConfig) -> None:
             setattr(config, name, params[name])
 
 
+def _open_engine(config: GenerationConfig, resumed: Optional[dict],
+                 on_progress: Optional[ProgressCallback] = None) -> Backend:
+    """The backend a run uses: an endpoint as given; a local model with the file and sequences decoded
+    together that the user named, else the fastest for this mode on this machine (optimize.choose_engine),
+    and a resumed run with the file and sequences it started with. Which ran, and why, is in describe()."""
+    if config.endpoint:
+        return open_backend(None, config.endpoint, parallel=config.parallel)
+    from curator.core.generation.backends import LlamaCppBackend, free_cores
+    from curator.core.generation.optimize import choose_engine
+
+    threads = config.threads or free_cores()
+    candidates = _engine_candidates(config, resumed)
+    chosen, why = choose_engine(candidates, config.answers, threads, config.n_ctx, config.chat_format,
+                                on_probe=lambda text: report(on_progress, 0, config.count, text))
+    backend = LlamaCppBackend(chosen.path, n_ctx=config.n_ctx, n_threads=threads, seed=config.seed,
+                              parallel=chosen.parallel, source_model_path=chosen.source, chat_format=config.chat_format)
+    backend.engine_choice, backend.decoder_for_one = why, True
+    return backend
+
+
+def _engine_candidates(config: GenerationConfig, resumed: Optional[dict]) -> list:
+    """Engine settings a run may use: a user's GGUF as it is, or the bundled model's Q4_1 file and (unless
+    --no-repack) its Q8_0 copy; each with --parallel, else each of optimize.PARALLEL_CHOICES. A resumed run
+    keeps the file and the parallel it started with."""
+    from curator.core.generation.optimize import PARALLEL_CHOICES, EngineCandidate
+    from curator.core.generation.repack import bundled_model_files
+
+    if config.model_path:
+        files = [(check_gguf(config.model_path), None)]  # a missing or damaged file: one line, before any probe
+    else:
+        files = [(bundled_model_files(repack=False).path, None)]
+        if config.repack:
+            copy = bundled_model_files(repack=True)
+            files.append((copy.path, copy.source))
+    parallels = [config.parallel] if config.parallel else list(PARALLEL_CHOICES)
+    if resumed:
+        params = store.loads(resumed["params"], {})
+        files = [f for f in files if str(f[0]) == resumed["model_path"]] or files  # another file is refused later
+        parallels = [config.parallel or params.get("parallel") or parallels[0]]
+    return [EngineCandidate(path, parallel, source) for path, source in files for parallel in parallels]
+
+
 def _check_same_model(db, run: dict, backend: Backend) -> None:
     """Refuse to resume a run on another backend or model file: its rows would mix two models
     under one run record (and one manifest line)."""
@@ -725,8 +767,7 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     if config.resume:
         _adopt_run_settings(db, config)
     resumed, mix, plan = _plan(db, config)
-    backend = backend or open_backend(config.model_path, config.endpoint, config.n_ctx, config.threads, config.seed,
-                                      parallel=config.parallel, repack=config.repack, chat_format=config.chat_format)
+    backend = backend or _open_engine(config, resumed, on_progress)
     if resumed:
         _check_same_model(db, resumed, backend)
     matcher = (matcher or answers.AnswerMatcher()) if config.answers == "extractive" else None

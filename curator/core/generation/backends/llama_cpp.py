@@ -255,6 +255,11 @@ class LlamaCppBackend(Backend):
         self._llm = None
         self._decoder = None
         self._grammars: dict[str, object] = {}
+        self.engine_choice: Optional[dict] = None  # why this file and parallel were chosen (optimize.choose_engine)
+        # One sequence through the batch decoder too, not llama-cpp-python's high-level API: the decoder
+        # checks only the sampled token against a grammar, the high-level API filters the whole vocabulary
+        # by it (and by repeat penalties) for every token. Greedy replies are the same either way.
+        self.decoder_for_one = False
 
     @property
     def llm(self):
@@ -294,12 +299,13 @@ class LlamaCppBackend(Backend):
         return out["choices"][0]["message"]["content"] or ""
 
     def iter_complete(self, requests: Iterable[Optional[Request]]) -> Iterator[tuple[Request, str]]:
-        if self.parallel <= 1:
+        if self.parallel <= 1 and not self.decoder_for_one:
             yield from super().iter_complete(requests)
             return
-        if self._decoder is None:
+        if self._decoder is None or len(self._decoder.slots) != self.parallel:  # parallel changed: a new layout
             from curator.core.generation.backends.llama_batch import BatchDecoder
 
+            self._decoder = None  # free the old context before the new one is allocated
             self._decoder = BatchDecoder(self, self.parallel)
         yield from self._decoder.run(requests)
 
@@ -345,9 +351,12 @@ class LlamaCppBackend(Backend):
         described = {"backend": self.id, "model_path": str(self.model_path), "n_ctx": self.n_ctx,
                      "n_threads": self.n_threads, "n_threads_batch": self.n_threads_batch, "parallel": self.parallel,
                      # None: the template the file holds, or llama-cpp-python's fallback when it holds none
-                     "chat_format": self.chat_format, "chat_template_in_file": self.has_chat_template}
+                     "chat_format": self.chat_format, "chat_template_in_file": self.has_chat_template,
+                     "decoder": "batch" if self.parallel > 1 or self.decoder_for_one else "llama-cpp-python"}
         if self.source_model_path is not None:
             described["source_model_path"] = str(self.source_model_path)
+        if self.engine_choice is not None:
+            described["engine_choice"] = self.engine_choice
         return described
 
 
