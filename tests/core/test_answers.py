@@ -8,7 +8,7 @@ import json
 import pytest
 
 from curator.core.generation import filters, prompts
-from curator.core.generation.answers import MIN_ANSWER_MATCH, AnswerMatcher, answer_sentences, pick_answer
+from curator.core.generation.answers import answer_sentences, pick_answer
 from curator.core.generation.backends import LlamaCppBackend
 from curator.core.generation.generate import GenerationConfig, generate
 
@@ -60,16 +60,6 @@ def test_an_extracted_answer_must_add_words_to_its_question():
                              extractive=True) is None
 
 
-def test_real_minilm_separates_a_matching_question_from_an_off_topic_one():
-    matcher = AnswerMatcher()
-    assert matcher.available
-    answer = "The most common problem is that the signal handler is declared with the wrong argument list."
-    on_topic = matcher.similarity("What is the most common problem with a signal handler?", answer)
-    off_topic = matcher.similarity("How do I install Python on Windows?", answer)
-    assert on_topic >= MIN_ANSWER_MATCH > off_topic
-    assert matcher.describe().startswith("minilm")
-
-
 def test_answer_first_prompts_end_with_the_answer_and_share_their_examples():
     factoid = prompts.build_answer_first_messages("factoid", "Curses > What is curses?", "Curses draws text UIs.")
     keyword = prompts.build_answer_first_messages("keyword", "entry-017", "Curses draws text UIs.")
@@ -81,7 +71,7 @@ def test_answer_first_prompts_end_with_the_answer_and_share_their_examples():
 
 def test_real_bundled_model_writes_answer_first_rows(sample_db, bundled_model):
     """The real model through the real grammar: every accepted factoid/keyword/vague row's reference is
-    a sentence of its gold chunk, its question passed the MiniLM match, and the run records how."""
+    a sentence of its gold chunk, no embedder scored its question, and the run records how it was checked."""
     backend = LlamaCppBackend(bundled_model, n_ctx=2048, parallel=4)
     summary = generate(sample_db, GenerationConfig(count=4, seed=2, mix={"factoid": 2, "keyword": 1, "vague": 1},
                                                    retries=3), backend=backend)
@@ -91,10 +81,11 @@ def test_real_bundled_model_writes_answer_first_rows(sample_db, bundled_model):
             "SELECT q.text, q.reference, c.text, q.quality_signals FROM queries q "
             "JOIN chunks c ON c.id = json_extract(q.gold_chunk_ids, '$[0]')"):
         assert reference in answer_sentences(gold)
-        assert '"answer_match"' in signals
+        assert '"answer_match"' not in signals and "answer_cosine" not in signals
     (params,), = sample_db.execute("SELECT params FROM generation_runs")
     params = json.loads(params)
-    assert params["answers"] == "extractive" and params["answer_matcher"].startswith("minilm")
+    assert params["answers"] == "extractive" and "answer_matcher" not in params
+    assert "no embedder" in params["answer_check"] and params["quality"]["version"] == 4
 
 
 @pytest.mark.parametrize("question, chunk, reason", [

@@ -7,9 +7,12 @@ question, are cut off, or say something the chunk does not. Reversing the order 
 answer's failure modes by construction (the reference is the chunk's own words, so it is correct
 for its gold chunk and says something), and leaves the model the easier half of the task: turning
 one statement into the question it answers, shown three worked examples (prompts.ANSWER_FIRST_SHOTS).
-This is answer-aware question generation, as in SQuAD-style QG; the consistency check that keeps a
-question only when it matches its answer sentence is the InPars/Promptagator idea applied to the
-answer rather than to the corpus, so it favours no retriever.
+This is answer-aware question generation, as in SQuAD-style QG.
+
+No embedder checks the question against its answer sentence any more. A MiniLM cosine floor did
+(0.65) until issue 27: MiniLM is the dense retriever under test, so the floor kept the questions
+dense finds, and on the labelled quality-bench rows it did not sort usable from unusable ones
+(bench/quality.py --labels; docs/benchmarks.md, "Answer check"), while it was most of the rejections.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ LEANING_WORDS = {"this", "these", "those", "them", "then", "also", "same", "such
 # These lean back only near the start ("... prior to it are positional-only" refers inside the sentence).
 LEANING_NEAR_START = {"that", "it", "they", "here", "there"}
 _CODE_LINE = re.compile(r"^\s*(>>>|\.\.\.|\$ |#|[-*+|]\s|\d+[.)]\s|```|    )")
-MIN_ANSWER_MATCH = 0.65  # cosine of question and answer sentence below which a question is off its answer
 
 
 def answer_sentences(text: str) -> list[str]:
@@ -79,40 +81,3 @@ def pick_answer(chunk: dict, attempt: int, seed: int) -> Optional[str]:
     order = list(range(len(sentences)))
     random.Random(f"{seed}:{chunk['id']}").shuffle(order)
     return sentences[order[attempt % len(order)]]
-
-
-class AnswerMatcher:
-    """Cosine between a question and its answer sentence, in MiniLM (all-MiniLM-L6-v2, trained on
-    question-answer pairs among others; whatever embedder the project clusters with).
-
-    Built lazily (the model loads on the first question). ``None`` scores mean its package is not
-    installed (TF-IDF, the fallback, cannot see a paraphrase): the check is then skipped and the
-    run's warnings say so.
-    """
-
-    def __init__(self, embedder=None):
-        self.embedder = embedder
-        self._loaded = embedder is not None
-
-    def _embedder(self):
-        if not self._loaded:
-            from curator.core.embedding.embed import get_embedder, minilm_available
-
-            self.embedder = get_embedder("minilm") if minilm_available() else None
-            self._loaded = True
-        return self.embedder
-
-    @property
-    def available(self) -> bool:
-        return self._embedder() is not None
-
-    def similarity(self, question: str, answer: str) -> Optional[float]:
-        embedder = self._embedder()
-        if embedder is None:
-            return None
-        vectors = embedder.embed_batch([question, answer])  # L2-normalised rows: the dot is the cosine
-        return float(vectors[0] @ vectors[1])
-
-    def describe(self) -> str:
-        embedder = self._embedder()
-        return getattr(embedder, "id", "none") if embedder is not None else "none (no sentence embedder installed)"
