@@ -9,10 +9,12 @@ for its gold chunk and says something), and leaves the model the easier half of 
 one statement into the question it answers, shown three worked examples (prompts.ANSWER_FIRST_SHOTS).
 This is answer-aware question generation, as in SQuAD-style QG.
 
-No embedder checks the question against its answer sentence any more. A MiniLM cosine floor did
-(0.65) until issue 27: MiniLM is the dense retriever under test, so the floor kept the questions
-dense finds, and on the labelled quality-bench rows it did not sort usable from unusable ones
-(bench/quality.py --labels; docs/benchmarks.md, "Answer check"), while it was most of the rejections.
+The question is checked against its answer sentence by the generating model's own likelihood
+(AnswerLikelihood below), not by an embedder. A MiniLM cosine floor (0.65) did it until issue 27:
+MiniLM is the dense retriever under test, so the floor kept the questions dense finds, and it was
+most of the rejections. On rows generated with no check and labelled by the rubric, the likelihood
+floor rejected none of the usable rows (bench/quality.py --answer-check; docs/benchmarks.md,
+"Answer check").
 """
 
 from __future__ import annotations
@@ -81,3 +83,72 @@ def pick_answer(chunk: dict, attempt: int, seed: int) -> Optional[str]:
     order = list(range(len(sentences)))
     random.Random(f"{seed}:{chunk['id']}").shuffle(order)
     return sentences[order[attempt % len(order)]]
+
+
+# Nats per answer token a question must add to the model's likelihood of its answer sentence; set on
+# labelled rows (bench/quality.py --answer-check; docs/benchmarks.md, "Answer check").
+MIN_ANSWER_GAIN = 0.2
+
+
+class AnswerLikelihood:
+    """How much a question raises the generating model's own likelihood of its answer sentence: the
+    mean log-probability per answer token after "Question: q / Answer:", minus the same after a
+    question that says nothing (UPR, Sachan et al. 2022, read the other way: pointwise mutual
+    information of question and answer under the language model). The baseline is a question, not
+    "Answer:" alone: against that, the question-and-answer frame by itself raised the likelihood, and
+    an off-topic question ("How do I install Python on Windows?" for an answer about signal handlers)
+    gained 0.69 nats a token, against 0.07 with the neutral question. A question about something else does not help
+    the model predict the answer; one that only copies the answer's words helps it a lot, so the
+    gain also has a ceiling worth reading, but it is no retriever: neither BM25's term statistics
+    nor MiniLM's vectors, so it favours no retriever under test (issue 27).
+
+    Prompt evaluation only (no decoding): one pass over about 60 tokens per question, plus one per
+    answer sentence (cached). It loads the GGUF file a second time with every position's logits
+    kept, on ``n_threads`` threads (the batched generator keeps only the last position's).
+    """
+
+    N_CTX = 512
+    NEUTRAL_QUESTION = "What does the documentation say?"
+
+    def __init__(self, model_path, n_threads: int = 1):
+        self.model_path = str(model_path)
+        self.n_threads = n_threads
+        self._llm = None
+        self._baselines: dict[str, float] = {}
+
+    def _model(self):
+        if self._llm is None:
+            from llama_cpp import Llama
+
+            self._llm = Llama(model_path=self.model_path, n_ctx=self.N_CTX, n_threads=self.n_threads,
+                              n_threads_batch=self.n_threads, logits_all=True, verbose=False)
+        return self._llm
+
+    def _mean_logprob(self, prefix: str, answer: str) -> float:
+        """Mean log-probability of the answer's tokens after ``prefix``."""
+        import numpy as np
+
+        llm = self._model()
+        head = llm.tokenize(prefix.encode(), add_bos=True, special=False)
+        tail = llm.tokenize((" " + answer).encode(), add_bos=False, special=False)
+        tokens = (head + tail)[: self.N_CTX]
+        tail = tokens[len(head):]
+        llm.reset()
+        llm.eval(tokens)
+        logits = np.asarray(llm.scores[len(head) - 1: len(tokens) - 1], dtype=np.float64)  # row i predicts tail[i]
+        peak = logits.max(axis=1, keepdims=True)
+        log_norm = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))
+        return float((logits[np.arange(len(tail)), tail] - log_norm).mean())
+
+    def gain(self, question: str, answer: str) -> float:
+        """Nats per answer token the question adds (0: it says nothing about the answer)."""
+        if answer not in self._baselines:
+            self._baselines[answer] = self._mean_logprob(self._prefix(self.NEUTRAL_QUESTION), answer)
+        return self._mean_logprob(self._prefix(question), answer) - self._baselines[answer]
+
+    @staticmethod
+    def _prefix(question: str) -> str:
+        return f"Question: {question}\nAnswer:"
+
+    def describe(self) -> str:
+        return f"answer likelihood gain under {self.model_path.rsplit('/', 1)[-1]}"

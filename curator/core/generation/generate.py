@@ -322,6 +322,9 @@ class _Checks:
 
     duplicates: filters.DuplicateIndex
     min_quality: float = 0.0
+    # The generating model's likelihood check of answer-first questions (answers.AnswerLikelihood);
+    # None for a backend without a local model file (an endpoint) or with free answers.
+    answer_check: Optional[answers.AnswerLikelihood] = None
     # Answer-first questions reusing more of their chunk's words than this are rejected: the upper
     # quartile of real questions' overlap (queries.realism.overlap_cap), and what it was measured on.
     overlap_cap: Optional[float] = None
@@ -335,7 +338,9 @@ def _checks_record(checks: "_Checks") -> dict:
             "overlap_cap": {"cap": checks.overlap_cap, "calibrated_on": checks.overlap_basis,
                             "measure": "share of the question's content words in its chunk (queries.realism)",
                             "not_below_content_words": OVERLAP_CAP_MIN_WORDS},
-            "answer_check": ANSWER_CHECK}
+            "answer_check": {"filters": ANSWER_CHECK,
+                             "likelihood": checks.answer_check.describe() if checks.answer_check else None,
+                             "min_gain": answers.MIN_ANSWER_GAIN if checks.answer_check else None}}
 
 
 def _parse(task: Task, raw: str) -> Optional[tuple[str, str]]:
@@ -356,6 +361,11 @@ def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[st
     gold_texts = [c["text"] for c in task.chunks]
     reason = filters.check_row(question, answer, task.query_type, gold_texts, " ".join(gold_texts),
                                checks.duplicates, extractive=bool(task.answer))
+    gain = None
+    if reason is None and task.answer and checks.answer_check is not None:  # after the cheap checks: it costs a pass
+        gain = checks.answer_check.gain(question, answer)
+        if gain < answers.MIN_ANSWER_GAIN:
+            reason = f"question does not lead to its answer sentence (likelihood gain {gain:.2f})"
     if reason is None and task.answer and checks.overlap_cap is not None:
         reason = _overlap_check(question, gold_texts, checks.overlap_cap)
     if reason is None and task.query_type == "unanswerable":
@@ -363,19 +373,31 @@ def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[st
     if reason is None:
         candidate["quality"], candidate["signals"] = quality.score_row(db, question, answer, task.query_type,
                                                                        task.chunks)
+        if gain is not None:  # shown, not scored
+            candidate["signals"]["answer_gain"] = round(gain, 3)
         if candidate["quality"] < checks.min_quality:
             reason = f"quality below --min-quality ({candidate['quality']:.2f})"
     return candidate, reason
 
 
 # What the run record says checks an answer-first question against its answer sentence.
-ANSWER_CHECK = ("filters.check_row with extractive=True: shape, copying, invented names, duplicates, and the "
-                "answer must add a content word; no embedder (the MiniLM cosine floor filtered with the dense "
-                "retriever under test and was removed, issue 27)")
+ANSWER_CHECK = ("filters.check_row with extractive=True: shape, copying, invented names, duplicates, one content "
+                "word shared with the chunk, and the answer must add a content word; then the generating model's "
+                "likelihood gain of the answer sentence given the question (answers.AnswerLikelihood). No "
+                "embedder: the MiniLM cosine floor filtered with the dense retriever under test (issue 27)")
 # A question with fewer content words than this is not capped: its overlap moves in steps of a third
 # or more, and naming its subject already makes it 1.0 ("How do I exit Python?" against a chunk
 # about exiting Python); the cap rejected such natural short questions.
 OVERLAP_CAP_MIN_WORDS = 4
+
+
+def _answer_check_for(backend: Backend) -> Optional[answers.AnswerLikelihood]:
+    """The likelihood check on the model file the backend runs (None for an endpoint or a fake)."""
+    described = backend.describe()
+    path = described.get("model_path")
+    if not path or not Path(path).is_file():
+        return None
+    return answers.AnswerLikelihood(path, n_threads=described.get("n_threads") or 1)
 
 
 def _overlap_check(question: str, gold_texts: list[str], cap: float) -> Optional[str]:
@@ -717,12 +739,13 @@ def _run_pass(db, run_id: int, config: GenerationConfig, backend: Backend, plan:
 
 def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optional[Backend] = None,
              on_progress: Optional[ProgressCallback] = None, cancel: Optional[CancelToken] = None,
-             events: GenerationEvents = NO_EVENTS) -> dict:
+             events: GenerationEvents = NO_EVENTS, answer_check: Optional[answers.AnswerLikelihood] = None) -> dict:
     """Generate ``config.count`` accepted rows (or continue the last run with ``resume``).
 
     Replies come back in completion order (several at once from a batching backend); each
     is judged and committed as it arrives, so a crash loses only the rows still in flight.
     ``events`` hears each accepted row, each rejected candidate and each progress step.
+    ``answer_check`` judges answer-first questions (default: the backend's own model file, when it has one).
     """
     if config.resume:
         _adopt_run_settings(db, config)
@@ -735,6 +758,7 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     if config.answers == "extractive":
         checks.overlap_cap, checks.overlap_basis = realism.overlap_cap(db)
         checks.examples = examples_mod.load(db)
+        checks.answer_check = answer_check or _answer_check_for(backend)
     run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, checks)
     progress, started = _Progress(warnings=backend.warnings()), time.perf_counter()
     target = sum(plan.values())
