@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from curator.core.generation import filters, prompts
+from curator.core.generation import filters, prompts, quality
 from curator.core.generation import answers
 from curator.core.generation.answers import AnswerLikelihood, answer_sentences, pick_answer
 from curator.core.generation.backends import LlamaCppBackend
@@ -101,6 +101,7 @@ def test_a_question_that_does_not_lead_to_its_answer_is_rejected(sample_db, gain
     else:
         (signals,), = sample_db.execute("SELECT quality_signals FROM queries WHERE source = 'synthetic' LIMIT 1")
         assert json.loads(signals)["answer_gain"] == gain
+        assert f"by {gain:.2f} nats a token" in quality.explain(signals)
     (params,), = sample_db.execute("SELECT params FROM generation_runs")
     assert json.loads(params)["answer_check"]["likelihood"] == "stand-in"
 

@@ -78,6 +78,9 @@ def explain(signals) -> str:
         rank = signals.get("round_trip_rank")
         parts.append(f"BM25 finds the gold chunk at rank {rank}" if rank else
                      f"BM25 misses the gold chunk in its top {signals.get('k', ROUND_TRIP_K)}")
+    if "answer_gain" in signals:  # the likelihood answer check (generation.answers.AnswerLikelihood)
+        parts.append(f"the question raises the model's likelihood of its answer sentence by "
+                     f"{signals['answer_gain']:.2f} nats a token")
     if "answer_cosine" in signals:  # rows made before score version 4
         parts.append(f"question matches its answer sentence at cosine {signals['answer_cosine']:.2f}")
     weakest = min(signals.get("margins", {}).items(), key=lambda kv: kv[1], default=None)
