@@ -134,10 +134,13 @@ def test_real_bundled_model_writes_answer_first_rows(sample_db, bundled_model):
             "JOIN chunks c ON c.id = json_extract(q.gold_chunk_ids, '$[0]')"):
         assert reference in answer_sentences(gold)
         assert '"answer_match"' not in signals and "answer_cosine" not in signals
+        assert json.loads(signals)["answer_gain"] >= answers.MIN_ANSWER_GAIN  # the model's own check kept it
     (params,), = sample_db.execute("SELECT params FROM generation_runs")
     params = json.loads(params)
     assert params["answers"] == "extractive" and "answer_matcher" not in params
-    assert "no embedder" in params["answer_check"] and params["quality"]["version"] == 4
+    check = params["answer_check"]
+    assert "No embedder" in check["filters"] and params["quality"]["version"] == 4
+    assert check["likelihood"].startswith("answer likelihood gain under ") and check["min_gain"] == answers.MIN_ANSWER_GAIN
 
 
 @pytest.mark.parametrize("question, chunk, reason", [
