@@ -11,6 +11,13 @@ The echo / enumeration / fragment shares are measured by fixed patterns below (n
 generator's own filters), so the same yardstick reads the code before and after a change.
 Works on older checkouts too (it only uses generate(), GenerationConfig and ingest()).
 Prints figures; asserts nothing.
+
+``--answer-check --labels bench/quality_labels.jsonl --code no_check`` measures the checks that may
+keep an answer-first question (issue 27) on labelled rows generated without any: the usable share
+of the rows each check would keep and of those it would reject, at several thresholds. The
+candidates are the generating model's likelihood gain (answers.AnswerLikelihood, the default) and,
+for comparison only, the MiniLM cosine of question and answer sentence that was the filter before
+(MiniLM is the dense retriever under test, so it may not filter; it is measured to show what was lost).
 """
 
 from __future__ import annotations
@@ -113,6 +120,32 @@ def usable_share(labels_path: Path) -> dict:
                                                     / max(1, sum(counts.values())), 3)} for code, counts in by.items()}
 
 
+def answer_checks(labels_path: Path, code: str) -> None:
+    """Usable share of the labelled answer-first rows kept and rejected by each candidate check."""
+    from curator.core.embedding.embed import get_embedder
+    from curator.core.generation.answers import MIN_ANSWER_GAIN, AnswerLikelihood
+    from curator.core.generation.repack import bundled_model_files
+
+    rows = [json.loads(line) for line in labels_path.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r.get("code") == code and r["query_type"] in ("factoid", "keyword", "vague")]
+    likelihood, minilm = AnswerLikelihood(bundled_model_files().path), get_embedder("minilm")
+    for row in rows:
+        row["gain"] = likelihood.gain(row["text"], row["reference"])
+        vectors = minilm.embed_batch([row["text"], row["reference"]])
+        row["cosine"] = float(vectors[0] @ vectors[1])
+    usable = [r["label"] != "reject" for r in rows]
+    print(f"{len(rows)} labelled answer-first rows of code {code!r}, {sum(usable)} usable ({sum(usable) / len(rows):.0%})")
+    for name, floors in (("likelihood gain", sorted({0.1, 0.2, MIN_ANSWER_GAIN, 0.3, 0.4, 0.5, 0.7})),
+                         ("MiniLM cosine (not allowed: the dense retriever)", (0.4, 0.5, 0.6, 0.65, 0.7))):
+        key = "gain" if name.startswith("likelihood") else "cosine"
+        print(f"  {name}:")
+        for floor in floors:
+            kept = [r["label"] != "reject" for r in rows if r[key] >= floor]
+            cut = [r["label"] != "reject" for r in rows if r[key] < floor]
+            print(f"    floor {floor:.2f}: keeps {len(kept)} rows, {sum(kept) / max(1, len(kept)):.0%} usable; "
+                  f"rejects {len(cut)}, {sum(cut) / max(1, len(cut)):.0%} usable")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", type=Path, default=Path("/tmp/realq/corpus"))
@@ -122,7 +155,13 @@ def main() -> None:
     parser.add_argument("--labels", type=Path, help="labelled rows (bench/quality_labels.jsonl)")
     parser.add_argument("--threads", type=int, help="CPU threads (1 wastes least when the machine is oversubscribed)")
     parser.add_argument("--project", type=Path, help="read the figures of an existing run's project instead")
+    parser.add_argument("--answer-check", action="store_true",
+                        help="with --labels: usable share kept and rejected by each answer check, on rows of --code")
+    parser.add_argument("--code", default="no_check", help="which labelled rows --answer-check reads")
     args = parser.parse_args()
+    if args.answer_check:
+        answer_checks(args.labels, args.code)
+        return
     if args.labels and not args.out and not args.project:
         print(json.dumps(usable_share(args.labels), indent=1))
         return

@@ -18,6 +18,10 @@ Usage:
         [--retrievers bm25,tfidf,dense,hybrid] [--embedder minilm] [--metric recall@5]
     .venv/bin/python bench/validity.py --labels bench/quality_labels.jsonl [--code answer_first]
 Re-running reuses the project: ingest and log import are idempotent, generation tops up to --count.
+
+``--min-gain X`` also validates a copy in which the approved answer-first rows whose question raises
+the bundled model's likelihood of its answer sentence by less than X (answers.AnswerLikelihood) are
+rejected: what the answer check would have kept, for rows generated without it.
 """
 
 from __future__ import annotations
@@ -166,6 +170,7 @@ def main() -> None:
     parser.add_argument("--embedder")
     parser.add_argument("--metric", default="recall@5")
     parser.add_argument("--json", help="Also write the report as JSON here.")
+    parser.add_argument("--min-gain", type=float, help="Also validate the rows the likelihood answer check keeps.")
     parser.add_argument("--labels", help="Validate labelled generated rows (bench/quality_labels.jsonl) as generated "
                                          "and as reviewed, instead of generating.")
     parser.add_argument("--code", default="answer_first", help="Which labelled rows (their 'code') to use.")
@@ -196,6 +201,12 @@ def main() -> None:
     print()
     print(_render_validate(result))
     print_criteria("gold as generated (auto-widened)", result)
+    if args.min_gain is not None:
+        kept = gain_filtered_copy(db, project, args.min_gain)
+        with Timer(f"validate (answer-first rows with likelihood gain >= {args.min_gain})"):
+            result = validate(kept, retrievers, {}, args.metric, embedder=args.embedder)
+        print(_render_validate(result))
+        print_criteria(f"likelihood gain >= {args.min_gain}, gold as generated", result)
     narrow = source_only_copy(db, project)
     with Timer("validate (source chunk only, as before widening)"):
         result = validate(narrow, retrievers, {}, args.metric, embedder=args.embedder)
@@ -203,17 +214,37 @@ def main() -> None:
     print_criteria("source chunk only", result)
 
 
-def source_only_copy(db, project: Path):
-    """A copy of the project whose synthetic rows have only their source chunks as gold (the gold
-    before widening), to show what widening changes."""
+def _copy(db, project: Path, suffix: str):
     import sqlite3
 
-    copy = project.with_name(f"{project.stem}-source-only.curator")
+    copy = project.with_name(f"{project.stem}-{suffix}.curator")
     copy.unlink(missing_ok=True)
     target = sqlite3.connect(copy)
     db.conn.backup(target)  # the backup API: a file copy would miss what is still in the -wal file
     target.close()
-    narrow = open_project(copy)
+    return open_project(copy)
+
+
+def gain_filtered_copy(db, project: Path, min_gain: float):
+    """A copy of the project whose approved answer-first rows below ``min_gain`` are rejected."""
+    from curator.core.generation.answers import AnswerLikelihood
+    from curator.core.generation.repack import bundled_model_files
+
+    kept = _copy(db, project, f"gain-{min_gain}")
+    check = AnswerLikelihood(bundled_model_files().path)
+    rows = list(kept.execute("SELECT id, text, reference FROM queries WHERE source = 'synthetic' AND status = 'approved' "
+                             "AND query_type IN ('factoid', 'keyword', 'vague')"))
+    cut = [qid for qid, text, reference in rows if check.gain(text, reference) < min_gain]
+    for qid in cut:
+        decide(kept, qid, "reject", "bench")
+    print(f"  likelihood gain >= {min_gain}: {len(rows) - len(cut)} of {len(rows)} answer-first rows kept")
+    return kept
+
+
+def source_only_copy(db, project: Path):
+    """A copy of the project whose synthetic rows have only their source chunks as gold (the gold
+    before widening), to show what widening changes."""
+    narrow = _copy(db, project, "source-only")
     with narrow.conn:
         narrow.execute("UPDATE queries SET gold_chunk_ids = source_chunk_ids, gold_grades = "
                        "(SELECT json_group_object(value, 1) FROM json_each(source_chunk_ids)) "

@@ -47,19 +47,3 @@ def cancel_at_call(cancel, at: int, bad_until: int = 0, bad: str = "no format at
         return bad if n <= bad_until else good_reply(messages)
 
     return reply
-
-
-class Matches:
-    """Stands in for MiniLM's question-to-answer check, so a fast test depends on its scripted replies
-    only (the real matcher is tested with the real model in test_answers.py)."""
-
-    available = True
-
-    def __init__(self, score: float = 0.9):
-        self.score = score
-
-    def similarity(self, question, answer):
-        return self.score
-
-    def describe(self):
-        return "stand-in"

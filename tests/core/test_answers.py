@@ -1,5 +1,6 @@
 """Answer-first generation: which sentences may be reference answers, which one a retry takes, the
-question-to-answer check (real MiniLM), and the filters that change for extracted answers."""
+question-to-answer check (the real bundled model's likelihood gain), and the filters that change for
+extracted answers."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import json
 
 import pytest
 
-from curator.core.generation import filters, prompts
-from curator.core.generation.answers import MIN_ANSWER_MATCH, AnswerMatcher, answer_sentences, pick_answer
+from curator.core.generation import filters, prompts, quality
+from curator.core.generation import answers
+from curator.core.generation.answers import AnswerLikelihood, answer_sentences, pick_answer
 from curator.core.generation.backends import LlamaCppBackend
 from curator.core.generation.generate import GenerationConfig, generate
 
@@ -60,14 +62,54 @@ def test_an_extracted_answer_must_add_words_to_its_question():
                              extractive=True) is None
 
 
-def test_real_minilm_separates_a_matching_question_from_an_off_topic_one():
-    matcher = AnswerMatcher()
-    assert matcher.available
+def test_real_model_likelihood_gain_separates_a_matching_question_from_an_off_topic_one(bundled_model):
+    check = AnswerLikelihood(bundled_model)
     answer = "The most common problem is that the signal handler is declared with the wrong argument list."
-    on_topic = matcher.similarity("What is the most common problem with a signal handler?", answer)
-    off_topic = matcher.similarity("How do I install Python on Windows?", answer)
-    assert on_topic >= MIN_ANSWER_MATCH > off_topic
-    assert matcher.describe().startswith("minilm")
+    on_topic = check.gain("What is the most common problem with a signal handler?", answer)
+    off_topic = check.gain("How do I install Python on Windows?", answer)
+    assert on_topic >= answers.MIN_ANSWER_GAIN > off_topic
+    assert check.gain("How do I install Python on Windows?", answer) == pytest.approx(off_topic)  # deterministic
+    assert check.describe().startswith("answer likelihood gain under ")
+
+
+class _Gains:
+    """Stands in for the model's likelihood check in fast tests: a fixed gain, and the pairs asked."""
+
+    def __init__(self, gain: float):
+        self.value, self.asked = gain, []
+
+    def gain(self, question, answer):
+        self.asked.append((question, answer))
+        return self.value
+
+    def describe(self):
+        return "stand-in"
+
+
+@pytest.mark.parametrize("gain, accepted", [(answers.MIN_ANSWER_GAIN - 0.01, 0), (answers.MIN_ANSWER_GAIN, 1)])
+def test_a_question_that_does_not_lead_to_its_answer_is_rejected(sample_db, gain, accepted):
+    from curator.core.generation.backends import FakeBackend
+
+    check = _Gains(gain)
+    summary = generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1, retries=0),
+                       backend=FakeBackend(_asking_about_the_answer), answer_check=check)
+    sentences = {s for (text,) in sample_db.execute("SELECT text FROM chunks") for s in answer_sentences(text)}
+    assert check.asked and all(answer in sentences for _, answer in check.asked)  # scored against the answer sentence
+    assert (summary["accepted"] > 0) == bool(accepted)
+    if not accepted:
+        assert set(summary["rejected_by_reason"]) == {"question does not lead to its answer sentence"}
+    else:
+        (signals,), = sample_db.execute("SELECT quality_signals FROM queries WHERE source = 'synthetic' LIMIT 1")
+        assert json.loads(signals)["answer_gain"] == gain
+        assert f"by {gain:.2f} nats a token" in quality.explain(signals)
+    (params,), = sample_db.execute("SELECT params FROM generation_runs")
+    assert json.loads(params)["answer_check"]["likelihood"] == "stand-in"
+
+
+def _asking_about_the_answer(messages) -> str:
+    answer = messages[-1]["content"].split("Answer:", 1)[1]
+    words = [w for w in filters.tokens(answer) if w not in filters.STOPWORDS and len(w) > 3][:2]
+    return f"Question: What about {' '.join(words)} then?\n"
 
 
 def test_answer_first_prompts_end_with_the_answer_and_share_their_examples():
@@ -81,7 +123,7 @@ def test_answer_first_prompts_end_with_the_answer_and_share_their_examples():
 
 def test_real_bundled_model_writes_answer_first_rows(sample_db, bundled_model):
     """The real model through the real grammar: every accepted factoid/keyword/vague row's reference is
-    a sentence of its gold chunk, its question passed the MiniLM match, and the run records how."""
+    a sentence of its gold chunk, no embedder scored its question, and the run records how it was checked."""
     backend = LlamaCppBackend(bundled_model, n_ctx=2048, parallel=4)
     summary = generate(sample_db, GenerationConfig(count=4, seed=2, mix={"factoid": 2, "keyword": 1, "vague": 1},
                                                    retries=3), backend=backend)
@@ -91,10 +133,14 @@ def test_real_bundled_model_writes_answer_first_rows(sample_db, bundled_model):
             "SELECT q.text, q.reference, c.text, q.quality_signals FROM queries q "
             "JOIN chunks c ON c.id = json_extract(q.gold_chunk_ids, '$[0]')"):
         assert reference in answer_sentences(gold)
-        assert '"answer_match"' in signals
+        assert '"answer_match"' not in signals and "answer_cosine" not in signals
+        assert json.loads(signals)["answer_gain"] >= answers.MIN_ANSWER_GAIN  # the model's own check kept it
     (params,), = sample_db.execute("SELECT params FROM generation_runs")
     params = json.loads(params)
-    assert params["answers"] == "extractive" and params["answer_matcher"].startswith("minilm")
+    assert params["answers"] == "extractive" and "answer_matcher" not in params
+    check = params["answer_check"]
+    assert "No embedder" in check["filters"] and params["quality"]["version"] == 4
+    assert check["likelihood"].startswith("answer likelihood gain under ") and check["min_gain"] == answers.MIN_ANSWER_GAIN
 
 
 @pytest.mark.parametrize("question, chunk, reason", [

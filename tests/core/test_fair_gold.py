@@ -8,7 +8,6 @@ import json
 import pytest
 from click.testing import CliRunner
 
-import scripted
 from curator.cli.main import cli
 from curator.core.corpus.ingest import ingest
 from curator.core.evaluation.evaluate import gold_qrels, gold_rows
@@ -90,9 +89,8 @@ def test_widened_grades_reach_beir_and_trec_qrels(db, tmp_path):
 def test_generation_makes_every_chunk_holding_the_answer_gold(db):
     faq, manual = _chunk_of(db, "faq"), _chunk_of(db, "manual")
     summary = generate(db, GenerationConfig(count=2, mix={"factoid": 1.0}, seed=1, retries=3),
-                       backend=FakeBackend(["Question: How do I get my box back to how it came?\n"]
-                                           + ["Question: What happens to my box after a blackout?\n"]),
-                       matcher=scripted.Matches())
+                       backend=FakeBackend(["Question: How do I get my router back to how it came?\n"]
+                                           + ["Question: What happens to my router after a blackout?\n"]))
     rows = [get_query(db, r[0]) for r in db.execute("SELECT id FROM queries WHERE source = 'synthetic'")]
     assert summary["accepted"] >= 1
     widened = [r for r in rows if r["reference"] == SENTENCE or r["reference"].lower().endswith(SENTENCE.lower())]

@@ -214,16 +214,12 @@ def test_a_rejected_candidate_is_asked_again_on_the_same_chunk_with_a_new_seed(s
     assert all(seeds[i] != seeds[i + 1] for i in range(0, 12, 2))
 
 
-_ALWAYS_MATCHES = scripted.Matches(1.0)
-
-
 def test_an_answer_first_retry_asks_about_another_sentence_of_the_same_chunk(sample_db):
     from curator.core.generation.answers import answer_sentences
 
     calls = iter(range(1_000))
     backend = FakeBackend(lambda messages: "Sure! Here is a question." if next(calls) == 0 else good_reply(messages))
-    summary = generate(sample_db, GenerationConfig(count=1, seed=3, mix={"factoid": 1}), backend=backend,
-                       matcher=_ALWAYS_MATCHES)
+    summary = generate(sample_db, GenerationConfig(count=1, seed=3, mix={"factoid": 1}), backend=backend)
     assert summary["accepted"] == 1 and summary["rejected"] == 1
     (rejected_ids,), = sample_db.execute("SELECT source_chunk_ids FROM rejected_candidates")
     (accepted_ids, reference), = sample_db.execute("SELECT source_chunk_ids, reference FROM queries")

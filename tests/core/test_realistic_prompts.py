@@ -3,16 +3,17 @@ copy no answer, the overlap cap calibrated on real questions, and what the run r
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-import scripted
 from curator.core import store
 from curator.core.generation import examples, filters, prompts
 from curator.core.generation.backends import FakeBackend
+from curator.core.generation import generate as generate_mod
 from curator.core.generation.generate import GenerationConfig, generate
 from curator.core.queries import realism
 from curator.core.queries.logs import import_log
-from curator.core.queries.rows import make_query_id
 from curator.core.resources import resources_dir
 from curator.core.review.decisions import decide
 
@@ -49,7 +50,7 @@ def test_real_log_queries_without_gold_are_shown_as_how_people_ask(sample_db):
     chosen = examples.load(sample_db)
     assert chosen.kind == "real_log" and len(chosen.log_queries) == examples.LOG_EXAMPLES
     backend = FakeBackend(["Question: Why does my thing never finish the job?\n"])
-    generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1), backend=backend, matcher=scripted.Matches())
+    generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1), backend=backend)
     system = backend.prompts[0][0]["content"]
     assert "This is how users of this documentation ask:" in system
     assert all(f"- {q}" in system for q in chosen.log_queries)
@@ -72,7 +73,7 @@ def test_approved_real_queries_with_gold_become_nearby_worked_examples(sample_db
     assert example.query not in [q for _, _, q in shots]  # never an example about the chunk's own document
 
     backend = FakeBackend(["Question: Why does my thing never finish the job?\n"])
-    generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1), backend=backend, matcher=scripted.Matches())
+    generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1), backend=backend)
     shown = [m["content"] for m in backend.prompts[0] if m["role"] == "assistant"]
     real = {e.query for e in chosen.examples}
     assert shown and all(s.removeprefix("Question: ") in real for s in shown)
@@ -89,7 +90,7 @@ def test_a_question_copying_its_chunk_is_rejected_with_the_reason_counted(sample
         return f"Question: What is {' '.join(words)}?\n"
 
     summary = generate(sample_db, GenerationConfig(count=2, mix={"factoid": 1.0}, seed=1, retries=0),
-                       backend=FakeBackend(copying), matcher=scripted.Matches())
+                       backend=FakeBackend(copying))
     reason = "reuses its chunk's words more than real questions do"
     assert summary["accepted"] == 0 and summary["rejected_by_reason"].get(reason, 0) == summary["rejected"] > 0
     stored = sample_db.execute("SELECT reason FROM rejected_candidates LIMIT 1").fetchone()[0]
@@ -109,10 +110,52 @@ def test_the_cap_is_calibrated_on_the_projects_real_rows_when_it_has_enough(samp
 
 def test_generated_rows_are_measured_as_they_are_stored(sample_db):
     generate(sample_db, GenerationConfig(count=2, mix={"factoid": 1.0}, seed=1),
-             backend=FakeBackend(["Question: Why does my thing never finish the job?\n",
-                                  "Question: Where did all my old stuff go?\n"]), matcher=scripted.Matches())
+             backend=FakeBackend(_asking(1, "Why does my dumb gadget never finish the job with")))
     ids = [r[0] for r in sample_db.execute("SELECT id FROM queries WHERE source = 'synthetic'")]
     figures = realism.stored(sample_db, ids)
-    assert ids and set(figures) == set(ids)
+    assert len(ids) == 2 and set(figures) == set(ids)
     assert all(f["form"] == "question" and f["chunk_overlap"] < 0.5 for f in figures.values())
-    assert make_query_id("synthetic", "Why does my thing never finish the job?") in figures
+
+
+def _asking(words_of_answer: int, prefix: str = "What is"):
+    """A reply asking about the first content words of the answer it was shown."""
+    def reply(messages) -> str:
+        answer = messages[-1]["content"].split("Answer:", 1)[1]
+        words = [w for w in filters.tokens(answer) if w not in filters.STOPWORDS and len(w) > 3][:words_of_answer]
+        return f"Question: {prefix} {' '.join(words)}?\n"
+    return reply
+
+
+def test_a_short_question_is_not_capped_for_naming_its_subject(sample_db):
+    """Two content words, both the chunk's: overlap 1.0, yet that is how a short real question looks."""
+    summary = generate(sample_db, GenerationConfig(count=2, mix={"factoid": 1.0}, seed=1, retries=0),
+                       backend=FakeBackend(_asking(2)))
+    assert summary["accepted"] == 2
+    assert not any("reuses its chunk's words" in r for r in summary["rejected_by_reason"])
+    (params,), = sample_db.execute("SELECT params FROM generation_runs")
+    assert json.loads(params)["overlap_cap"]["not_below_content_words"] == generate_mod.OVERLAP_CAP_MIN_WORDS == 4
+
+
+def test_a_question_sharing_no_word_with_its_chunk_is_rejected(sample_db):
+    summary = generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1, retries=0),
+                       backend=FakeBackend(["Question: Which zebra quasar hums the loudest tonight?\n"]))
+    assert summary["accepted"] == 0
+    assert summary["rejected_by_reason"] == {"question shares no word with its gold chunk": summary["rejected"]}
+
+
+def test_no_retrievers_model_judges_a_generated_row(sample_db, monkeypatch):
+    """Issue 27: a filter or score by a retriever under test keeps the rows that retriever finds. Any
+    use of the sentence embedder (MiniLM, the dense retriever) during generation fails this test."""
+    from curator.core.embedding import embed
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("generation used the sentence embedder")
+
+    monkeypatch.setattr(embed, "get_embedder", refuse)
+    summary = generate(sample_db, GenerationConfig(count=2, mix={"factoid": 1.0}, seed=1),
+                       backend=FakeBackend(["Question: Why does my thing never finish the job?\n",
+                                            "Question: Where did all my old stuff go?\n"]))
+    assert summary["accepted"] >= 1
+    for (signals,) in sample_db.execute("SELECT quality_signals FROM queries WHERE source = 'synthetic'"):
+        assert set(json.loads(signals)["margins"]) <= {"repetition", "question_grounding", "answer_grounding",
+                                                       "not_restated"}

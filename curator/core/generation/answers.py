@@ -7,9 +7,15 @@ question, are cut off, or say something the chunk does not. Reversing the order 
 answer's failure modes by construction (the reference is the chunk's own words, so it is correct
 for its gold chunk and says something), and leaves the model the easier half of the task: turning
 one statement into the question it answers, shown three worked examples (prompts.ANSWER_FIRST_SHOTS).
-This is answer-aware question generation, as in SQuAD-style QG; the consistency check that keeps a
-question only when it matches its answer sentence is the InPars/Promptagator idea applied to the
-answer rather than to the corpus, so it favours no retriever.
+This is answer-aware question generation, as in SQuAD-style QG.
+
+The question is checked against its answer sentence by the generating model's own likelihood
+(AnswerLikelihood below), not by an embedder. A MiniLM cosine floor (0.65) did it until issue 27:
+MiniLM is the dense retriever under test, so the floor kept the questions dense finds, and it was
+most of the rejections. On 53 answer-first rows generated with no check and labelled by the rubric,
+the likelihood floor would have rejected 18 of the 38 unusable rows and 1 of the 15 usable ones
+(bench/quality.py --answer-check; docs/benchmarks.md, "Answer check"); on a fresh run with it the
+usable share was no higher (28%), so it mainly keeps the reviewer's queue and the run fast.
 """
 
 from __future__ import annotations
@@ -37,7 +43,6 @@ LEANING_WORDS = {"this", "these", "those", "them", "then", "also", "same", "such
 # These lean back only near the start ("... prior to it are positional-only" refers inside the sentence).
 LEANING_NEAR_START = {"that", "it", "they", "here", "there"}
 _CODE_LINE = re.compile(r"^\s*(>>>|\.\.\.|\$ |#|[-*+|]\s|\d+[.)]\s|```|    )")
-MIN_ANSWER_MATCH = 0.65  # cosine of question and answer sentence below which a question is off its answer
 
 
 def answer_sentences(text: str) -> list[str]:
@@ -81,38 +86,70 @@ def pick_answer(chunk: dict, attempt: int, seed: int) -> Optional[str]:
     return sentences[order[attempt % len(order)]]
 
 
-class AnswerMatcher:
-    """Cosine between a question and its answer sentence, in MiniLM (all-MiniLM-L6-v2, trained on
-    question-answer pairs among others; whatever embedder the project clusters with).
+# Nats per answer token a question must add to the model's likelihood of its answer sentence; set on
+# labelled rows (bench/quality.py --answer-check; docs/benchmarks.md, "Answer check").
+MIN_ANSWER_GAIN = 0.2
 
-    Built lazily (the model loads on the first question). ``None`` scores mean its package is not
-    installed (TF-IDF, the fallback, cannot see a paraphrase): the check is then skipped and the
-    run's warnings say so.
+
+class AnswerLikelihood:
+    """How much a question raises the generating model's own likelihood of its answer sentence: the
+    mean log-probability per answer token after "Question: q / Answer:", minus the same after a
+    question that says nothing (UPR, Sachan et al. 2022, read the other way: pointwise mutual
+    information of question and answer under the language model). The baseline is a question, not
+    "Answer:" alone: against that, the question-and-answer frame by itself raised the likelihood, and
+    an off-topic question ("How do I install Python on Windows?" for an answer about signal handlers)
+    gained 0.69 nats a token, against 0.07 with the neutral question. A question about something else does not help
+    the model predict the answer; one that only copies the answer's words helps it a lot, so the
+    gain also has a ceiling worth reading, but it is no retriever: neither BM25's term statistics
+    nor MiniLM's vectors, so it favours no retriever under test (issue 27).
+
+    Prompt evaluation only (no decoding): one pass over about 60 tokens per question, plus one per
+    answer sentence (cached). It loads the GGUF file a second time with every position's logits
+    kept, on ``n_threads`` threads (the batched generator keeps only the last position's).
     """
 
-    def __init__(self, embedder=None):
-        self.embedder = embedder
-        self._loaded = embedder is not None
+    N_CTX = 512
+    NEUTRAL_QUESTION = "What does the documentation say?"
 
-    def _embedder(self):
-        if not self._loaded:
-            from curator.core.embedding.embed import get_embedder, minilm_available
+    def __init__(self, model_path, n_threads: int = 1):
+        self.model_path = str(model_path)
+        self.n_threads = n_threads
+        self._llm = None
+        self._baselines: dict[str, float] = {}
 
-            self.embedder = get_embedder("minilm") if minilm_available() else None
-            self._loaded = True
-        return self.embedder
+    def _model(self):
+        if self._llm is None:
+            from llama_cpp import Llama
 
-    @property
-    def available(self) -> bool:
-        return self._embedder() is not None
+            self._llm = Llama(model_path=self.model_path, n_ctx=self.N_CTX, n_threads=self.n_threads,
+                              n_threads_batch=self.n_threads, logits_all=True, verbose=False)
+        return self._llm
 
-    def similarity(self, question: str, answer: str) -> Optional[float]:
-        embedder = self._embedder()
-        if embedder is None:
-            return None
-        vectors = embedder.embed_batch([question, answer])  # L2-normalised rows: the dot is the cosine
-        return float(vectors[0] @ vectors[1])
+    def _mean_logprob(self, prefix: str, answer: str) -> float:
+        """Mean log-probability of the answer's tokens after ``prefix``."""
+        import numpy as np
+
+        llm = self._model()
+        head = llm.tokenize(prefix.encode(), add_bos=True, special=False)
+        tail = llm.tokenize((" " + answer).encode(), add_bos=False, special=False)
+        tokens = (head + tail)[: self.N_CTX]
+        tail = tokens[len(head):]
+        llm.reset()
+        llm.eval(tokens)
+        logits = np.asarray(llm.scores[len(head) - 1: len(tokens) - 1], dtype=np.float64)  # row i predicts tail[i]
+        peak = logits.max(axis=1, keepdims=True)
+        log_norm = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))
+        return float((logits[np.arange(len(tail)), tail] - log_norm).mean())
+
+    def gain(self, question: str, answer: str) -> float:
+        """Nats per answer token the question adds (0: it says nothing about the answer)."""
+        if answer not in self._baselines:
+            self._baselines[answer] = self._mean_logprob(self._prefix(self.NEUTRAL_QUESTION), answer)
+        return self._mean_logprob(self._prefix(question), answer) - self._baselines[answer]
+
+    @staticmethod
+    def _prefix(question: str) -> str:
+        return f"Question: {question}\nAnswer:"
 
     def describe(self) -> str:
-        embedder = self._embedder()
-        return getattr(embedder, "id", "none") if embedder is not None else "none (no sentence embedder installed)"
+        return f"answer likelihood gain under {self.model_path.rsplit('/', 1)[-1]}"

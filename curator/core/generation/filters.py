@@ -216,6 +216,14 @@ def check_question_grounded(question: str, query_type: str, gold_texts: list[str
     return None if share >= MIN_QUESTION_GROUNDING else f"question's words mostly absent from its gold chunk ({share:.0%})"
 
 
+def check_touches_chunk(question: str, gold_texts: list[str]) -> Optional[str]:
+    """An answer-first question must share at least one content word (stemmed) with its gold chunk:
+    one that shares none asks about something else (the small model's commonest off-topic reply). A
+    floor at the low tail of real questions, which almost all name something their answer holds; a
+    lexical floor this low keeps paraphrases a retriever must work for."""
+    return None if question_grounding(question, gold_texts) > 0 else "question shares no word with its gold chunk"
+
+
 MIN_NEW_ANSWER_WORDS = 1  # content words an extracted answer must add to its question ("py_compile")
 
 
@@ -232,10 +240,10 @@ def check_row(question: str, answer: str, query_type: str, gold_texts: list[str]
               duplicates: DuplicateIndex, extractive: bool = False) -> Optional[str]:
     """The first reason to reject a generated row, or None to keep it.
 
-    ``extractive``: the answer is a sentence of the gold chunk and the question has been checked
-    against it by a sentence embedder (generation.answers), which replaces the word-overlap tests of
-    an answer and of a question's grounding (a paraphrased question that names its subject in its
-    own words, "Who coined the name Python?", is what those tests wrongly rejected)."""
+    ``extractive``: the answer is a sentence of the gold chunk (generation.answers), so the word-overlap
+    tests of an answer are moot, and a question only has to touch its chunk (one content word), not
+    be mostly made of its words: a paraphrased question that names its subject in its own words ("Who
+    coined the name Python?") is what real users write and what the grounding share wrongly rejected."""
     checks = [check_length(question, query_type), check_placeholder(question), check_self_reference(question),
               check_enumeration(question, answer), check_shape(question, query_type),
               check_repetition(question, answer), check_copies_chunk(question, source_text),
@@ -243,7 +251,7 @@ def check_row(question: str, answer: str, query_type: str, gold_texts: list[str]
               None if extractive else check_question_grounded(question, query_type, gold_texts),
               duplicates.check(question)]
     if extractive:
-        checks.append(check_adds_to_question(question, answer))
+        checks += [check_touches_chunk(question, gold_texts), check_adds_to_question(question, answer)]
     elif query_type != "unanswerable":
         checks += [check_answer_complete(answer), check_grounded(answer, gold_texts), check_restates(question, answer)]
     return next((reason for reason in checks if reason), None)

