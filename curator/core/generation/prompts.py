@@ -151,6 +151,39 @@ def parse_query(raw: str) -> Optional[str]:
     return found.group(1).strip().strip('"') if found else None
 
 
+# Multi-hop rows (generation.multihop): two answer sentences from two chunks that name one entity; the
+# model writes the one question both together answer. The worked examples each ask about both facts
+# (what happens and where, how long and where), in words of their own, sharing the product's name.
+MULTI_HOP_INSTRUCTION = ("You are given two facts from two pages about the same thing. Write the one question a "
+                         "user would ask whose full answer needs BOTH facts: ask about what the first fact says "
+                         "and about what the second fact says. Use everyday words; the question must make sense "
+                         "on its own.")
+MULTI_HOP_SHOTS = [  # (first fact, second fact, question)
+    ("A missing filter lets food particles block the drain pump, and the machine stops with error E24.",
+     "The drain pump sits behind the kickplate, which comes off after removing two screws.",
+     "Why does my dishwasher stop with error E24, and how do I get to the part that causes it?"),
+    ("Receipts must be uploaded within 30 days of the trip, or the claim is closed.",
+     "Receipts are uploaded in the Expenses app under My Trips.",
+     "How long do I have to upload my trip receipts, and where in the app do they go?"),
+    ("To return the router to factory settings, hold the reset button for ten seconds until the light blinks.",
+     "After a factory reset the Wi-Fi password is the one printed on the label under the router.",
+     "How do I reset my router, and what is the Wi-Fi password once I have?"),
+]
+
+
+def _facts_turn(first: str, second: str) -> str:
+    return f"Fact 1: {first}\nFact 2: {second}"
+
+
+def build_multi_hop_messages(first: str, second: str) -> list[dict]:
+    """Chat messages for a multi-hop question: instruction, worked examples, the two facts."""
+    messages = [{"role": "system", "content": MULTI_HOP_INSTRUCTION}]
+    for shot_first, shot_second, question in MULTI_HOP_SHOTS:
+        messages += [{"role": "user", "content": _facts_turn(shot_first, shot_second)},
+                     {"role": "assistant", "content": f"Question: {question}"}]
+    return messages + [{"role": "user", "content": _facts_turn(first, second)}]
+
+
 def grammar_for(query_type: str) -> str:
     return KEYWORD_GRAMMAR if query_type == "keyword" else QUESTION_GRAMMAR
 
@@ -181,4 +214,9 @@ def templates() -> dict:
     return {"system": SYSTEM, "instructions": INSTRUCTIONS, "grammars": {"question": QUESTION_GRAMMAR,
                                                                           "keyword": KEYWORD_GRAMMAR},
             "answer_first": {"instructions": ANSWER_FIRST_INSTRUCTIONS, "examples": ANSWER_FIRST_SHOTS,
-                             "grammars": {t: asked_grammar(t) for t in ANSWER_FIRST_TYPES}}}
+                             "grammars": {t: asked_grammar(t) for t in ANSWER_FIRST_TYPES}},
+            # issue 28: unanswerable rows are near misses made from an answer-first factoid question
+            # (generation.unanswerable); multi-hop rows ask about two facts (generation.multihop).
+            "multi_hop": {"instruction": MULTI_HOP_INSTRUCTION, "examples": MULTI_HOP_SHOTS,
+                          "grammar": ASKED_QUESTION_GRAMMAR},
+            "unanswerable": "the factoid answer-first prompt, then a key detail swapped (generation.unanswerable)"}

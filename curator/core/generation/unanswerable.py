@@ -1,0 +1,257 @@
+"""Unanswerable rows as near misses: a real question about the corpus with its key detail swapped
+for one the corpus never holds (issue 28).
+
+Why: asked to invent a question its passage does not answer, the bundled 135M model wrote nonsense
+or a question the corpus does answer (2 of 9 and 0 of 9 usable in the labelled quality-bench runs).
+So the model is no longer asked to invent. A sentence of a chunk that names a specific thing (a
+platform, a product, a tool, a release, a version) becomes an answer-first question, judged like
+any answer-first question; then the thing it names is swapped for another of the same kind that no
+chunk of the corpus mentions ("... on Windows?" -> "... on FreeBSD?", "Python 3.11" -> "Python
+3.14"). The question stays one a user of this corpus could ask (same topic, same kind of thing,
+the user's wording) while its key detail is absent from the whole corpus, which full-text search
+shows. The evidence (the swap, the absent term's zero hits, the nearest chunks by full text and by
+the sentence embedder, and whether they hold the original detail) is stored with the row in its
+quality signals, so a reviewer sees why it is believed unanswerable.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import weakref
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import sqlite_utils
+
+from curator.core import store
+from curator.core.corpus.search import search_chunks
+from curator.core.generation.answers import answer_sentences
+
+# Things of one kind a user might ask about, in the spelling a question uses. Only names that are
+# not also everyday words ("Go", "R", "Edge", "dash" are left out): a swap must change the detail,
+# and the corpus check must not miss a mention because the word means something else there.
+DETAIL_FAMILIES: dict[str, tuple[str, ...]] = {
+    "platform": ("Windows", "macOS", "Linux", "FreeBSD", "OpenBSD", "NetBSD", "Solaris", "AIX", "HP-UX",
+                 "Android", "iOS", "ChromeOS", "Haiku", "z/OS", "QNX", "Cygwin", "WSL"),
+    "language": ("Java", "Perl", "Ruby", "Rust", "Lua", "Tcl", "JavaScript", "Fortran", "Haskell", "Scala",
+                 "Kotlin", "PHP", "C#", "C++", "Erlang", "Julia", "COBOL", "Pascal"),
+    "python_implementation": ("CPython", "PyPy", "Jython", "IronPython", "MicroPython", "Stackless", "GraalPy"),
+    "gui_toolkit": ("Tkinter", "wxPython", "PyQt", "PySide", "GTK", "Kivy", "FLTK", "Qt"),
+    "editor": ("Emacs", "Vim", "nano", "IDLE", "PyCharm", "Eclipse", "Notepad++", "Sublime Text", "VS Code",
+               "gedit", "Geany"),
+    "shell": ("bash", "zsh", "tcsh", "csh", "ksh", "PowerShell"),
+    "database": ("MySQL", "PostgreSQL", "SQLite", "MongoDB", "Redis", "MariaDB", "Cassandra", "Oracle"),
+    "package_tool": ("pip", "conda", "apt", "apt-get", "aptitude", "dpkg", "rpm", "yum", "dnf", "snap", "flatpak",
+                     "Homebrew", "pacman", "zypper", "pipx", "Poetry"),
+    "desktop": ("GNOME", "KDE", "Xfce", "LXDE", "LXQt", "Cinnamon"),
+    "init_system": ("systemd", "sysvinit", "Upstart", "OpenRC", "runit"),
+    "bootloader": ("GRUB", "LILO", "SYSLINUX", "rEFInd", "systemd-boot"),
+    "filesystem": ("ext2", "ext3", "ext4", "Btrfs", "XFS", "ZFS", "NTFS", "FAT32", "exFAT", "JFS", "ReiserFS"),
+    "architecture": ("amd64", "i386", "arm64", "armhf", "armel", "mipsel", "ppc64el", "s390x", "riscv64",
+                     "sparc64", "m68k", "loong64", "PowerPC", "Itanium"),
+    # Only the release names that are not everyday words ("potato", "stretch", "buster" are left out).
+    "debian_release": ("hamm", "slink", "sarge", "lenny", "wheezy", "jessie", "bullseye", "bookworm", "trixie",
+                       "forky"),
+    "distribution": ("Debian", "Ubuntu", "Fedora", "CentOS", "Gentoo", "Slackware", "openSUSE", "Arch Linux",
+                     "Mint", "Alpine", "RHEL"),
+    "browser": ("Firefox", "Chrome", "Chromium", "Safari", "Opera", "Konqueror", "Lynx"),
+    "web_server": ("Apache", "nginx", "lighttpd", "Caddy", "Tomcat"),
+    "mail_server": ("Postfix", "Exim", "Sendmail", "qmail", "Dovecot"),
+    "version_control": ("git", "Mercurial", "Subversion", "CVS", "Bazaar"),
+    "compiler": ("gcc", "clang", "MSVC", "MinGW", "icc"),
+}
+_FAMILY_OF = {name: family for family, names in DETAIL_FAMILIES.items() for name in names}
+# A name inside a longer name is not that name ("Linux" in "Arch Linux", "C" in "C++", "apt" in "apt-get").
+_NAME = re.compile(r"(?<![\w+#/-])(" + "|".join(re.escape(n) for n in sorted(_FAMILY_OF, key=len, reverse=True))
+                   + r")(?![\w+#/-])")
+# A version a question asks about: "3.11", "2.7.18" (not a word's part: "ext4", "utf-8" hold none).
+_VERSION = re.compile(r"(?<![\w.])(\d{1,2})\.(\d{1,2})(?:\.\d{1,3})?(?![\w.])")
+VERSION_STEPS = range(1, 10)  # minor versions tried above the one asked about, then below
+NEAREST = 3  # nearest chunks kept as evidence, per retriever
+DENSE_POOL = 8  # chunks full-text search finds, per text, among which the embedder's nearest are taken
+# The question must be about its (swapped) sentence; looser than answer-first's MIN_ANSWER_MATCH
+# (0.65), since what makes the row is the detail it asks about, which the check above ensures.
+MIN_NEAR_MISS_MATCH = 0.5
+# A name in this share of the chunks is the corpus's subject ("Debian" in the Debian FAQ), not a
+# detail of one answer: swapped, it would ask about another product altogether (Fedora), which no
+# user of this corpus asks it.
+MAX_SUBJECT_SHARE = 0.2
+SUBJECT_MIN_CHUNKS = 3  # and in more chunks than this (in a corpus of a few chunks every name is in 20%)
+
+
+@dataclass(frozen=True)
+class Detail:
+    """A key detail of a sentence or question: its spelling and its kind ('version' or a family)."""
+
+    text: str
+    kind: str
+
+
+def details(text: str) -> list[Detail]:
+    """The swappable details of a text, in order: named things of a known kind, then versions."""
+    found = [Detail(m.group(1), _FAMILY_OF[m.group(1)]) for m in _NAME.finditer(text or "")]
+    found += [Detail(m.group(0), "version") for m in _VERSION.finditer(text or "")]
+    return list(dict.fromkeys(found))
+
+
+_MENTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def corpus_mentions(db: sqlite_utils.Database, term: str) -> int:
+    """Active chunks that spell ``term``, counted once per project connection (chunks do not change
+    while a run generates)."""
+    cache = _MENTIONS.setdefault(db, {})
+    if term not in cache:
+        cache[term] = _count_mentions(db, term)
+    return cache[term]
+
+
+def _count_mentions(db: sqlite_utils.Database, term: str) -> int:
+    """Active chunks that spell ``term`` (FTS5 phrase match, case-insensitive: '3.14' matches '3 14'
+    too, which only ever overcounts, so a swap judged absent is absent)."""
+    words = re.findall(r"\w+", term.lower())
+    if not words:
+        return 0
+    phrase = '"' + " ".join(words) + '"'
+    sql = ("SELECT COUNT(*) FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+           "WHERE chunks_fts MATCH ? AND c.active = 1")
+    count = db.execute(sql, [phrase]).fetchone()[0]
+    if count and not term.replace(".", "").isalnum():  # "C++" vs "C", "z/OS" vs "z os": check the spelling
+        like = db.execute("SELECT COUNT(*) FROM chunks WHERE active = 1 AND instr(lower(text), ?) > 0",
+                          [term.lower()]).fetchone()[0]
+        return like
+    return count
+
+
+def _version_candidates(version: str) -> list[str]:
+    major, minor = (int(p) for p in version.split(".")[:2])
+    upward = [f"{major}.{minor + step}" for step in VERSION_STEPS]
+    downward = [f"{major}.{minor - step}" for step in VERSION_STEPS if minor - step >= 0]
+    return upward + downward
+
+
+def replacements(db: sqlite_utils.Database, detail: Detail, avoid: str = "") -> list[str]:
+    """Details of the same kind that no active chunk mentions (and ``avoid``, the question, does not
+    hold), in a fixed order: a version's nearest neighbours first, a family's members as listed."""
+    pool = _version_candidates(detail.text) if detail.kind == "version" else DETAIL_FAMILIES[detail.kind]
+    return [c for c in pool if c != detail.text and c.lower() not in avoid.lower() and corpus_mentions(db, c) == 0]
+
+
+def is_subject(db: sqlite_utils.Database, detail: Detail) -> bool:
+    """Whether the detail is what the whole corpus is about (MAX_SUBJECT_SHARE of its chunks)."""
+    total = _active_chunks(db)
+    mentions = corpus_mentions(db, detail.text)
+    return detail.kind != "version" and mentions > SUBJECT_MIN_CHUNKS and mentions > MAX_SUBJECT_SHARE * total
+
+
+def _active_chunks(db: sqlite_utils.Database) -> int:
+    cache = _MENTIONS.setdefault(db, {})
+    if "\0total" not in cache:
+        cache["\0total"] = db.execute("SELECT COUNT(*) FROM chunks WHERE active = 1").fetchone()[0]
+    return cache["\0total"]
+
+
+def swappable(db: sqlite_utils.Database, text: str) -> list[Detail]:
+    """Details of ``text`` a near miss may swap: not the corpus's subject, with a replacement the
+    corpus never mentions, and the only one of its kind in the text ("Windows or Linux": swapping
+    one leaves the other, still answered)."""
+    found = details(text)
+    return [d for d in found if sum(o.kind == d.kind for o in found) == 1 and not is_subject(db, d)
+            and replacements(db, d, text)]
+
+
+def swap_in(text: str, detail: Detail, replacement: str) -> str:
+    """``text`` with every standalone spelling of the detail replaced."""
+    return re.sub(r"(?<![\w+#/.-])" + re.escape(detail.text) + r"(?![\w+#/-])", replacement, text)
+
+
+def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
+    """What an unanswerable task about ``chunk`` may ask, in a seeded order: each answer sentence that
+    names a swappable detail, with that detail swapped for a replacement the corpus never mentions
+    (the model is shown the swapped sentence, so its question asks about the replacement)."""
+    found = []
+    rng = random.Random(f"{seed}:{chunk['id']}:unanswerable")
+    for sentence in answer_sentences(chunk["text"]):
+        usable = swappable(db, sentence)
+        if not usable:
+            continue
+        detail = usable[0]
+        choices = replacements(db, detail, sentence)
+        replacement = choices[0] if detail.kind == "version" else rng.choice(choices)
+        found.append({"answer": swap_in(sentence, detail, replacement), "sentence": sentence,
+                      "original": detail.text, "kind": detail.kind, "replacement": replacement})
+    rng.shuffle(found)
+    return found
+
+
+def _dense_nearest(db: sqlite_utils.Database, embedder, question: str, sentence: str) -> tuple[list, str]:
+    """The chunks nearest the question in the sentence embedder, among those full-text search finds
+    for the question or for its source sentence (embedding a whole corpus for the first near miss
+    took minutes on a loaded laptop; these vectors are cached in the project), and that scope."""
+    from curator.core.embedding.embed import embed_texts
+
+    pool = {h["id"]: h["text"] for text in (question, sentence) for h in search_chunks(db, text, limit=DENSE_POOL)}
+    if not pool:
+        return [], "no chunk shares a word with the question"
+    ids = list(pool)
+    vectors = embed_texts(db, embedder, [pool[i] for i in ids])
+    scores = vectors @ embedder.embed_batch([question])[0]
+    nearest = [(ids[i], float(scores[i])) for i in np.argsort(-scores)[:NEAREST]]
+    return nearest, f"the {len(ids)} chunks full-text search finds for the question or its source sentence"
+
+
+def _chunk_says(db: sqlite_utils.Database, chunk_id: str, term: str) -> bool:
+    text = db.execute("SELECT text FROM chunks WHERE id = ?", [chunk_id]).fetchone()
+    return bool(text) and term.lower() in text[0].lower()
+
+
+def evidence(db: sqlite_utils.Database, question: str, option: dict, embedder=None) -> dict:
+    """Why the near miss is believed unanswerable, for the reviewer: the swap, how many chunks
+    mention the replacement (0) and the original, and the nearest chunks by full text and by the
+    sentence embedder, each marked with whether it holds the original detail (what it does answer)."""
+    original = option["original"]
+    fts = [{"chunk": h["id"], "bm25": round(h["score"], 2), "holds_original": _chunk_says(db, h["id"], original)}
+           for h in search_chunks(db, question, limit=NEAREST)]
+    nearest, scope = _dense_nearest(db, embedder, question, option["sentence"]) if embedder else ([], None)
+    dense = [{"chunk": cid, "cosine": round(score, 3), "holds_original": _chunk_says(db, cid, original)}
+             for cid, score in nearest]
+    return {"method": "near miss: a sentence of the corpus with its key detail swapped, asked about",
+            "sentence": option["sentence"], "detail_kind": option["kind"], "original": original,
+            "replacement": option["replacement"], "replacement_mentions": corpus_mentions(db, option["replacement"]),
+            "original_mentions": corpus_mentions(db, original), "nearest_fts": fts, "nearest_dense": dense,
+            "embedder": getattr(embedder, "id", None), "dense_scope": scope}
+
+
+def _holds(text: str, term: str) -> bool:
+    return re.search(r"(?<![\w+#/.-])" + re.escape(term) + r"(?![\w+#/-])", text, re.I) is not None
+
+
+def judge(db: sqlite_utils.Database, question: str, option: dict, matcher=None) -> tuple[Optional[str], Optional[dict]]:
+    """(None, evidence) for a near-miss question the model wrote from the swapped sentence, or (reason, None).
+
+    It must ask about the replacement (a question that dropped it asks what the corpus answers) and
+    not name the original too, and be about its sentence (cosine at least MIN_NEAR_MISS_MATCH in the
+    sentence embedder): a near miss is only as plausible as the real question it mirrors."""
+    if not _holds(question, option["replacement"]):
+        return f"unanswerable: the question dropped the swapped detail ('{option['replacement']}')", None
+    if _holds(question, option["original"]):
+        return f"unanswerable: the question still names '{option['original']}'", None
+    match = matcher.similarity(question, option["answer"]) if matcher is not None else None
+    if match is not None and match < MIN_NEAR_MISS_MATCH:
+        return f"question does not match its answer sentence (cosine {match:.2f})", None
+    embedder = getattr(matcher, "embedder", None) if matcher is not None and matcher.available else None
+    found = evidence(db, question, option, embedder)
+    found["answer_cosine"] = round(match, 3) if match is not None else None
+    return None, found
+
+
+def explain(found: dict) -> str:
+    """One line for the reviewer: what was swapped and what the corpus holds."""
+    nearest = (found.get("nearest_dense") or found.get("nearest_fts") or [{}])[0]
+    line = (f"near miss: '{found['original']}' swapped for '{found['replacement']}', which no chunk mentions "
+            f"(full text; '{found['original']}' is in {found['original_mentions']})")
+    if nearest.get("chunk"):
+        line += f"; nearest chunk {nearest['chunk']}" + (" speaks of the original" if nearest.get("holds_original") else "")
+    return line
