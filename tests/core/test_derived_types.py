@@ -103,15 +103,17 @@ def test_multi_hop_pairs_two_chunks_naming_one_entity(small_db):
 def test_a_multi_hop_question_must_ask_about_both_sentences():
     option = {"entity": "sync_interval", "partner": {"id": "c_b"},
               "sentences": ["The `sync_interval` option sets how often the agent uploads changed files to the server.",
-                            "Raising `sync_interval` above ten minutes saves bandwidth on metered mobile links."]}
-    one, _ = multihop.judge("How often does sync_interval upload files to the server?", option)
+                            "Setting `sync_interval` to ten minutes or more saves bandwidth on metered mobile links."]}
+    one, _ = multihop.judge("Question 1: How often does sync_interval upload files?\n"
+                            "Question 2: How often does sync_interval upload files to the server?\n", option)
     assert "first sentence only" in one
-    both, signals = multihop.judge("What does sync_interval set, and does raising it save bandwidth?", option,
-                                   scripted.Matches())
+    pair = "Question 1: What does sync_interval set?\nQuestion 2: Does raising sync_interval save bandwidth?\n"
+    assert multihop.joined(pair) == "What does sync_interval set, and does raising sync_interval save bandwidth?"
+    both, signals = multihop.judge(pair, option, scripted.Matches())
     assert both is None and signals["words_only_in_first"] and signals["words_only_in_second"]
-    far, _ = multihop.judge("What does sync_interval set, and does raising it save bandwidth?", option,
-                            scripted.Matches(0.2))
-    assert "far from" in far
+    assert signals["parts"] == ["What does sync_interval set?", "Does raising sync_interval save bandwidth?"]
+    far, _ = multihop.judge(pair, option, scripted.Matches(0.2))
+    assert "does not match its sentence" in far
     assert not multihop.second_fact(option["sentences"][0], option["sentences"][0])
 
 
@@ -122,10 +124,12 @@ def test_plan_gives_derived_tasks_their_own_sentences(small_db):
     assert len(kinds["multi_hop"].chunks) == 2 and kinds["multi_hop"].option["entity"]
 
 
-def test_multi_hop_prompt_ends_with_both_facts():
+def test_multi_hop_prompt_ends_with_both_facts_and_asks_two_questions():
     messages = prompts.build_multi_hop_messages("First fact.", "Second fact.")
     assert messages[-1]["content"] == "Fact 1: First fact.\nFact 2: Second fact."
     assert len(messages) == 2 * len(prompts.MULTI_HOP_SHOTS) + 2
+    assert all(prompts.parse_question_pair(m["content"]) for m in messages if m["role"] == "assistant")
+    assert prompts.parse_question_pair("Question: one?") is None
 
 
 def test_scripted_run_stores_both_gold_chunks_and_the_evidence(small_db):
@@ -166,4 +170,5 @@ def test_real_bundled_model_writes_derived_rows(sample_db, bundled_model, query_
         else:
             assert len(row["source_chunk_ids"]) == 2 and set(row["source_chunk_ids"]) <= set(row["gold_chunk_ids"])
             assert signals["multi_hop"]["words_only_in_first"] and signals["multi_hop"]["words_only_in_second"]
+            assert row["text"] == multihop.join(*signals["multi_hop"]["parts"])
     json.dumps(summary)  # the summary stays JSON for `generate --json`

@@ -340,8 +340,8 @@ def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.
     seed = config.seed + zlib.crc32(task.chunks[0]["id"].encode()) % 10_000 + 10_000 * task.attempt
     if task.query_type == "multi_hop" and task.option:
         return Request(prompts.build_multi_hop_messages(*task.option["sentences"]),
-                       max_tokens=min(config.max_tokens, prompts.ASKED_MAX_TOKENS), temperature=config.temperature,
-                       seed=seed, grammar=prompts.ASKED_QUESTION_GRAMMAR, tag=task)
+                       max_tokens=max(config.max_tokens, prompts.MULTI_HOP_MAX_TOKENS), temperature=config.temperature,
+                       seed=seed, grammar=prompts.MULTI_HOP_GRAMMAR, tag=task)
     if task.answer:
         # A near miss is the factoid question its swapped sentence answers (generation.unanswerable).
         asked_type = "factoid" if task.query_type == "unanswerable" else task.query_type
@@ -380,6 +380,9 @@ def _checks_record(checks: "_Checks") -> dict:
 
 def _parse(task: Task, raw: str) -> Optional[tuple[str, str]]:
     """(query, reference answer) of a reply: an answer-first reply holds the query only."""
+    if task.query_type == "multi_hop" and task.option:  # two questions, joined (generation.multihop)
+        query = multihop.joined(raw)
+        return (query, task.answer) if query else None
     if task.answer:
         query = prompts.parse_query(raw)
         return (query, task.answer) if query else None
@@ -422,7 +425,7 @@ def _judge_derived(db, task: Task, candidate: dict, checks: _Checks) -> tuple[Op
     if task.query_type == "unanswerable":
         reason, found = unanswerable.judge(db, candidate["text"], task.option, checks.matcher)
         return reason, {"unanswerable_evidence": found} if found else {}
-    reason, found = multihop.judge(candidate["text"], task.option, checks.matcher)
+    reason, found = multihop.judge(candidate["raw"], task.option, checks.matcher)
     return reason, {"multi_hop": found}
 
 

@@ -7,12 +7,13 @@ a two-answer prompt tried earlier passed 4 of 42 candidates). Here the corpus su
 the row together before the model writes a word: chunk A's answer sentence names a specific entity
 (a command, an option, a module, a product: code-like, capitalised or a known name) that another
 chunk B also names, in an answer sentence of its own that adds facts A's does not. The reference
-answer is both sentences, both chunks are gold, and the model writes only the question (answer-first).
+answer is both sentences, both chunks are gold. The model writes the question each sentence answers
+(answer-first, two lines; prompts.MULTI_HOP_GRAMMAR) and they are joined into one two-part question.
 
 A question is kept only when neither sentence alone answers it, measured two ways: its content
 words must include words only sentence A holds and words only sentence B holds (so it asks about
-both facts, beyond the entity they share), and the sentence embedder must place it near each
-sentence (cosine at least MIN_SENTENCE_MATCH with either). Entity and partner are found with the
+both facts, beyond the entity they share), and the sentence embedder must place each part near its
+own sentence (cosine at least MIN_SENTENCE_MATCH, the answer-first floor). Entity and partner are found with the
 project's full-text index (the words themselves), never with a retriever under test.
 """
 
@@ -25,9 +26,11 @@ from typing import Optional
 import sqlite_utils
 
 from curator.core import store
-from curator.core.generation.answers import answer_sentences
+from curator.core.generation import filters
+from curator.core.generation.answers import MIN_ANSWER_MATCH, answer_sentences
+from curator.core.generation.prompts import parse_question_pair
 from curator.core.generation.unanswerable import DETAIL_FAMILIES, corpus_mentions
-from curator.core.queries.words import STOPWORDS, stems
+from curator.core.queries.words import STOPWORDS, content_words, stems
 
 _KNOWN_NAMES = {name for names in DETAIL_FAMILIES.values() for name in names}
 # An entity: `code`, a dotted or underscored name, a call "f()", an option "--all", a CamelCase or
@@ -42,7 +45,7 @@ MIN_NEW_WORDS = 3  # content words sentence B must add to sentence A, and A to B
 MAX_SHARED = 0.5  # Jaccard of the two sentences' stems above which they say the same thing
 MAX_OPTIONS = 6  # sentence pairs kept per chunk (each retry asks about the next)
 PARTNER_CHUNKS = 8  # chunks naming the entity looked at, per entity
-MIN_SENTENCE_MATCH = 0.45  # cosine of the question with each sentence, below which it ignores one
+MIN_SENTENCE_MATCH = MIN_ANSWER_MATCH  # each question of the pair against its sentence, as an answer-first row
 
 
 def entities(sentence: str) -> list[str]:
@@ -96,27 +99,43 @@ def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
     return found[:MAX_OPTIONS]
 
 
+def join(first: str, second: str) -> str:
+    """One two-part question: "How do I reset my router, and what is the Wi-Fi password afterwards?"."""
+    return f"{first.rstrip(' ?')}, and {second[:1].lower()}{second[1:]}"
+
+
+def joined(raw: str) -> Optional[str]:
+    """The joined question of a multi-hop reply (two 'Question N:' lines), or None."""
+    pair = parse_question_pair(raw)
+    return join(*pair) if pair else None
+
+
 def hits(question: str, sentences: list[str]) -> tuple[set[str], set[str]]:
     """The question's stems found only in the first sentence, and only in the second."""
     asked, (a, b) = stems(question), (stems(s) for s in sentences)
     return asked & (a - b), asked & (b - a)
 
 
-def judge(question: str, option: dict, matcher=None) -> tuple[Optional[str], dict]:
-    """(reason to reject or None, signals): the question must ask about both facts."""
-    first, second = hits(question, option["sentences"])
+def judge(raw: str, option: dict, matcher=None) -> tuple[Optional[str], dict]:
+    """(reason to reject or None, signals) of a multi-hop reply: each question of the pair must be
+    about its own sentence (cosine at least MIN_SENTENCE_MATCH), and the joined question must hold
+    words only the first sentence holds and words only the second holds, so neither alone answers it."""
+    parts = parse_question_pair(raw) or ("", "")
+    first, second = hits(join(*parts), option["sentences"])
     signals = {"entity": option["entity"], "sentences": option["sentences"], "partner": option["partner"]["id"],
-               "words_only_in_first": sorted(first), "words_only_in_second": sorted(second)}
+               "parts": list(parts), "words_only_in_first": sorted(first), "words_only_in_second": sorted(second)}
     if not first or not second:
         alone = "first" if first else "second" if second else "either"
         return (f"multi-hop: the question asks about the {alone} sentence only" if alone != "either"
                 else "multi-hop: the question holds no word of either sentence beyond what they share"), signals
+    if filters.jaccard(content_words(parts[0]), content_words(parts[1])) >= filters.NEAR_DUPLICATE_JACCARD:
+        return "multi-hop: the two questions ask the same thing", signals
     if matcher is not None and matcher.available:
-        cosines = [matcher.similarity(question, s) for s in option["sentences"]]
+        cosines = [matcher.similarity(part, sentence) for part, sentence in zip(parts, option["sentences"])]
         signals["sentence_cosines"] = [round(c, 3) for c in cosines]
         if min(cosines) < MIN_SENTENCE_MATCH:
             weaker = "first" if cosines[0] < cosines[1] else "second"
-            return (f"multi-hop: the question is far from the {weaker} sentence (cosine {min(cosines):.2f})"), signals
+            return (f"multi-hop: the {weaker} question does not match its sentence (cosine {min(cosines):.2f})"), signals
     return None, signals
 
 

@@ -32,33 +32,36 @@ from curator.core.generation.answers import answer_sentences
 # Things of one kind a user might ask about, in the spelling a question uses. Only names that are
 # not also everyday words ("Go", "R", "Edge", "dash" are left out): a swap must change the detail,
 # and the corpus check must not miss a mention because the word means something else there.
+# Each family lists its best-known members first: a replacement is the first one the corpus never
+# mentions, so a near miss asks about a thing users of the corpus are likely to have (in the first
+# labelled run a seeded random choice asked about "COBOL scripts" and "Julia objects" in the Python FAQ).
 DETAIL_FAMILIES: dict[str, tuple[str, ...]] = {
-    "platform": ("Windows", "macOS", "Linux", "FreeBSD", "OpenBSD", "NetBSD", "Solaris", "AIX", "HP-UX",
-                 "Android", "iOS", "ChromeOS", "Haiku", "z/OS", "QNX", "Cygwin", "WSL"),
-    "language": ("Java", "Perl", "Ruby", "Rust", "Lua", "Tcl", "JavaScript", "Fortran", "Haskell", "Scala",
-                 "Kotlin", "PHP", "C#", "C++", "Erlang", "Julia", "COBOL", "Pascal"),
-    "python_implementation": ("CPython", "PyPy", "Jython", "IronPython", "MicroPython", "Stackless", "GraalPy"),
-    "gui_toolkit": ("Tkinter", "wxPython", "PyQt", "PySide", "GTK", "Kivy", "FLTK", "Qt"),
-    "editor": ("Emacs", "Vim", "nano", "IDLE", "PyCharm", "Eclipse", "Notepad++", "Sublime Text", "VS Code",
+    "platform": ("Windows", "macOS", "Linux", "Android", "iOS", "FreeBSD", "ChromeOS", "WSL", "Solaris", "AIX",
+                 "OpenBSD", "NetBSD", "HP-UX", "Haiku", "z/OS", "QNX", "Cygwin"),
+    "language": ("JavaScript", "Java", "C++", "C#", "Rust", "PHP", "Ruby", "Kotlin", "Perl", "Scala", "Lua",
+                 "Haskell", "Julia", "Erlang", "Fortran", "Tcl", "Pascal", "COBOL"),
+    "python_implementation": ("CPython", "PyPy", "MicroPython", "Jython", "IronPython", "GraalPy", "Stackless"),
+    "gui_toolkit": ("Tkinter", "PyQt", "PySide", "wxPython", "Kivy", "GTK", "Qt", "FLTK"),
+    "editor": ("VS Code", "PyCharm", "Vim", "Emacs", "Sublime Text", "Notepad++", "IDLE", "Eclipse", "nano",
                "gedit", "Geany"),
-    "shell": ("bash", "zsh", "tcsh", "csh", "ksh", "PowerShell"),
-    "database": ("MySQL", "PostgreSQL", "SQLite", "MongoDB", "Redis", "MariaDB", "Cassandra", "Oracle"),
-    "package_tool": ("pip", "conda", "apt", "apt-get", "aptitude", "dpkg", "rpm", "yum", "dnf", "snap", "flatpak",
-                     "Homebrew", "pacman", "zypper", "pipx", "Poetry"),
-    "desktop": ("GNOME", "KDE", "Xfce", "LXDE", "LXQt", "Cinnamon"),
-    "init_system": ("systemd", "sysvinit", "Upstart", "OpenRC", "runit"),
-    "bootloader": ("GRUB", "LILO", "SYSLINUX", "rEFInd", "systemd-boot"),
-    "filesystem": ("ext2", "ext3", "ext4", "Btrfs", "XFS", "ZFS", "NTFS", "FAT32", "exFAT", "JFS", "ReiserFS"),
-    "architecture": ("amd64", "i386", "arm64", "armhf", "armel", "mipsel", "ppc64el", "s390x", "riscv64",
-                     "sparc64", "m68k", "loong64", "PowerPC", "Itanium"),
-    # Only the release names that are not everyday words ("potato", "stretch", "buster" are left out).
-    "debian_release": ("hamm", "slink", "sarge", "lenny", "wheezy", "jessie", "bullseye", "bookworm", "trixie",
-                       "forky"),
-    "distribution": ("Debian", "Ubuntu", "Fedora", "CentOS", "Gentoo", "Slackware", "openSUSE", "Arch Linux",
-                     "Mint", "Alpine", "RHEL"),
-    "browser": ("Firefox", "Chrome", "Chromium", "Safari", "Opera", "Konqueror", "Lynx"),
-    "web_server": ("Apache", "nginx", "lighttpd", "Caddy", "Tomcat"),
-    "mail_server": ("Postfix", "Exim", "Sendmail", "qmail", "Dovecot"),
+    "shell": ("bash", "zsh", "PowerShell", "ksh", "tcsh", "csh"),
+    "database": ("PostgreSQL", "MySQL", "SQLite", "MongoDB", "Redis", "MariaDB", "Oracle", "Cassandra"),
+    "package_tool": ("pip", "conda", "apt", "apt-get", "Homebrew", "snap", "flatpak", "dnf", "yum", "pipx", "Poetry",
+                     "aptitude", "dpkg", "rpm", "pacman", "zypper"),
+    "desktop": ("GNOME", "KDE", "Xfce", "Cinnamon", "LXQt", "LXDE"),
+    "init_system": ("systemd", "sysvinit", "OpenRC", "Upstart", "runit"),
+    "bootloader": ("GRUB", "systemd-boot", "rEFInd", "SYSLINUX", "LILO"),
+    "filesystem": ("ext4", "Btrfs", "XFS", "ZFS", "NTFS", "exFAT", "FAT32", "ext3", "ext2", "JFS", "ReiserFS"),
+    "architecture": ("amd64", "arm64", "i386", "armhf", "riscv64", "ppc64el", "s390x", "armel", "mipsel", "loong64",
+                     "PowerPC", "sparc64", "m68k", "Itanium"),
+    # Newest first; only the release names that are not everyday words ("potato", "stretch", "buster").
+    "debian_release": ("forky", "trixie", "bookworm", "bullseye", "jessie", "wheezy", "lenny", "sarge", "slink",
+                       "hamm"),
+    "distribution": ("Ubuntu", "Fedora", "Debian", "Arch Linux", "CentOS", "RHEL", "openSUSE", "Mint", "Alpine",
+                     "Gentoo", "Slackware"),
+    "browser": ("Chrome", "Firefox", "Safari", "Chromium", "Opera", "Konqueror", "Lynx"),
+    "web_server": ("nginx", "Apache", "Caddy", "lighttpd", "Tomcat"),
+    "mail_server": ("Postfix", "Exim", "Sendmail", "Dovecot", "qmail"),
     "version_control": ("git", "Mercurial", "Subversion", "CVS", "Bazaar"),
     "compiler": ("gcc", "clang", "MSVC", "MinGW", "icc"),
 }
@@ -68,12 +71,13 @@ _NAME = re.compile(r"(?<![\w+#/-])(" + "|".join(re.escape(n) for n in sorted(_FA
                    + r")(?![\w+#/-])")
 # A version a question asks about: "3.11", "2.7.18" (not a word's part: "ext4", "utf-8" hold none).
 _VERSION = re.compile(r"(?<![\w.])(\d{1,2})\.(\d{1,2})(?:\.\d{1,3})?(?![\w.])")
-VERSION_STEPS = range(1, 10)  # minor versions tried above the one asked about, then below
+VERSION_STEPS = range(1, 10)  # minor versions tried above the one asked about
 NEAREST = 3  # nearest chunks kept as evidence, per retriever
 DENSE_POOL = 8  # chunks full-text search finds, per text, among which the embedder's nearest are taken
-# The question must be about its (swapped) sentence; looser than answer-first's MIN_ANSWER_MATCH
-# (0.65), since what makes the row is the detail it asks about, which the check above ensures.
-MIN_NEAR_MISS_MATCH = 0.5
+# The question must be about its (swapped) sentence, more closely than an answer-first question
+# (MIN_ANSWER_MATCH 0.65): in the first labelled run the near misses below 0.7 were muddled
+# ("remove the ability to use micropython in Windows", 0.58) and the one kept at 0.94 was usable.
+MIN_NEAR_MISS_MATCH = 0.7
 # A name in this share of the chunks is the corpus's subject ("Debian" in the Debian FAQ), not a
 # detail of one answer: swapped, it would ask about another product altogether (Fedora), which no
 # user of this corpus asks it.
@@ -126,10 +130,11 @@ def _count_mentions(db: sqlite_utils.Database, term: str) -> int:
 
 
 def _version_candidates(version: str) -> list[str]:
+    """Later versions of the same major release, nearest first: a release after the corpus's is one a
+    user asks about; an earlier one the corpus skips may never have existed (the first labelled run
+    asked about "Python 2.9")."""
     major, minor = (int(p) for p in version.split(".")[:2])
-    upward = [f"{major}.{minor + step}" for step in VERSION_STEPS]
-    downward = [f"{major}.{minor - step}" for step in VERSION_STEPS if minor - step >= 0]
-    return upward + downward
+    return [f"{major}.{minor + step}" for step in VERSION_STEPS]
 
 
 def replacements(db: sqlite_utils.Database, detail: Detail, avoid: str = "") -> list[str]:
@@ -172,17 +177,16 @@ def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
     names a swappable detail, with that detail swapped for a replacement the corpus never mentions
     (the model is shown the swapped sentence, so its question asks about the replacement)."""
     found = []
-    rng = random.Random(f"{seed}:{chunk['id']}:unanswerable")
     for sentence in answer_sentences(chunk["text"]):
         usable = swappable(db, sentence)
         if not usable:
             continue
         detail = usable[0]
         choices = replacements(db, detail, sentence)
-        replacement = choices[0] if detail.kind == "version" else rng.choice(choices)
+        replacement = choices[0]
         found.append({"answer": swap_in(sentence, detail, replacement), "sentence": sentence,
                       "original": detail.text, "kind": detail.kind, "replacement": replacement})
-    rng.shuffle(found)
+    random.Random(f"{seed}:{chunk['id']}:unanswerable").shuffle(found)
     return found
 
 
