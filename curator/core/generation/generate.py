@@ -399,8 +399,11 @@ def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[st
     plain = task.option is None  # a derived task's module checks the question against its sentences
     match = checks.matcher.similarity(question, answer) if task.answer and checks.matcher and plain else None
     gold_texts = [c["text"] for c in task.chunks]
-    reason = filters.check_row(question, answer, task.query_type, gold_texts, " ".join(gold_texts),
-                               checks.duplicates, extractive=match is not None or not plain)
+    if plain:
+        reason = filters.check_row(question, answer, task.query_type, gold_texts, " ".join(gold_texts),
+                                   checks.duplicates, extractive=match is not None)
+    else:  # the reference is the corpus's own sentences (none for a near miss): only the question is checked
+        reason = filters.check_row(question, "", "unanswerable", gold_texts, " ".join(gold_texts), checks.duplicates)
     if reason is None and match is not None and match < answers.MIN_ANSWER_MATCH:
         reason = f"question does not match its answer sentence (cosine {match:.2f})"
     if reason is None and task.answer and checks.overlap_cap is not None:

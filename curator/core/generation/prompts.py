@@ -163,18 +163,20 @@ MULTI_HOP_INSTRUCTION = ("You are given two facts about the same thing. For each
 MULTI_HOP_SHOTS = [  # (first fact, second fact, question 1, question 2)
     ("A missing filter lets food particles block the drain pump, and the dishwasher stops with error E24.",
      "The drain pump sits behind the kickplate, which comes off after removing two screws.",
-     "Why does my dishwasher stop with error E24?", "How do I get to the dishwasher's drain pump?"),
+     "What makes my dishwasher stop with error E24?", "How do I get to the dishwasher's drain pump?"),
     ("Travel receipts must be uploaded within 30 days of the trip, or the claim is closed.",
      "Receipts are uploaded in the Expenses app under My Trips.",
-     "How long do I have to upload my travel receipts?", "Where in the Expenses app do receipts go?"),
+     "What is the deadline for uploading travel receipts?", "Where in the Expenses app do receipts go?"),
     ("To return the router to factory settings, hold the reset button for ten seconds until the light blinks.",
      "After a factory reset the Wi-Fi password is the one printed on the label under the router.",
-     "How do I reset my router to factory settings?", "What is the Wi-Fi password after a router reset?"),
+     "What do I press to reset my router to factory settings?", "Where is the Wi-Fi password after a router reset?"),
 ]
-_OPENER_RULE = ('opener ::= "What " | "How " | "Why " | "When " | "Which " | "Where " | "Who " | "Can " | "Does " '
-                '| "Do " | "Is " | "Are " | "Should " | "Will "\n')
+# The two questions open with words of two different sets: in the second labelled run the model
+# wrote the first question again as the second in 43 of 138 candidates, all rejected as repetition.
+_OPENER_RULE = ('opener1 ::= "What " | "Which " | "Who " | "When "\n'
+                'opener2 ::= "How " | "Why " | "Where " | "Can " | "Does " | "Do " | "Is " | "Are " | "Should "\n')
 MULTI_HOP_PART_CHARS = 100  # each question of the pair; joined they stay within QUESTION_CHARS + a little
-MULTI_HOP_GRAMMAR = (f'\nroot ::= "Question 1: " opener unit{{6,{MULTI_HOP_PART_CHARS}}} "?\\nQuestion 2: " opener '
+MULTI_HOP_GRAMMAR = (f'\nroot ::= "Question 1: " opener1 unit{{6,{MULTI_HOP_PART_CHARS}}} "?\\nQuestion 2: " opener2 '
                      f'unit{{6,{MULTI_HOP_PART_CHARS}}} "?\\n"\n' + _OPENER_RULE + _UNIT_RULE + "\n")
 MULTI_HOP_MAX_TOKENS = 2 * (len("Question 1: ") + 2 * MULTI_HOP_PART_CHARS + 2) + 8
 _PAIR = re.compile(r"Question 1:\s*(\S[^\n]*)\n\s*Question 2:\s*(\S[^\n]*)", re.I)

@@ -65,6 +65,13 @@ DETAIL_FAMILIES: dict[str, tuple[str, ...]] = {
     "version_control": ("git", "Mercurial", "Subversion", "CVS", "Bazaar"),
     "compiler": ("gcc", "clang", "MSVC", "MinGW", "icc"),
 }
+# Other spellings of a name: a corpus that says "Visual Studio Code" mentions VS Code (the first
+# labelled run's evidence said no chunk did).
+ALIASES = {"VS Code": ("Visual Studio Code", "VSCode"), "macOS": ("Mac OS X", "OS X", "Macintosh"),
+           "PostgreSQL": ("Postgres",), "Homebrew": ("brew install",), "PyQt": ("PyQt5", "PyQt6"),
+           "PySide": ("PySide2", "PySide6"), "Tkinter": ("Tk",), "GTK": ("GTK+", "PyGObject", "PyGTK"),
+           "WSL": ("Windows Subsystem for Linux",), "Chrome": ("Chromium",), "Upstart": ("upstart",),
+           "Vim": ("vi",), "JavaScript": ("ECMAScript", "Node.js"), "Sublime Text": ("Sublime",)}
 _FAMILY_OF = {name: family for family, names in DETAIL_FAMILIES.items() for name in names}
 # A name inside a longer name is not that name ("Linux" in "Arch Linux", "C" in "C++", "apt" in "apt-get").
 _NAME = re.compile(r"(?<![\w+#/-])(" + "|".join(re.escape(n) for n in sorted(_FAMILY_OF, key=len, reverse=True))
@@ -104,11 +111,12 @@ _MENTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def corpus_mentions(db: sqlite_utils.Database, term: str) -> int:
-    """Active chunks that spell ``term``, counted once per project connection (chunks do not change
-    while a run generates)."""
+    """Active chunks that spell ``term`` or one of its ALIASES (summed: an overcount only makes a
+    replacement look mentioned, never absent), counted once per project connection (chunks do not
+    change while a run generates)."""
     cache = _MENTIONS.setdefault(db, {})
     if term not in cache:
-        cache[term] = _count_mentions(db, term)
+        cache[term] = sum(_count_mentions(db, t) for t in (term, *ALIASES.get(term, ())))
     return cache[term]
 
 
