@@ -156,9 +156,12 @@ def test_real_bundled_model_writes_derived_rows(sample_db, bundled_model, query_
 
     backend = LlamaCppBackend(bundled_model, n_ctx=2048, parallel=4)
     summary = generate(sample_db, GenerationConfig(count=2, mix={query_type: 1}, seed=0, retries=3), backend=backend)
-    tried = summary["accepted"] + summary["rejected"]
-    assert tried >= 1 and all(r.startswith(("unanswerable", "multi-hop", "question", "reuses", "near", "exact"))
-                              for r in summary["rejected_by_reason"])
+    print(summary["accepted"], summary["rejected_by_reason"])
+    assert summary["accepted"] + summary["rejected"] >= 1
+    # the grammar and the parser agree: every reply the real model gave was read
+    assert "output not in the Question/Answer format" not in summary["rejected_by_reason"]
+    for (ids,) in sample_db.execute("SELECT source_chunk_ids FROM rejected_candidates WHERE query_type = ?", [query_type]):
+        assert len(json.loads(ids)) == (2 if query_type == "multi_hop" else 1)
     for (qid,) in sample_db.execute("SELECT id FROM queries WHERE query_type = ?", [query_type]):
         row = get_query(sample_db, qid)
         signals = row["quality_signals"]
