@@ -70,7 +70,7 @@ def test_options_show_the_model_the_swapped_sentence(small_db):
     chunk = dict(zip(("id", "text"), small_db.execute(
         "SELECT id, text FROM chunks WHERE text LIKE '%MSI%'").fetchone()))
     found = {o["original"]: o for o in unanswerable.options(small_db, chunk, seed=0)}
-    assert set(found) == {"Windows", "4.2"} and found["4.2"]["replacement"] == "4.3"
+    assert set(found) == {"Windows"}  # a version is not swapped: a later one is what "4.2 and newer" answers
     assert found["Windows"]["replacement"] in found["Windows"]["answer"] and "Windows" not in found["Windows"]["answer"]
     assert list(found.values()) == unanswerable.options(small_db, chunk, seed=0)  # seeded
 
