@@ -25,7 +25,6 @@ from typing import Optional
 import numpy as np
 import sqlite_utils
 
-from curator.core import store
 from curator.core.corpus.search import search_chunks
 from curator.core.generation.answers import answer_sentences
 
