@@ -1,17 +1,18 @@
-"""Unanswerable rows as near misses: a real question about the corpus with its key detail swapped
-for one the corpus never holds (issue 28).
+"""Unanswerable rows as near misses: a sentence of the corpus with the setting it names swapped for
+one the corpus never mentions, and the question it would answer (issue 28).
 
 Why: asked to invent a question its passage does not answer, the bundled 135M model wrote nonsense
 or a question the corpus does answer (2 of 9 and 0 of 9 usable in the labelled quality-bench runs).
-So the model is no longer asked to invent. A sentence of a chunk that names a specific thing (a
-platform, a product, a tool, a release, a version) becomes an answer-first question, judged like
-any answer-first question; then the thing it names is swapped for another of the same kind that no
-chunk of the corpus mentions ("... on Windows?" -> "... on FreeBSD?", "Python 3.11" -> "Python
-3.14"). The question stays one a user of this corpus could ask (same topic, same kind of thing,
-the user's wording) while its key detail is absent from the whole corpus, which full-text search
-shows. The evidence (the swap, the absent term's zero hits, the nearest chunks by full text and by
-the sentence embedder, and whether they hold the original detail) is stored with the row in its
-quality signals, so a reviewer sees why it is believed unanswerable.
+So the model is no longer asked to invent. A chunk's answer sentence that names the setting of what
+it says (a platform, an editor, an init system, a toolkit: SETTING_KINDS) has that thing swapped for
+the best-known one of its kind that no chunk mentions ("Emacs" -> "VS Code", "Windows" ->
+"Android"), and the model writes the question the swapped sentence answers (the answer-first
+factoid prompt). The question stays one a user of this corpus could ask (same topic, same kind of
+thing) while its key detail is absent from the whole corpus, which full-text search shows. The
+evidence (the swap, the replacement's zero mentions, the nearest chunks by full text and by the
+sentence embedder, and whether they hold the original detail) is stored with the row in its quality
+signals, so a reviewer sees why it is believed unanswerable; the reviewer still decides, since a
+corpus can answer a near miss in general terms.
 """
 
 from __future__ import annotations
