@@ -62,13 +62,13 @@ def is_fragment(row: dict) -> bool:
     return not text.endswith("?") or text.count("?") != 1 or bool(re.search(r"[.!;:?]\s+\S", text[:-1]))
 
 
-def run(corpus: Path, count: int, seed: int, threads=None) -> tuple[dict, list[dict], float, float]:
+def run(corpus: Path, count: int, seed: int, threads=None, mix=None) -> tuple[dict, list[dict], float, float]:
     project = Path(tempfile.mkdtemp()) / "quality.curator"
     print(f"project: {project}", flush=True)  # rows are committed as made: --project reads a run cut short
     db = open_project(project, create=True)
     ingest(db, [corpus])
     wall, cpu = time.perf_counter(), time.process_time()
-    summary = generate(db, GenerationConfig(count=count, seed=seed, threads=threads))
+    summary = generate(db, GenerationConfig(count=count, seed=seed, threads=threads, mix=mix))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return summary, _rows(db), wall, cpu
 
@@ -100,12 +100,18 @@ def read_project(project: Path) -> tuple[dict, list[dict], float, float]:
 
 def _rows(db) -> list[dict]:
     columns = [r[1] for r in db.execute("PRAGMA table_info(queries)")]
-    pick = ", ".join(c for c in ("id", "query_type", "text", "reference", "gold_chunk_ids", "quality") if c in columns)
+    pick = ", ".join(c for c in ("id", "query_type", "text", "reference", "gold_chunk_ids", "quality", "source_chunk_ids",
+                                 "quality_signals") if c in columns)
     rows = [dict(zip([c.strip() for c in pick.split(",")], r)) for r in db.execute(
         f"SELECT {pick} FROM queries WHERE source = 'synthetic' ORDER BY created_at, id")]
     chunk_text = dict(db.execute("SELECT id, text FROM chunks"))
     for row in rows:
         row["gold_text"] = " ".join(chunk_text.get(c, "") for c in json.loads(row.pop("gold_chunk_ids") or "[]"))[:600]
+        signals = json.loads(row.pop("quality_signals", None) or "{}")
+        sources = json.loads(row.pop("source_chunk_ids", None) or "[]")
+        if row["query_type"] in ("unanswerable", "multi_hop") and sources:  # what a labeller checks them against
+            row["source_chunk_ids"] = sources
+            row["evidence"] = signals.get("unanswerable_evidence") or signals.get("multi_hop")
     return rows
 
 
@@ -151,6 +157,7 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=Path("/tmp/realq/corpus"))
     parser.add_argument("--count", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--mix", help="type weights as for generate --mix, e.g. unanswerable=1,multi_hop=1")
     parser.add_argument("--out", type=Path, help="accepted rows as JSON lines, for labelling")
     parser.add_argument("--labels", type=Path, help="labelled rows (bench/quality_labels.jsonl)")
     parser.add_argument("--threads", type=int, help="CPU threads (1 wastes least when the machine is oversubscribed)")
@@ -162,11 +169,16 @@ def main() -> None:
     if args.answer_check:
         answer_checks(args.labels, args.code)
         return
+    mix = None
+    if args.mix:
+        from curator.core.generation.generate import parse_mix
+
+        mix = parse_mix(args.mix)
     if args.labels and not args.out and not args.project:
         print(json.dumps(usable_share(args.labels), indent=1))
         return
     summary, rows, wall, cpu = read_project(args.project) if args.project else run(args.corpus, args.count, args.seed,
-                                                                                              args.threads)
+                                                                                              args.threads, mix)
     candidates = summary["accepted_this_session"] + summary["rejected_this_session"]
     n = max(1, len(rows))
     figures = {

@@ -15,6 +15,10 @@ from curator.core.generation import filters
 def good_reply(messages) -> str:
     """A well-behaved model: asks about the passage's first distinctive words, in each type's format."""
     prompt = messages[-1]["content"]
+    if prompt.startswith("Fact 1:"):  # multi-hop: a word only the first fact holds and one only the second
+        facts = prompt[len("Fact 1:"):].split("Fact 2:", 1)
+        words = [[w for w in filters.tokens(f) if len(w) > 3 and w not in filters.STOPWORDS][:4] for f in facts]
+        return f"Question 1: What is known about {' '.join(words[0])}?\nQuestion 2: Why does {' '.join(words[1])} matter?\n"
     if "Passage" not in prompt:  # answer-first: ask with the answer sentence's own first content words
         words = [w for w in filters.tokens(prompt.split("Answer:", 1)[1]) if len(w) > 3 and w not in filters.STOPWORDS]
         if "search box" in messages[0]["content"]:  # a word of its own: all-copied queries are rejected
@@ -47,3 +51,18 @@ def cancel_at_call(cancel, at: int, bad_until: int = 0, bad: str = "no format at
         return bad if n <= bad_until else good_reply(messages)
 
     return reply
+
+
+class Gains:
+    """A stand-in for answers.AnswerLikelihood: every question gains ``value`` nats per answer
+    token (a real model's gains are tested in test_answers)."""
+
+    def __init__(self, value: float = 1.0) -> None:
+        self.value = value
+
+    def gain(self, question: str, answer: str) -> float:
+        return self.value
+
+    def describe(self) -> str:
+        return f"scripted gain {self.value}"
+

@@ -20,8 +20,10 @@ from curator.core import store
 from curator.core.generation import answers
 from curator.core.generation import examples as examples_mod
 from curator.core.generation import filters
+from curator.core.generation import multihop
 from curator.core.generation import prompts
 from curator.core.generation import quality
+from curator.core.generation import unanswerable
 from curator.core.generation.backends import Backend, Request, check_gguf, open_backend
 from curator.core.generation.repack import file_sha256
 from curator.core.errors import BadOption, InputError, NothingToGenerate
@@ -95,6 +97,10 @@ class Task:
     chunks: list[dict]  # the source chunk first; multi_hop adds its partner
     attempt: int = 0  # retries of this (type, chunk) so far, each with another seed
     answer: Optional[str] = None  # answer-first: the chunk's sentence the query must be answered by
+    # Derived types (issue 28, DERIVED_TYPES): what the corpus gave the task (a sentence with a detail
+    # to swap, or a sentence pair), one of ``options``; a retry takes the next option.
+    option: Optional[dict] = None
+    options: Optional[list] = None
 
 
 def parse_mix(text: str) -> dict:
@@ -181,6 +187,29 @@ def answer_first(query_type: str, answers_mode: str) -> bool:
     return answers_mode == "extractive" and query_type in prompts.ANSWER_FIRST_TYPES
 
 
+# Types built from the corpus before the model writes (issue 28): unanswerable rows are near misses
+# of an answer-first question (generation.unanswerable), multi-hop rows join two chunks' sentences
+# that name one entity (generation.multihop). With --answers free the old prompts ask for both.
+DERIVED_TYPES = {"unanswerable": unanswerable, "multi_hop": multihop}
+
+
+def derived(query_type: str, answers_mode: str) -> bool:
+    return answers_mode == "extractive" and query_type in DERIVED_TYPES
+
+
+def _derived_task(db: sqlite_utils.Database, query_type: str, chunk: dict, seed: int) -> Optional[Task]:
+    """A derived-type task about ``chunk`` (None when the chunk offers nothing for the type)."""
+    found = DERIVED_TYPES[query_type].options(db, chunk, seed)
+    return _task_option(Task(query_type, [chunk], options=found), 0) if found else None
+
+
+def _task_option(task: Task, attempt: int) -> Task:
+    """The task asking about its ``attempt``-th option (cycling): the answer, and the partner chunk."""
+    option = task.options[attempt % len(task.options)]
+    partner = [option["partner"]] if "partner" in option else []
+    return Task(task.query_type, task.chunks[:1] + partner, attempt, option["answer"], option, task.options)
+
+
 def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, cluster_chunk_ids=None,
                answers_mode: str = "free") -> Iterator[Task]:
     """Candidate tasks, types interleaved in proportion; never the same chunk twice per type.
@@ -200,6 +229,12 @@ def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, clust
                 if (query_type, chunk["id"]) in used:
                     continue
                 used.add((query_type, chunk["id"]))
+                if derived(query_type, answers_mode):
+                    task = _derived_task(db, query_type, chunk, seed)
+                    if task is None:
+                        continue
+                    yield task
+                    break
                 extra = _partner(db, chunk) if query_type == "multi_hop" else None
                 if query_type == "multi_hop" and extra is None:
                     continue
@@ -302,13 +337,19 @@ def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.
     """The completion a task needs; the task rides along as the request's tag. ``shown``: the
     project's examples of how people ask (answer-first prompts)."""
     seed = config.seed + zlib.crc32(task.chunks[0]["id"].encode()) % 10_000 + 10_000 * task.attempt
+    if task.query_type == "multi_hop" and task.option:
+        return Request(prompts.build_multi_hop_messages(*task.option["sentences"]),
+                       max_tokens=max(config.max_tokens, prompts.MULTI_HOP_MAX_TOKENS), temperature=config.temperature,
+                       seed=seed, grammar=prompts.MULTI_HOP_GRAMMAR, tag=task)
     if task.answer:
-        shots = shown.shots(task.query_type, task.chunks[0]) if shown else None
+        # A near miss is the factoid question its swapped sentence answers (generation.unanswerable).
+        asked_type = "factoid" if task.query_type == "unanswerable" else task.query_type
+        shots = shown.shots(asked_type, task.chunks[0]) if shown else None
         log_queries = shown.log_queries if shown else ()
-        return Request(prompts.build_answer_first_messages(task.query_type, task.chunks[0]["title"], task.answer,
+        return Request(prompts.build_answer_first_messages(asked_type, task.chunks[0]["title"], task.answer,
                                                            shots, log_queries),
                        max_tokens=min(config.max_tokens, prompts.ASKED_MAX_TOKENS), temperature=config.temperature,
-                       seed=seed, grammar=prompts.asked_grammar(task.query_type), tag=task)
+                       seed=seed, grammar=prompts.asked_grammar(asked_type), tag=task)
     passages = [_truncate(c["text"]) for c in task.chunks]
     return Request(prompts.build_messages(task.query_type, passages), max_tokens=config.max_tokens,
                    temperature=config.temperature, seed=seed, grammar=prompts.grammar_for(task.query_type), tag=task)
@@ -330,6 +371,16 @@ class _Checks:
     overlap_cap: Optional[float] = None
     overlap_basis: str = ""
     examples: Optional[examples_mod.ExampleSet] = None
+    _evidence: Optional[list] = None  # [the sentence embedder or None], loaded on the first near miss
+
+    def evidence_embedder(self):
+        """The sentence embedder (MiniLM) that finds a near miss's nearest chunks for the reviewer to
+        see; never a filter. None without its package."""
+        if self._evidence is None:
+            from curator.core.embedding.embed import get_embedder, minilm_available
+
+            self._evidence = [get_embedder("minilm") if minilm_available() else None]
+        return self._evidence[0]
 
 
 def _checks_record(checks: "_Checks") -> dict:
@@ -345,6 +396,9 @@ def _checks_record(checks: "_Checks") -> dict:
 
 def _parse(task: Task, raw: str) -> Optional[tuple[str, str]]:
     """(query, reference answer) of a reply: an answer-first reply holds the query only."""
+    if task.query_type == "multi_hop" and task.option:  # two questions, joined (generation.multihop)
+        query = multihop.joined(raw)
+        return (query, task.answer) if query else None
     if task.answer:
         query = prompts.parse_query(raw)
         return (query, task.answer) if query else None
@@ -358,23 +412,31 @@ def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[st
     if parsed is None:
         return candidate, "output not in the Question/Answer format"
     candidate["text"], candidate["reference"] = question, answer = parsed
+    plain = task.option is None  # a derived task's module checks the question against its sentences
     gold_texts = [c["text"] for c in task.chunks]
-    reason = filters.check_row(question, answer, task.query_type, gold_texts, " ".join(gold_texts),
-                               checks.duplicates, extractive=bool(task.answer))
+    if plain:
+        reason = filters.check_row(question, answer, task.query_type, gold_texts, " ".join(gold_texts),
+                                   checks.duplicates, extractive=bool(task.answer))
+    else:  # the reference is the corpus's own sentences (none for a near miss): only the question is checked
+        reason = filters.check_row(question, "", "unanswerable", gold_texts, " ".join(gold_texts), checks.duplicates)
     gain = None
-    if reason is None and task.answer and checks.answer_check is not None:  # after the cheap checks: it costs a pass
+    if reason is None and plain and task.answer and checks.answer_check is not None:  # after the cheap checks: it costs a pass
         gain = checks.answer_check.gain(question, answer)
         if gain < answers.MIN_ANSWER_GAIN:
             reason = f"question does not lead to its answer sentence (likelihood gain {gain:.2f})"
     if reason is None and task.answer and checks.overlap_cap is not None:
         reason = _overlap_check(question, gold_texts, checks.overlap_cap)
-    if reason is None and task.query_type == "unanswerable":
+    extra: dict = {}
+    if reason is None and not plain:
+        reason, extra = _judge_derived(db, task, candidate, checks)
+    elif reason is None and task.query_type == "unanswerable":
         reason = _unanswerable_check(db, question)
     if reason is None:
-        candidate["quality"], candidate["signals"] = quality.score_row(db, question, answer, task.query_type,
+        candidate["quality"], candidate["signals"] = quality.score_row(db, candidate["text"], answer, task.query_type,
                                                                        task.chunks)
         if gain is not None:  # shown, not scored
             candidate["signals"]["answer_gain"] = round(gain, 3)
+        candidate["signals"].update(extra)
         if candidate["quality"] < checks.min_quality:
             reason = f"quality below --min-quality ({candidate['quality']:.2f})"
     return candidate, reason
@@ -398,6 +460,19 @@ def _answer_check_for(backend: Backend) -> Optional[answers.AnswerLikelihood]:
     if not path or not Path(path).is_file():
         return None
     return answers.AnswerLikelihood(path, n_threads=described.get("n_threads") or 1)
+
+
+def _judge_derived(db, task: Task, candidate: dict, checks: _Checks) -> tuple[Optional[str], dict]:
+    """(reason or None, signals to store) of a derived task's reply: for a near miss, the evidence
+    that the corpus does not answer it; for a multi-hop row, what each sentence gives the question.
+    Whether a question is about its sentence is the likelihood check's call, as for answer-first rows;
+    the sentence embedder only finds the nearest chunks a reviewer is shown as evidence."""
+    if task.query_type == "unanswerable":
+        reason, found = unanswerable.judge(db, candidate["text"], task.option, checks.answer_check,
+                                           checks.evidence_embedder())
+        return reason, {"unanswerable_evidence": found} if found else {}
+    reason, found = multihop.judge(candidate["raw"], task.option, checks.answer_check)
+    return reason, {"multi_hop": found}
 
 
 def _overlap_check(question: str, gold_texts: list[str], cap: float) -> Optional[str]:
@@ -719,7 +794,9 @@ class _Scheduler:
 
     def rejected(self, task: Task) -> None:
         """Ask a rejected (type, chunk) again with another seed, a bounded number of times."""
-        if task.attempt < self.config.retries:
+        if task.attempt < self.config.retries and task.options:
+            self.retries.append(_task_option(task, task.attempt + 1))
+        elif task.attempt < self.config.retries:
             answer = answers.pick_answer(task.chunks[0], task.attempt + 1, self.config.seed) if task.answer else None
             self.retries.append(Task(task.query_type, task.chunks, task.attempt + 1, answer))
 

@@ -151,6 +151,56 @@ def parse_query(raw: str) -> Optional[str]:
     return found.group(1).strip().strip('"') if found else None
 
 
+# Multi-hop rows (generation.multihop): two answer sentences from two chunks that name one entity. Asked
+# for one question needing both facts, the bundled model wrote a question about one of them or a
+# muddle (0 of 6 usable in the first labelled run); it writes a good question for one answer sentence
+# about half the time (answer-first). So it writes the question each fact answers, two lines the
+# grammar enforces, and generation.multihop joins them into one two-part question ("How do I reset
+# my router, and what is the Wi-Fi password afterwards?") whose answer needs both chunks.
+MULTI_HOP_INSTRUCTION = ("You are given two facts about the same thing. For each fact, write the question a user "
+                         "would ask to get that fact, in everyday words. Each question must make sense on its own "
+                         "and name what it is about.")
+MULTI_HOP_SHOTS = [  # (first fact, second fact, question 1, question 2)
+    ("A missing filter lets food particles block the drain pump, and the dishwasher stops with error E24.",
+     "The drain pump sits behind the kickplate, which comes off after removing two screws.",
+     "What makes my dishwasher stop with error E24?", "How do I get to the dishwasher's drain pump?"),
+    ("Travel receipts must be uploaded within 30 days of the trip, or the claim is closed.",
+     "Receipts are uploaded in the Expenses app under My Trips.",
+     "What is the deadline for uploading travel receipts?", "Where in the Expenses app do receipts go?"),
+    ("To return the router to factory settings, hold the reset button for ten seconds until the light blinks.",
+     "After a factory reset the Wi-Fi password is the one printed on the label under the router.",
+     "What do I press to reset my router to factory settings?", "Where is the Wi-Fi password after a router reset?"),
+]
+# The two questions open with words of two different sets: in the second labelled run the model
+# wrote the first question again as the second in 43 of 138 candidates, all rejected as repetition.
+_OPENER_RULE = ('opener1 ::= "What " | "Which " | "Who " | "When "\n'
+                'opener2 ::= "How " | "Why " | "Where " | "Can " | "Does " | "Do " | "Is " | "Are " | "Should "\n')
+MULTI_HOP_PART_CHARS = 100  # each question of the pair; joined they stay within QUESTION_CHARS + a little
+MULTI_HOP_GRAMMAR = (f'\nroot ::= "Question 1: " opener1 unit{{6,{MULTI_HOP_PART_CHARS}}} "?\\nQuestion 2: " opener2 '
+                     f'unit{{6,{MULTI_HOP_PART_CHARS}}} "?\\n"\n' + _OPENER_RULE + _UNIT_RULE + "\n")
+MULTI_HOP_MAX_TOKENS = 2 * (len("Question 1: ") + 2 * MULTI_HOP_PART_CHARS + 2) + 8
+_PAIR = re.compile(r"Question 1:\s*(\S[^\n]*)\n\s*Question 2:\s*(\S[^\n]*)", re.I)
+
+
+def _facts_turn(first: str, second: str) -> str:
+    return f"Fact 1: {first}\nFact 2: {second}"
+
+
+def build_multi_hop_messages(first: str, second: str) -> list[dict]:
+    """Chat messages for a multi-hop pair: instruction, worked examples, the two facts."""
+    messages = [{"role": "system", "content": MULTI_HOP_INSTRUCTION}]
+    for shot_first, shot_second, question_1, question_2 in MULTI_HOP_SHOTS:
+        messages += [{"role": "user", "content": _facts_turn(shot_first, shot_second)},
+                     {"role": "assistant", "content": f"Question 1: {question_1}\nQuestion 2: {question_2}"}]
+    return messages + [{"role": "user", "content": _facts_turn(first, second)}]
+
+
+def parse_question_pair(raw: str) -> Optional[tuple[str, str]]:
+    """The two questions of a multi-hop reply, or None."""
+    found = _PAIR.search(raw or "")
+    return (found.group(1).strip(), found.group(2).strip()) if found else None
+
+
 def grammar_for(query_type: str) -> str:
     return KEYWORD_GRAMMAR if query_type == "keyword" else QUESTION_GRAMMAR
 
@@ -181,4 +231,9 @@ def templates() -> dict:
     return {"system": SYSTEM, "instructions": INSTRUCTIONS, "grammars": {"question": QUESTION_GRAMMAR,
                                                                           "keyword": KEYWORD_GRAMMAR},
             "answer_first": {"instructions": ANSWER_FIRST_INSTRUCTIONS, "examples": ANSWER_FIRST_SHOTS,
-                             "grammars": {t: asked_grammar(t) for t in ANSWER_FIRST_TYPES}}}
+                             "grammars": {t: asked_grammar(t) for t in ANSWER_FIRST_TYPES}},
+            # issue 28: unanswerable rows are near misses made from an answer-first factoid question
+            # (generation.unanswerable); multi-hop rows ask about two facts (generation.multihop).
+            "multi_hop": {"instruction": MULTI_HOP_INSTRUCTION, "examples": MULTI_HOP_SHOTS,
+                          "grammar": MULTI_HOP_GRAMMAR},
+            "unanswerable": "the factoid answer-first prompt, then a key detail swapped (generation.unanswerable)"}

@@ -83,6 +83,14 @@ def explain(signals) -> str:
                      f"{signals['answer_gain']:.2f} nats a token")
     if "answer_cosine" in signals:  # rows made before score version 4
         parts.append(f"question matches its answer sentence at cosine {signals['answer_cosine']:.2f}")
+    if signals.get("unanswerable_evidence"):  # issue 28: why a near miss is believed unanswerable
+        from curator.core.generation.unanswerable import explain as near_miss
+
+        parts.append(near_miss(signals["unanswerable_evidence"]))
+    if signals.get("multi_hop"):  # issue 28: what holds a multi-hop row's two gold chunks together
+        from curator.core.generation.multihop import explain as two_facts
+
+        parts.append(two_facts(signals["multi_hop"]))
     weakest = min(signals.get("margins", {}).items(), key=lambda kv: kv[1], default=None)
     if weakest:
         parts.append(f"weakest filter margin: {weakest[0]} {weakest[1]:.2f}")
