@@ -102,7 +102,7 @@ def test_generate_that_makes_no_row_exits_1_with_the_reason(sample_project_path,
     from curator.core.generation.backends import FakeBackend
 
     always_bad = FakeBackend(lambda messages: "Sure! Here is a question about the passage.")
-    monkeypatch.setattr(generation, "open_backend", lambda *args, **kwargs: always_bad)
+    monkeypatch.setattr(generation, "_open_engine", lambda *args, **kwargs: always_bad)
     result = _run(["generate", str(sample_project_path), "--count", "2", "--mix", "factoid=1"])
     _one_line_error(result, 1, "run 1 made no rows", "stopped at 0 rows")
     assert "run 1 exhausted: accepted 0" in result.stdout  # the summary is still printed

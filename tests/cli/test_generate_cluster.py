@@ -39,7 +39,7 @@ def test_generate_cluster_uses_only_that_clusters_chunks(sample_project_path, tm
     assert expected
 
     backend = FakeBackend(_reply)
-    monkeypatch.setattr(gen_module, "open_backend", lambda *a, **k: backend)
+    monkeypatch.setattr(gen_module, "_open_engine", lambda *a, **k: backend)
     res = CliRunner().invoke(cli, ["generate", str(sample_project_path), "--cluster", str(target), "--count", "3",
                                    "--mix", "factoid=1", "--answers", "free", "--json"])
     assert res.exit_code == 0, res.output
