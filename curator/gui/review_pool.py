@@ -11,14 +11,10 @@ from __future__ import annotations
 from typing import Optional
 
 import sqlite_utils
-from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QTextCursor
-from PySide6.QtWidgets import QTextEdit, QVBoxLayout, QWidget
 
 from curator.core.review import pool
-from curator.gui.suggestions_panel import render_chunks
-from curator.gui.task_view import TaskView
-from curator.gui.widgets import plain_label, project_file
+from curator.gui.suggestions_panel import ChunkListBox, ChunkListPanel, render_chunks
 
 EMPTY_TEXT = {
     "not_pooled": ("No pooled results: rows of the review queue get them (curator pool PROJECT QUERY_ID pools "
@@ -30,15 +26,8 @@ EMPTY_TEXT = {
 }
 
 
-class PoolPanel(QTextEdit):
-    """Read-only, takes no focus: the review view's keys move the marker and grade."""
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self.setReadOnly(True)
-        self.setAcceptRichText(False)
-        self.setFocusPolicy(Qt.NoFocus)
-        self.highlighted = 0
+class PoolPanel(ChunkListPanel):
+    """The pooled results; the review view's keys move the marker and grade."""
 
     def show_pool(self, entries: list[dict], current: int, question: str) -> int:
         """Render core's pooled entries with the marker on ``current`` (0-based); scrolls to it."""
@@ -60,33 +49,17 @@ class PoolPanel(QTextEdit):
             self.ensureCursorVisible()
 
 
-class PoolBox(TaskView, QWidget):
+class PoolBox(ChunkListBox):
     """Title naming the keys, the marked list or one line saying why there is none, and the worker
-    that pools the queued rows without a pool. ``computed`` is emitted after each run."""
+    that pools the queued rows without a pool."""
 
-    task_finished = Signal(object)
-    task_failed = Signal(str, str)
-    computed = Signal()
     failure_title = "Pooling failed"
+    kept_noun = "pools"
 
     def __init__(self, db: sqlite_utils.Database, title: str, parent=None) -> None:
-        QWidget.__init__(self, parent)
-        self.init_tasks()
-        self.db, self.project_path = db, project_file(db)
-        self.computing: set[str] = set()
-        self.stopped = False
-        self.closed = False
-        self.title = plain_label(title, bold=True)
-        self.reason = plain_label(hint=True)
-        self.reason.setObjectName("poolReason")
-        self.panel = PoolPanel()
+        super().__init__(db, title, PoolPanel(), "poolReason", parent)
         self.entries: list[dict] = []
         self.current = 0
-        self.task_bar.hide()
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        for widget, stretch in ((self.title, 0), (self.reason, 0), (self.task_bar, 0), (self.panel, 1)):
-            layout.addWidget(widget, stretch)
 
     def show_for(self, query: Optional[dict], keep_place: bool = False) -> list[dict]:
         """Show QUERY's pooled results, or why there is none. ``keep_place``: the same row again
@@ -127,39 +100,10 @@ class PoolBox(TaskView, QWidget):
         if self.busy() or self.closed:
             return
         todo = pool.lacking_pool(self.db)
-        if not todo:
-            return
-        self.computing = set(todo)
-        self.last_error, self.stopped = None, False
-        what = f"{len(todo)} queued {'row' if len(todo) == 1 else 'rows'}"
-        self.run_task(pool.fill_missing, message=f"Pooling the retrievers' top results for {what}…",
-                      finished=self._finished, cancelled=self._cancelled)
+        if todo:
+            what = f"{len(todo)} queued {'row' if len(todo) == 1 else 'rows'}"
+            self._start(pool.fill_missing, todo, f"Pooling the retrievers' top results for {what}…")
 
-    def set_busy(self, busy: bool, message: str = "") -> None:
-        if self.closed:
-            return
-        super().set_busy(busy, message)
-        self.task_bar.setVisible(busy or self.last_error is not None)
-        if not busy:
-            self.computing = set()
-            self.computed.emit()
-
-    def fail(self, what: str, todo: str) -> None:
-        if not self.closed:
-            super().fail(what, todo)
-
-    def _finished(self, result: dict) -> tuple:
-        if not self.closed:
-            n = result["queries"]
-            self.status.setText(f"Pooled {', '.join(result['retrievers'])} for {n} {'row' if n == 1 else 'rows'}.")
-        return (result,)
-
-    def _cancelled(self) -> None:
-        self.stopped = True
-        if not self.closed:
-            self.status.setText("Stopped: the pools computed so far are kept.")
-
-    def shutdown(self) -> None:
-        """The window closes: stop after the batch in flight; later signals change nothing."""
-        self.closed = True
-        self.cancel()
+    def finished_text(self, result: dict) -> str:
+        n = result["queries"]
+        return f"Pooled {', '.join(result['retrievers'])} for {n} {'row' if n == 1 else 'rows'}."

@@ -64,8 +64,9 @@ def render_chunks(edit: QTextEdit, entries: list[tuple[list[tuple[str, str]], di
     return count
 
 
-class SuggestionsPanel(QTextEdit):
-    """Read-only, takes no focus: the review view's keys 1-5 act on it."""
+class ChunkListPanel(QTextEdit):
+    """Read-only plain text that takes no focus: the review view's keys act on the list it shows.
+    ``highlighted`` counts the question words marked in the last rendering."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -73,6 +74,10 @@ class SuggestionsPanel(QTextEdit):
         self.setAcceptRichText(False)
         self.setFocusPolicy(Qt.NoFocus)
         self.highlighted = 0
+
+
+class SuggestionsPanel(ChunkListPanel):
+    """The suggestions; the review view's keys 1-5 act on it."""
 
     def show_suggestions(self, rows: list[dict], gold: dict[str, int], question: str) -> int:
         """Render ``rows`` (core's suggestions, best first); ``gold`` maps chunk id -> grade.
@@ -99,36 +104,86 @@ EMPTY_TEXT = {
 }
 
 
-class SuggestionsBox(TaskView, QWidget):
-    """The suggestions under the question: a title naming their keys, the numbered list, or one
-    line saying why there is none; and the worker that computes the queued rows' missing ones
-    (a project opened for the first time, a queue built from the command line), with progress.
+class ChunkListBox(TaskView, QWidget):
+    """A list of chunks under the question, computed for the queue in the background: a title
+    naming its keys, the list or one line saying why there is none, and the worker's progress bar.
+    The suggestions and the pooled results are two of these. ``computed`` is emitted after each run.
 
-    ``computed`` is emitted after a run, so the view shows the new suggestions of its row."""
+    After the window closes (``shutdown``) a worker that ends later touches nothing: its last
+    signals arrive after the project's connection is closed."""
 
     task_finished = Signal(object)
     task_failed = Signal(str, str)
     computed = Signal()
-    failure_title = "Suggestions failed"
+    kept_noun = "results"  # "Stopped: the <noun> computed so far are kept."
 
-    def __init__(self, db: sqlite_utils.Database, title: str, parent=None) -> None:
+    def __init__(self, db: sqlite_utils.Database, title: str, panel: QTextEdit, reason_name: str,
+                 parent=None) -> None:
         QWidget.__init__(self, parent)
         self.init_tasks()
         self.db, self.project_path = db, project_file(db)
-        self.tried: set[str] = set()  # rows a run of this session was asked to compute
         self.computing: set[str] = set()
         self.stopped = False
-        self.closed = False  # the window closed: a worker that ends later touches nothing
+        self.closed = False
         self.title = plain_label(title, bold=True)
         self.reason = plain_label(hint=True)
-        self.reason.setObjectName("suggestionsReason")
-        self.panel = SuggestionsPanel()
-        self.rows: list[dict] = []
+        self.reason.setObjectName(reason_name)
+        self.panel = panel
         self.task_bar.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         for widget, stretch in ((self.title, 0), (self.reason, 0), (self.task_bar, 0), (self.panel, 1)):
             layout.addWidget(widget, stretch)
+
+    def _start(self, fn, todo: list[str], message: str) -> None:
+        """Run ``fn`` (a core fill_missing) in a worker for the ``todo`` rows."""
+        self.computing = set(todo)
+        self.last_error, self.stopped = None, False
+        self.run_task(fn, message=message, finished=self._finished, cancelled=self._cancelled)
+
+    def _finished(self, result: dict) -> tuple:
+        if not self.closed:
+            self.status.setText(self.finished_text(result))
+        return (result,)
+
+    def finished_text(self, result: dict) -> str:
+        raise NotImplementedError
+
+    def set_busy(self, busy: bool, message: str = "") -> None:
+        if self.closed:
+            return
+        super().set_busy(busy, message)
+        self.task_bar.setVisible(busy or self.last_error is not None)
+        if not busy:
+            self.computing = set()
+            self.computed.emit()
+
+    def fail(self, what: str, todo: str) -> None:
+        if not self.closed:  # no dialog over a window that is gone
+            super().fail(what, todo)
+
+    def _cancelled(self) -> None:
+        self.stopped = True
+        if not self.closed:
+            self.status.setText(f"Stopped: the {self.kept_noun} computed so far are kept.")
+
+    def shutdown(self) -> None:
+        """The window closes: stop after the batch in flight (its own connection commits it)."""
+        self.closed = True
+        self.cancel()
+
+
+class SuggestionsBox(ChunkListBox):
+    """The suggestions under the question, and the worker that computes the queued rows' missing
+    ones (a project opened for the first time, a queue built from the command line)."""
+
+    failure_title = "Suggestions failed"
+    kept_noun = "suggestions"
+
+    def __init__(self, db: sqlite_utils.Database, title: str, parent=None) -> None:
+        super().__init__(db, title, SuggestionsPanel(), "suggestionsReason", parent)
+        self.tried: set[str] = set()  # rows a run of this session was asked to compute
+        self.rows: list[dict] = []
 
     def show_for(self, query: Optional[dict]) -> list[dict]:
         """Show QUERY's suggestions (gold ones marked), or why it has none; returns them."""
@@ -163,40 +218,10 @@ class SuggestionsBox(TaskView, QWidget):
         todo = [qid for qid in suggest.lacking_suggestions(self.db) if qid not in self.tried]
         if not todo:
             return
-        self.computing = set(todo)
         self.tried.update(todo)
-        self.last_error, self.stopped = None, False
         what = f"{len(todo)} queued {'query' if len(todo) == 1 else 'queries'}"
-        self.run_task(suggest.fill_missing, message=f"Computing suggested gold chunks for {what}…",
-                      finished=self._finished, cancelled=self._cancelled)
+        self._start(suggest.fill_missing, todo, f"Computing suggested gold chunks for {what}…")
 
-    def set_busy(self, busy: bool, message: str = "") -> None:
-        if self.closed:
-            return
-        super().set_busy(busy, message)
-        self.task_bar.setVisible(busy or self.last_error is not None)
-        if not busy:
-            self.computing = set()
-            self.computed.emit()
-
-    def fail(self, what: str, todo: str) -> None:
-        if not self.closed:  # no dialog over a window that is gone
-            super().fail(what, todo)
-
-    def _finished(self, result: dict) -> tuple:
-        if self.closed:
-            return (result,)
+    def finished_text(self, result: dict) -> str:
         n = result["queries"]
-        self.status.setText(f"Suggested gold chunks for {n} {'query' if n == 1 else 'queries'}.")
-        return (result,)
-
-    def _cancelled(self) -> None:
-        self.stopped = True
-        if not self.closed:
-            self.status.setText("Stopped: the suggestions computed so far are kept.")
-
-    def shutdown(self) -> None:
-        """The window closes: stop after the batch in flight (its own connection commits it); the
-        worker's last signals arrive after the project's connection is closed, so they change nothing."""
-        self.closed = True
-        self.cancel()
+        return f"Suggested gold chunks for {n} {'query' if n == 1 else 'queries'}."

@@ -88,7 +88,7 @@ def test_keys_grade_the_marked_result_undo_and_qrels_level(pool_view, qtbot, tmp
     export(db, out, format="trec")
     lines = out.read_text().splitlines()
     assert f"{qid} 0 {first} 2" in lines and f"{qid} 0 {gold} 1" in lines
-    assert not any(third in line for line in lines)
+    assert [line for line in lines if third in line] == [f"{qid} 0 {third} 0"]  # judged not relevant: level 0
 
 
 def test_saving_the_gold_dialog_keeps_not_relevant_judged(pool_view, qtbot):
