@@ -94,15 +94,21 @@ def test_grading_the_only_gold_not_relevant_on_an_approved_row_is_refused(pooled
     assert get_query(db, qid)["gold_chunk_ids"] == [gold]
 
 
-def test_pooled_grade_counts_in_eval_and_reaches_the_qrels_level(pooled_db, tmp_path):
-    """Eval scores the graded chunk as gold: a retriever whose only hit is that chunk goes from
-    recall 0 to 1; the TREC qrels carry its level."""
-    db, qid, gold = pooled_db
+def _a_run_finding_only_the_first_pooled(db, qid: str, tmp_path) -> tuple:
+    """The row approved and pooled; a TREC run file whose one hit is its first pooled chunk."""
     decisions.decide(db, qid, "approve", "ana")
     pool.compute(db, [qid], retrievers=LEXICAL, run_files=[])
     other = pool.pooled(db, qid)[0]["chunk_id"]
     run_file = tmp_path / "other.run"
     write_trec_run(run_file, {qid: {other: 1.0}}, "only-other")
+    return other, run_file
+
+
+def test_pooled_grade_counts_in_eval_and_reaches_the_qrels_level(pooled_db, tmp_path):
+    """Eval scores the graded chunk as gold: a retriever whose only hit is that chunk goes from
+    recall 0 to 1; the TREC qrels carry its level."""
+    db, qid, gold = pooled_db
+    other, run_file = _a_run_finding_only_the_first_pooled(db, qid, tmp_path)
     before = evaluate(db, run_file=str(run_file), ks=(5,))["slices"]["overall"]["recall@5"]
     pool.grade(db, qid, other, 2, "ana")
     after = evaluate(db, run_file=str(run_file), ks=(5,))["slices"]["overall"]["recall@5"]
@@ -152,11 +158,7 @@ def test_validate_scores_against_pooled_grades(pooled_db, tmp_path):
     from curator.core.evaluation.validity import score_matrix
 
     db, qid, gold = pooled_db
-    decisions.decide(db, qid, "approve", "ana")
-    pool.compute(db, [qid], retrievers=LEXICAL, run_files=[])
-    other = pool.pooled(db, qid)[0]["chunk_id"]
-    run_file = tmp_path / "other.run"
-    write_trec_run(run_file, {qid: {other: 1.0}}, "only-other")
+    other, run_file = _a_run_finding_only_the_first_pooled(db, qid, tmp_path)
     values = lambda: score_matrix(db, [], {"other": str(run_file)}, "hit@5")[2].tolist()  # noqa: E731
     assert values() == [[0.0]]
     pool.grade(db, qid, other, 1, "ana")
