@@ -124,3 +124,28 @@ def render_stats(stats: dict) -> str:
             value = ", ".join(f"{k} {v}" for k, v in value.items()) or "-"
         lines.append(f"{key.replace('_', ' '):<22} {value}")
     return "\n".join(lines)
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[dict]:
+    """SIGTERM (``kill``, a supervisor, a logout) stops the work inside as Ctrl-C does, so a long
+    command ends its own way (a generation run is marked cancelled, not left 'running'). Yields a
+    dict whose ``terminated`` says whether it came, so the command can exit as a terminated process
+    does (143) after printing what it kept. Only in the main thread, where Python takes signals."""
+    import signal
+    import threading
+
+    state = {"terminated": False}
+    if threading.current_thread() is not threading.main_thread():
+        yield state
+        return
+
+    def interrupt(signum, frame):
+        state["terminated"] = True
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield state
+    finally:
+        signal.signal(signal.SIGTERM, previous)

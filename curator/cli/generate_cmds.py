@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from curator.cli.common import emit, json_option, progress_printer, project, table
+from curator.cli.common import emit, json_option, progress_printer, project, table, terminate_as_interrupt
 from curator.core.errors import CuratorError
 from curator.core.generation.generate import RETRIES_PER_CHUNK
 
@@ -69,7 +69,7 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
              target, min_quality, no_repack, chat_format, answers_mode, as_json):
     """Reverse-generate queries, reference answers and gold chunk ids with a local model.
 
-    Every accepted row is committed at once; Ctrl-C stops cleanly and --resume goes on.
+    Every accepted row is committed at once; Ctrl-C (or SIGTERM) stops cleanly and --resume goes on.
     Exits 1, saying why, when nothing could be asked (no chunks: ingest first; every
     chunk already used for the types wanted) or when a run ends without a row.
 
@@ -91,12 +91,14 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
                               chat_format=chat_format, answers=answers_mode)
     if target == "coverage" and (cluster is not None or resume):
         raise click.UsageError("--target coverage chooses its own chunks: not with --cluster or --resume")
-    with project(project_path) as db:
+    with project(project_path) as db, terminate_as_interrupt() as signalled:
         aimed = _aim_at_coverage(db, config) if target == "coverage" else None
         summary = run_generate(db, config, on_progress=progress_printer("generate"))
     if aimed:
         summary["coverage_target"] = aimed
     emit(summary, as_json, _render_summary)
+    if signalled["terminated"]:
+        raise SystemExit(143)  # 128 + SIGTERM: what a supervisor expects of a terminated process
     if summary["status"] == "exhausted" and summary["accepted_this_session"] == 0:  # a run that made nothing failed
         raise CuratorError(f"run {summary['run_id']} made no rows: {summary['stopped_short']}")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import signal
 import sqlite3
 import time
 
@@ -379,3 +380,19 @@ def test_kill_between_row_update_and_journal_row_leaves_neither(sample_project_p
         assert db.execute("SELECT COUNT(*) FROM decisions").fetchone()[0] == 0
     finally:
         db.close()
+
+
+def test_sigterm_during_generate_marks_the_run_cancelled_and_keeps_its_rows(sample_project_path, fake_model):
+    """A run ended by SIGTERM (kill, a supervisor) stayed 'running' forever; it now ends as Ctrl-C ends it."""
+    fake_model.delay = 0.08
+    proc = spawn(curator_cmd("generate", str(sample_project_path), "--endpoint", fake_model.url, "--answers", "free",
+                             "--count", "24", "--seed", "1", "--parallel", "1", "--json"))
+    wait_until(lambda: fake_model.answered >= 6, timeout=60, proc=proc)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert json.loads(out)["status"] == "cancelled"
+    conn = sqlite3.connect(sample_project_path)
+    status, = conn.execute("SELECT status FROM generation_runs").fetchone()
+    conn.close()
+    assert status == "cancelled" and 0 < len(_generated(sample_project_path)) < 24
