@@ -9,7 +9,7 @@ of both files with 1 and N sequences; then pipeline rounds on the same chunks an
 alternating round by round so load from other processes hits them alike: accepted rows/min,
 acceptance, generated tokens/s against the raw decode rate of the runner's own settings, prompt
 tokens evaluated per request, and where the time went (llama_decode, sampling and grammar in Python,
-prompt rendering, the question-to-answer matcher, SQLite writes, the rest of the pipeline).
+prompt rendering, the likelihood answer check, SQLite writes, the rest of the pipeline).
 --engine-details adds greedy replies of the copy against the source and thread-count choices.
 The load average is printed with the figures. Asserts nothing.
 """
@@ -123,23 +123,23 @@ class Timers:
 
         self.targets = {"llama_decode": (_internals.LlamaContext, "decode"),
                         "chat_prompt": (LlamaCppBackend, "chat_prompt"),
-                        "matcher": (answers_mod.AnswerMatcher, "similarity"),
+                        "answer check": (answers_mod.AnswerLikelihood, "gain"),
                         "judge": (generate_mod, "_judge"), "store": (generate_mod, "_store")}
         self.seconds = {name: 0.0 for name in self.targets}
         self._originals = {}
-        self._in_matcher = 0
+        self._in_check = 0
 
     def _wrap(self, name, original):
         def timed(*args, **kwargs):
-            if name == "llama_decode" and self._in_matcher:
-                return original(*args, **kwargs)  # the matcher's embedder runs on llama.cpp too: its own line
-            self._in_matcher += name == "matcher"
+            if name == "llama_decode" and self._in_check:
+                return original(*args, **kwargs)  # the answer check runs on llama.cpp too: its own line
+            self._in_check += name == "answer check"
             start = time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
                 self.seconds[name] += time.perf_counter() - start
-                self._in_matcher -= name == "matcher"
+                self._in_check -= name == "answer check"
         return timed
 
     def __enter__(self):
@@ -154,7 +154,7 @@ class Timers:
 
 
 def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int, seed: int,
-             answers: str = "extractive", matcher=None) -> dict:
+             answers: str = "extractive", answer_check=None) -> dict:
     """One generation run on a fresh copy of the ingested corpus."""
     folder = Path(tempfile.mkdtemp())
     try:
@@ -167,7 +167,7 @@ def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int,
         with Timers() as timers:
             start = time.perf_counter()
             summary = generate(db, GenerationConfig(count=rows, seed=seed, answers=answers), backend=backend,
-                               matcher=matcher)
+                               answer_check=answer_check)
             seconds = time.perf_counter() - start
         del backend.iter_complete  # drop the clock's wrapper
         prompts_ = [backend.chat_prompt(messages)[0] for messages in asked]
@@ -191,7 +191,7 @@ def time_shares(run: dict) -> str:
     t, whole = run["timers"], run["seconds"]
     parts = {"llama_decode": t["llama_decode"],
              "sampling+grammar+python in the engine": run["model"] - t["llama_decode"] - t["chat_prompt"],
-             "prompt rendering": t["chat_prompt"], "matcher": t["matcher"], "other checks": t["judge"] - t["matcher"],
+             "prompt rendering": t["chat_prompt"], "answer check": t["answer check"], "other checks": t["judge"] - t["answer check"],
              "sqlite writes": t["store"], "rest of the pipeline": whole - run["model"] - t["judge"] - t["store"]}
     return ", ".join(f"{name} {seconds / whole:.0%}" for name, seconds in parts.items())
 
@@ -275,7 +275,7 @@ def raw_decode_rate(backend: LlamaCppBackend, parallel: int) -> float:
     return rate
 
 
-def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, matcher) -> dict:
+def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, answer_check) -> dict:
     """Alternate the runners round by round on the same seeds; sums per runner. Each runner's raw decode
     rate is measured right before its run, so it meets the same load as the run it is compared with."""
     keys = ("seconds", "model", "accepted", "new_prompt_tokens", "tokens", "requests")
@@ -284,7 +284,7 @@ def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, matc
         print(f"pipeline round {round_no + 1} ({rows} rows, seed {round_no}; {load_average()}):")
         for name, (backend, parallel, answers) in runners.items():
             raw = raw_decode_rate(backend, parallel)
-            run = pipeline(template, backend, parallel, rows, seed=round_no, answers=answers, matcher=matcher)
+            run = pipeline(template, backend, parallel, rows, seed=round_no, answers=answers, answer_check=answer_check)
             _print_run(name, run, raw)
             total = totals[name]
             for key in keys:
@@ -300,17 +300,17 @@ def _print_totals(totals: dict) -> None:
     def per_min(t, key):
         return 60 * t[key] / t["seconds"]
 
-    def per_min_without_matcher(t, key):  # the matcher is being replaced: the engine's own speed without it
-        return 60 * t[key] / (t["seconds"] - t["timers"]["matcher"])
+    def per_min_without_check(t, key):  # the engine's own speed, without the answer check's passes
+        return 60 * t[key] / (t["seconds"] - t["timers"]["answer check"])
 
     (ref_name, reference), *candidates = totals.items()
     for name, candidate in candidates:
         print(f"{name} vs {ref_name}: {per_min(candidate, 'accepted') / per_min(reference, 'accepted'):.2f}x accepted "
               f"rows/min ({per_min(candidate, 'accepted'):.1f} vs {per_min(reference, 'accepted'):.1f}), "
               f"{per_min(candidate, 'candidates') / per_min(reference, 'candidates'):.2f}x candidates/min; "
-              f"without the matcher's time: {per_min_without_matcher(candidate, 'accepted'):.1f} vs "
-              f"{per_min_without_matcher(reference, 'accepted'):.1f} accepted rows/min, "
-              f"{per_min_without_matcher(candidate, 'candidates') / per_min_without_matcher(reference, 'candidates'):.2f}x "
+              f"without the answer check's time: {per_min_without_check(candidate, 'accepted'):.1f} vs "
+              f"{per_min_without_check(reference, 'accepted'):.1f} accepted rows/min, "
+              f"{per_min_without_check(candidate, 'candidates') / per_min_without_check(reference, 'candidates'):.2f}x "
               "candidates/min")
     for name, t in totals.items():
         raw = sum(t["raw"]) / len(t["raw"])
@@ -380,11 +380,12 @@ def main() -> None:
             db.close()
             _print_match(greedy_replies(q4, fixed, args.parallel), greedy_replies(q8, fixed, args.parallel))
             _print_threads(files.path)
-        from curator.core.generation.answers import AnswerMatcher
+        from curator.core.generation.answers import AnswerLikelihood
 
-        matcher = AnswerMatcher()  # one for every run: its model loads once, outside the timed rows
-        matcher.similarity("warm up", "the embedder")
-        totals = _pipeline_rounds(template, _engine_runners(args, q4, engines), args.rows, args.rounds, matcher)
+        # one for every run, on the bundled Q4_1 file as a run would have it: loaded once, outside the timed rows
+        answer_check = AnswerLikelihood(str(files.path), n_threads=args.threads or 1)
+        answer_check.gain("warm up?", "The check loads its model here.")
+        totals = _pipeline_rounds(template, _engine_runners(args, q4, engines), args.rows, args.rounds, answer_check)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     _print_totals(totals)

@@ -141,6 +141,8 @@ def terminate_as_interrupt() -> Iterator[dict]:
         return
 
     def interrupt(signum, frame):
+        if state["terminated"]:
+            return  # a second SIGTERM must not interrupt the clean-up the first one started
         state["terminated"] = True
         raise KeyboardInterrupt
 

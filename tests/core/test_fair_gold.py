@@ -110,3 +110,19 @@ def test_widen_gold_command_prints_counts_and_json(tmp_path, db):
     assert json.loads(result.stdout) == {"rows_checked": 0, "rows_widened": 0, "chunks_added": 0}
     result = CliRunner().invoke(cli, ["widen-gold", path])
     assert "0 of 0 synthetic rows widened" in result.output
+
+
+def test_widening_and_adjudication_keep_a_not_relevant_judgement(db, monkeypatch):
+    """A chunk a reviewer graded 0 is neither made gold by widening nor dropped from the grades,
+    and an adjudication that picks that reviewer keeps it (both lost it before)."""
+    from curator.core.review.adjudicate import resolve
+
+    monkeypatch.setattr(gold_store, "chunks_holding", lambda db, reference: ["c_a", "c_b", "c_c"])
+    gold, grades = gold_store.widened(db, "ref", ["c_a"], {"c_a": 2, "c_b": 0, "c_z": 0})
+    assert gold == ["c_a", "c_c"] and grades == {"c_a": 2, "c_b": 0, "c_z": 0, "c_c": 2}
+    first, second = [r[0] for r in db.execute("SELECT id FROM chunks WHERE active = 1 LIMIT 2")]
+    with db.conn:
+        query_id = add_query(db, "how often do keys rotate?", "synthetic", gold_chunk_ids=[first])
+    decide(db, query_id, "approve", "ann", gold=[first], grades={first: 2, second: 0})
+    resolve(db, query_id, "judge", pick="ann")
+    assert get_query(db, query_id)["gold_grades"] == {first: 2, second: 0}

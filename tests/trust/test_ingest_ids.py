@@ -101,3 +101,23 @@ def test_approving_a_row_again_labels_it_against_the_edited_text_and_undo_puts_t
     _corpus(corpus, [{"_id": "1", "title": "Keys", "text": "Keys rotate every ninety days."}])
     ingest(empty_db, [corpus])
     assert get_query(empty_db, query_id)["stale"] == 0  # and the old text back makes it current, as before
+
+
+def test_undo_of_a_later_decision_keeps_stale_marks_a_reingest_added_and_a_merge_clears_none(empty_db, tmp_path):
+    """Undo restores exactly what the approval cleared; changes recorded since stay (a reviewer's
+    review found undo wiping them), and a decision replayed without relabel clears nothing."""
+    from curator.core.review.decisions import decide, undo
+
+    corpus = tmp_path / "corpus.jsonl"
+    _corpus(corpus, [{"_id": "1", "text": "Keys rotate every ninety days."}])
+    ingest(empty_db, [corpus])
+    query_id = _approved(empty_db, "1")
+    decide(empty_db, query_id, "approve", "ann")
+    _corpus(corpus, [{"_id": "1", "text": "Keys rotate every thirty days."}])
+    ingest(empty_db, [corpus])  # edited after the approval
+    assert get_query(empty_db, query_id)["stale"] == 1
+    decide(empty_db, query_id, "edit", "ann", note="later note")
+    undo(empty_db, "ann")  # undo the note: the edit recorded since must stay
+    assert get_query(empty_db, query_id)["stale"] == 1
+    decide(empty_db, query_id, "approve", "bob", relabel=False)  # as a merge replays another copy's approval
+    assert get_query(empty_db, query_id)["stale"] == 1

@@ -128,8 +128,9 @@ def resolve(db: sqlite_utils.Database, query_id: str, judge: str, *, pick: Optio
     grades = grades if grades is not None else (base.get("gold_grades") if gold is not None else None)
     if status == "unanswerable":
         gold, grades = [], {}  # an unanswerable query has no gold, whoever said otherwise
-    if grades is not None and gold is not None:
-        grades = {cid: int(grades.get(cid, 1)) for cid in gold}
+    if grades is not None and gold is not None:  # the gold's grades, and the chunks judged not relevant
+        grades = {**{c: 0 for c, g in grades.items() if int(g) == 0 and c not in gold},
+                  **{cid: int(grades.get(cid, 1)) for cid in gold}}
     return decisions.decide(db, query_id, "adjudicate", judge, status=status,
                          text=text if text is not None else base.get("text"),
                          reference=reference if reference is not None else base.get("reference"),

@@ -21,7 +21,8 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
-from curator.core.store.gold import gold_problem, labelled_changes, set_labelled_changes
+from curator.core.store.gold import (clear_labelled_changes, gold_problem, labelled_changes,
+                                     restore_labelled_changes)
 from curator.core.queries.rows import normalize_text
 
 STATUSES = ("pending", "approved", "rejected", "unanswerable")
@@ -33,10 +34,12 @@ REVIEW_FIELDS = ("status", "text", "reference", "gold_chunk_ids", "gold_grades",
 _JSON_FIELDS = {"gold_chunk_ids", "gold_grades"}
 VERDICT = "verdict"  # the journal action of a claim verdict correction (not a decision on the query)
 QUERY_DECISIONS = f"action != '{VERDICT}'"
-# Journaled with the fields: the row's gold passages edited since it was labelled. An approval is a
-# label made against today's text, so it clears them (and the stale flag); undo puts them back.
-LABELLED_CHANGES = "labelled_changes"
-_RELABELS = {"approve", "gold", "adjudicate"}  # decisions that judge the gold against the text as it is now  # SQL condition: journal rows that decided a query
+# Journaled with the fields: the pending changes of the row's gold passages (edited since it was
+# labelled) that the decision cleared. A reviewer's approval is a label made against today's text,
+# so it clears them (and the stale flag); undo puts back exactly those, redo clears them again, and
+# changes a later re-ingest recorded are left alone. Other decisions, and approvals replayed from
+# another copy by a merge (made against that copy's text), clear nothing.
+CLEARED_CHANGES = "cleared_changes"  # SQL condition: journal rows that decided a query
 
 
 def snapshot(db: sqlite_utils.Database, query_id: str) -> dict:
@@ -53,8 +56,6 @@ def _write(db: sqlite_utils.Database, query_id: str, state: dict) -> None:
     values = {k: (store.dumps(v) if k in _JSON_FIELDS else v) for k, v in state.items() if k in REVIEW_FIELDS}
     assignments = ", ".join(f"{k} = :{k}" for k in values)
     db.execute(f"UPDATE queries SET {assignments} WHERE id = :_id", {**values, "_id": query_id})
-    if LABELLED_CHANGES in state:  # journal rows written before this key existed leave them as they are
-        set_labelled_changes(db, query_id, state[LABELLED_CHANGES])
 
 
 def _check_gold(db: sqlite_utils.Database, gold: Iterable[str]) -> list[str]:
@@ -79,8 +80,6 @@ def _apply(state: dict, action: str, changes: dict) -> dict:
         after["answerable"], after["gold_chunk_ids"], after["gold_grades"] = 0, [], {}
     elif after.get("status") == "approved" and after["gold_chunk_ids"]:
         after["answerable"] = 1  # by approve or by an adjudication to approved, after an earlier "unanswerable"
-    if action in _RELABELS and after.get("status") == "approved" and LABELLED_CHANGES in after:
-        after[LABELLED_CHANGES] = []
     return after
 
 
@@ -96,11 +95,13 @@ def decide(
     grades: Optional[dict[str, int]] = None,
     note: Optional[str] = None,
     status: Optional[str] = None,
+    relabel: bool = True,
 ) -> dict:
     """Record one decision (and its effect on the query) in a single transaction.
 
     Raises ``GoldMissing`` (an InputError) rather than leave an approved, answerable row without
-    an active gold chunk (see ``curator.core.store.gold``)."""
+    an active gold chunk (see ``curator.core.store.gold``). An approval with ``relabel`` (a reviewer
+    here, reading today's text) makes a row that went stale for an edited passage current again."""
     if action not in ACTIONS:
         raise InputError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
     if status is not None and status not in STATUSES:
@@ -108,7 +109,7 @@ def decide(
     if text is not None and not text.strip():
         raise InputError("the question cannot be empty")
     with db.conn:
-        before = {**snapshot(db, query_id), LABELLED_CHANGES: labelled_changes(db, query_id)}
+        before = snapshot(db, query_id)
         gold_ids = _check_gold(db, gold) if gold is not None else None
         if gold_ids is not None and grades is None:
             # chunks judged not relevant (grade 0, review.pool) stay judged when the gold changes
@@ -123,9 +124,13 @@ def decide(
         _write(db, query_id, after)
         if text is not None:
             db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(text), query_id])
+        cleared = labelled_changes(db, query_id) if relabel and action == "approve" else []
+        if cleared:
+            clear_labelled_changes(db, query_id, cleared)
+            before, after = {**before, CLEARED_CHANGES: cleared}, {**after, CLEARED_CHANGES: cleared}
         decision_id = journal(db, query_id, reviewer, after["reviewed_at"], action, before, after)
     return {"decision_id": decision_id, "query_id": query_id, "action": action,
-            **{k: v for k, v in after.items() if k != LABELLED_CHANGES}}
+            **{k: v for k, v in after.items() if k != CLEARED_CHANGES}}
 
 
 def journal(db: sqlite_utils.Database, query_id: str, reviewer: str, at: str, action: str, before: dict,
@@ -148,6 +153,9 @@ def _restore(db: sqlite_utils.Database, row: tuple, new_state: str) -> str:
         state = store.loads(payload)
         _write(db, query_id, state)
         db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(state["text"]), query_id])
+        if state.get(CLEARED_CHANGES):  # the approval's "labelled against today's text", undone or redone
+            change = restore_labelled_changes if new_state == "undone" else clear_labelled_changes
+            change(db, query_id, state[CLEARED_CHANGES])
     db.execute("UPDATE decisions SET state = ? WHERE id = ?", [new_state, decision_id])
     return query_id
 

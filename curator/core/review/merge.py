@@ -161,7 +161,8 @@ def _adopt(db: sqlite_utils.Database, theirs: dict) -> None:
     action = _ACTION_OF_STATUS[theirs["status"]]
     decisions.decide(db, theirs["id"], action, theirs["reviewer"] or "merged", text=theirs["text"],
                   reference=theirs["reference"], gold=theirs["gold_chunk_ids"],
-                  grades=theirs["gold_grades"] or None, note=theirs["note"])
+                  grades=theirs["gold_grades"] or None, note=theirs["note"],
+                  relabel=False)  # approved against the other copy's text, not this one's
 
 
 def _merge_query(db: sqlite_utils.Database, theirs: dict, journal: list[dict], blind: set[str],

@@ -233,6 +233,9 @@ def grade(db: sqlite_utils.Database, query_id: str, chunk_id: str, value: int, r
     if unusable_chunks(db, [chunk_id]):
         raise InputError(f"no active chunk with id {chunk_id!r} (curator chunks lists them)")
     state = snapshot(db, query_id)
+    if value > 0 and state["status"] == "unanswerable":
+        raise InputError(f"{query_id} is marked unanswerable, so no chunk answers it; set it back to pending "
+                         "(curator label ... pending) before grading a chunk relevant")
     gold = [c for c in state["gold_chunk_ids"] if c != chunk_id or value > 0]
     if value > 0 and chunk_id not in gold:
         gold.append(chunk_id)

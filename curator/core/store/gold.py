@@ -99,12 +99,14 @@ def chunks_holding(db: sqlite_utils.Database, sentence: str) -> list[str]:
 
 def widened(db: sqlite_utils.Database, reference: Optional[str], gold: list[str], grades: dict) -> tuple[list[str], dict]:
     """(gold ids, grades) with every chunk holding ``reference`` added at the source chunk's grade
-    (the first gold chunk's); unchanged when none is new."""
-    extra = [cid for cid in chunks_holding(db, reference or "") if cid not in gold]
+    (the first gold chunk's), except a chunk a reviewer judged not relevant (grade 0: kept as judged);
+    unchanged when none is new."""
+    judged_out = {c: 0 for c, g in grades.items() if int(g) == 0 and c not in gold}  # a person's "not relevant"
+    extra = [cid for cid in chunks_holding(db, reference or "") if cid not in gold and cid not in judged_out]
     if not extra or not gold:
         return gold, grades
     grade = int(grades.get(gold[0], 1))
-    return gold + extra, {**{c: int(grades.get(c, 1)) for c in gold}, **{c: grade for c in extra}}
+    return gold + extra, {**judged_out, **{c: int(grades.get(c, 1)) for c in gold}, **{c: grade for c in extra}}
 
 
 def widen_gold(db: sqlite_utils.Database, ids: Optional[Iterable[str]] = None, source: str = "synthetic") -> dict:
@@ -153,18 +155,23 @@ STALE_SQL = """(SELECT COUNT(*) > 0 FROM json_each(queries.gold_chunk_ids) g
 
 
 def labelled_changes(db: sqlite_utils.Database, query_id: str) -> list[list]:
-    """The row's pending text changes ([chunk id, text hash it was labelled against, when]), so a
-    review decision can journal them and undo can put them back."""
+    """The row's pending text changes: [chunk id, text hash it was labelled against, when]."""
     return [list(r) for r in db.execute(
         "SELECT chunk_id, labelled_sha, changed_at FROM gold_changes WHERE query_id = ? ORDER BY chunk_id", [query_id])]
 
 
-def set_labelled_changes(db: sqlite_utils.Database, query_id: str, changes: list[list]) -> None:
-    """Make the row's pending text changes exactly ``changes`` and its stale flag follow (inside the
-    caller's transaction)."""
-    db.execute("DELETE FROM gold_changes WHERE query_id = ?", [query_id])
-    for chunk_id, labelled_sha, changed_at in changes:
-        db.execute("INSERT INTO gold_changes (query_id, chunk_id, labelled_sha, changed_at) VALUES (?, ?, ?, ?)",
-                   [query_id, chunk_id, labelled_sha, changed_at])
+def clear_labelled_changes(db: sqlite_utils.Database, query_id: str, changes: list[list]) -> None:
+    """Drop these pending changes of the row (a reviewer labelled it against today's text), and let
+    its stale flag follow. Changes recorded since (a later re-ingest) are not among them and stay."""
+    for chunk_id, labelled_sha, _ in changes:
+        db.execute("DELETE FROM gold_changes WHERE query_id = ? AND chunk_id = ? AND labelled_sha = ?",
+                   [query_id, chunk_id, labelled_sha])
     db.execute(f"UPDATE queries SET stale = {STALE_SQL} WHERE id = ?", [query_id])
 
+
+def restore_labelled_changes(db: sqlite_utils.Database, query_id: str, changes: list[list]) -> None:
+    """Put back pending changes a decision cleared (its undo), keeping any recorded since."""
+    for chunk_id, labelled_sha, changed_at in changes:
+        db.execute("""INSERT INTO gold_changes (query_id, chunk_id, labelled_sha, changed_at) VALUES (?, ?, ?, ?)
+                      ON CONFLICT(query_id, chunk_id) DO NOTHING""", [query_id, chunk_id, labelled_sha, changed_at])
+    db.execute(f"UPDATE queries SET stale = {STALE_SQL} WHERE id = ?", [query_id])
