@@ -169,3 +169,16 @@ def test_a_keyword_query_that_repeats_a_word_is_a_loop():
 ])
 def test_sentences_that_lean_on_their_neighbours_are_not_answers(sentence):
     assert answer_sentences(sentence) == []
+
+
+def test_a_backend_without_a_model_file_runs_unchecked_and_the_summary_says_so(sample_db):
+    """An endpoint has no local file to measure the likelihood with: the run goes on with the
+    lexical filters, and says so (the old matcher's warning had no successor)."""
+    from curator.core.generation.backends import FakeBackend
+
+    summary = generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=1, retries=0),
+                       backend=FakeBackend(_asking_about_the_answer))
+    assert any("no likelihood answer check" in w for w in summary["warnings"])
+    free = generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=2, retries=0, answers="free"),
+                    backend=FakeBackend(_asking_about_the_answer))
+    assert not any("likelihood" in w for w in free["warnings"])  # free answers have no answer sentence to check

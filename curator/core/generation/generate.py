@@ -419,13 +419,13 @@ def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[st
                                    checks.duplicates, extractive=bool(task.answer))
     else:  # the reference is the corpus's own sentences (none for a near miss): only the question is checked
         reason = filters.check_row(question, "", "unanswerable", gold_texts, " ".join(gold_texts), checks.duplicates)
+    if reason is None and task.answer and checks.overlap_cap is not None:
+        reason = _overlap_check(question, gold_texts, checks.overlap_cap)
     gain = None
     if reason is None and plain and task.answer and checks.answer_check is not None:  # after the cheap checks: it costs a pass
         gain = checks.answer_check.gain(question, answer)
         if gain < answers.MIN_ANSWER_GAIN:
             reason = f"question does not lead to its answer sentence (likelihood gain {gain:.2f})"
-    if reason is None and task.answer and checks.overlap_cap is not None:
-        reason = _overlap_check(question, gold_texts, checks.overlap_cap)
     extra: dict = {}
     if reason is None and not plain:
         reason, extra = _judge_derived(db, task, candidate, checks)
@@ -460,6 +460,15 @@ def _answer_check_for(backend: Backend) -> Optional[answers.AnswerLikelihood]:
     if not path or not Path(path).is_file():
         return None
     return answers.AnswerLikelihood(path, n_threads=described.get("n_threads") or 1)
+
+
+def _answer_check_warnings(config: GenerationConfig, checks: _Checks) -> list[str]:
+    """Say so when answer-first questions go unchecked against their sentence (no local model file
+    to measure the likelihood with: an endpoint), as the run summary and the Generate tab show."""
+    if config.answers != "extractive" or checks.answer_check is not None:
+        return []
+    return ["no likelihood answer check (it needs a local model file; this backend has none): answer-first "
+            "questions are checked by the lexical filters only, so expect more rows off their answer in review"]
 
 
 def _judge_derived(db, task: Task, candidate: dict, checks: _Checks) -> tuple[Optional[str], dict]:
@@ -878,7 +887,7 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
         checks.examples = examples_mod.load(db)
         checks.answer_check = answer_check or _answer_check_for(backend)
     run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, checks)
-    progress, started = _Progress(warnings=backend.warnings()), time.perf_counter()
+    progress, started = _Progress(warnings=backend.warnings() + _answer_check_warnings(config, checks)), time.perf_counter()
     target = sum(plan.values())
     try:
         _run_pass(db, run_id, config, backend, plan, progress, checks, target, on_progress, cancel, events)

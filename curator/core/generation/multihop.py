@@ -12,9 +12,10 @@ answer is both sentences, both chunks are gold. The model writes the question ea
 
 A question is kept only when neither sentence alone answers it, measured two ways: its content
 words must include words only sentence A holds and words only sentence B holds (so it asks about
-both facts, beyond the entity they share), and the sentence embedder must place each part near its
-own sentence (the generating model's likelihood gain at least MIN_SENTENCE_GAIN, the answer-first floor). Entity and partner are found with the
-project's full-text index (the words themselves), never with a retriever under test.
+both facts, beyond the entity they share), and each part must lead to its own sentence (the
+generating model's likelihood gain at least MIN_SENTENCE_GAIN, the answer-first floor). Entity and
+partner are found with the project's full-text index (the words themselves), never with a
+retriever under test.
 """
 
 from __future__ import annotations

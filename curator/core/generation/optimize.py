@@ -93,7 +93,7 @@ def optimize_model(source: Union[str, Path], type_name: str = repack.DEFAULT_TYP
 # the requests that mode makes, once per file, mode and thread count (cached): the fastest for
 # one mode was not the fastest for the other (issue 33: the Q8_0 copy batched x8, right for rows
 # where the model writes question and answer, ran answer-first rows at 0.8x of Q4_1 one at a time).
-ENGINE_PROBE_FORMAT = 2  # bump when the probe changes: cached choices of older probes are measured again
+ENGINE_PROBE_FORMAT = 3  # bump when the probe changes: cached choices of older probes are measured again
 PARALLEL_CHOICES = (1, 4, 8)
 PROBE_REQUESTS = 8  # as many as the widest batch, so a batched candidate is timed full
 PROBE_ROUNDS = 1  # more rounds alternate candidates so load hits them alike; one keeps first use short
@@ -128,15 +128,20 @@ class EngineCandidate:
 
 def probe_requests(mode: str) -> list:
     """The requests a probe times: the shapes of the mode's default rows. Answer-first ("extractive")
-    runs ask factoid, keyword and vague rows answer-first and multi_hop and unanswerable rows (a
-    quarter of the default mix) as question and answer; "free" asks every row as question and answer."""
+    runs ask every row about sentences of the corpus: one-line queries about a sentence (factoid,
+    keyword and vague rows, and near-miss unanswerable rows, which are asked as factoid questions)
+    and a two-question prompt over two facts for a multi_hop row, about one request in eight as the
+    default mix makes; "free" asks every row as question and answer about passages."""
     from curator.core.generation import prompts
     from curator.core.generation.backends import Request
 
     requests = []
     for i in range(PROBE_REQUESTS):
         query_type = ("factoid", "keyword", "vague")[i % 3]
-        if mode == "extractive" and i % 4 != 3:
+        if mode == "extractive" and i == PROBE_REQUESTS - 1:
+            messages = prompts.build_multi_hop_messages(_PROBE_SENTENCES[i], _PROBE_SENTENCES[(i + 1) % len(_PROBE_SENTENCES)])
+            grammar, max_tokens = prompts.MULTI_HOP_GRAMMAR, prompts.MULTI_HOP_MAX_TOKENS
+        elif mode == "extractive":
             messages = prompts.build_answer_first_messages(query_type, "Product manual", _PROBE_SENTENCES[i])
             grammar, max_tokens = prompts.asked_grammar(query_type), prompts.ASKED_MAX_TOKENS
         else:  # passages of six sentences (~130 tokens); every other one a two-passage multi_hop prompt
@@ -177,10 +182,25 @@ def measure_engines(candidates: list[EngineCandidate], mode: str, threads: Optio
                                                        chat_format=chat_format)
             backends[candidate.path].decoder_for_one = True  # as generation runs it (_open_engine)
     seconds = {candidate: 0.0 for candidate in candidates}
-    for _ in range(PROBE_ROUNDS):
-        for candidate in candidates:
-            seconds[candidate] += _time_requests(backends[candidate.path], candidate.parallel, requests)
+    try:
+        for _ in range(PROBE_ROUNDS):
+            for candidate in candidates:
+                seconds[candidate] += _time_requests(backends[candidate.path], candidate.parallel, requests)
+    finally:
+        _free(backends.values())
     return {c: round(60 * PROBE_ROUNDS * len(requests) / s, 1) for c, s in seconds.items()}
+
+
+def _free(backends) -> None:
+    """Release the probe's models before the run loads its own: a backend and its batch decoder
+    point at each other, so without this only the cyclic collector frees them, and a user's big
+    GGUF would be held two or three times over while the run starts."""
+    import gc
+
+    for backend in backends:
+        backend._decoder = None
+        backend._llm = None
+    gc.collect()
 
 
 def _choices_file() -> Path:
