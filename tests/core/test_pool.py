@@ -163,3 +163,23 @@ def test_validate_scores_against_pooled_grades(pooled_db, tmp_path):
     assert values() == [[0.0]]
     pool.grade(db, qid, other, 1, "ana")
     assert values() == [[1.0]]
+
+
+def test_saved_runs_with_one_name_both_pool_and_an_unreadable_one_is_left_out(pooled_db, tmp_path, monkeypatch):
+    """Two saved runs named run.trec in two folders kept only one; a saved file since overwritten with
+    something else stopped every pool; a run saved from another folder is found (stored resolved)."""
+    db, qid, gold = pooled_db
+    decisions.decide(db, qid, "approve", "ana")
+    ids = [r[0] for r in db.execute("SELECT id FROM chunks WHERE active = 1 ORDER BY id DESC LIMIT 2")]
+    for folder, chunk in zip(("a", "b"), ids):
+        (tmp_path / folder).mkdir()
+        write_trec_run(tmp_path / folder / "run.trec", {qid: {chunk: 1.0}}, folder)
+        monkeypatch.chdir(tmp_path / folder)
+        evaluate(db, run_file="run.trec", ks=(5,))  # a relative name, as typed
+    monkeypatch.chdir(tmp_path)
+    result = pool.compute(db, [qid], retrievers=["bm25"])
+    assert {"run:a/run.trec", "run:b/run.trec"} <= set(result["retrievers"]) and not result["warnings"]
+    (tmp_path / "b" / "run.trec").write_text("not a run at all\n")
+    result = pool.compute(db, [qid], retrievers=["bm25"])
+    assert "run:run.trec" in result["retrievers"]  # a's, alone under its name now
+    assert any("left out of the pool" in w for w in result["warnings"]) and "bm25" in result["retrievers"]

@@ -238,7 +238,8 @@ def evaluate(db: sqlite_utils.Database, retriever: str = "bm25", run_file: Optio
     with db.conn:
         cursor = db.execute("INSERT INTO eval_runs (created_at, retriever, params, metrics, per_query, run_file) "
                             "VALUES (?,?,?,?,?,?)", [store.now(), name, store.dumps({"ks": list(ks), **params}),
-                                                     store.dumps(result), store.dumps(scored), run_file])
+                                                     store.dumps(result), store.dumps(scored),
+                                                     str(Path(run_file).resolve()) if run_file else None])
     return {"eval_run": cursor.lastrowid, **result}
 
 

@@ -36,6 +36,7 @@ from curator.core import store
 from curator.core.retrieval import ranking
 from curator.core.embedding.embed import Embedder, default_embedder_spec, embed_texts, get_embedder, spec_of_id
 from curator.core.errors import InputError
+from curator.core.progress import CancelToken
 from curator.core.corpus.search import _WORD, search_chunks  # _WORD: the word split of fts_query, so both build one phrase set
 
 EmbedderSpec = Optional[Union[str, Embedder]]
@@ -330,13 +331,16 @@ class DenseRetriever(Retriever):
     def __init__(self, embedder: EmbedderSpec = None) -> None:
         self.embedder = embedder
 
-    def fit(self, db: sqlite_utils.Database) -> "DenseRetriever":
+    def fit(self, db: sqlite_utils.Database, cancel: Optional[CancelToken] = None) -> "DenseRetriever":
+        """Embed every active chunk (from the cache where it can); ``cancel`` stops between batches,
+        keeping the vectors stored so far (a first fit on a big corpus takes minutes)."""
         self.db_ = db
         spec = self.embedder or project_embedder_spec(db)
         self.embedder_ = get_embedder(spec, db) if isinstance(spec, str) else spec
         chunks = active_chunks(db)
         self.ids_ = np.array([c["id"] for c in chunks], dtype=object)
-        self.vectors_ = embed_texts(db, self.embedder_, [_chunk_text(c) for c in chunks]) if chunks else None
+        self.vectors_ = (embed_texts(db, self.embedder_, [_chunk_text(c) for c in chunks], cancel=cancel)
+                         if chunks else None)
         return self
 
     @property

@@ -99,7 +99,8 @@ def saved_run_files(db: sqlite_utils.Database) -> list[Path]:
 
 
 def fit_retrievers(db: sqlite_utils.Database, names: Iterable[str] = BUILT_IN, run_files: Iterable[Path] = (),
-                   embedder: Optional[str] = None, cancel: Optional[CancelToken] = None) -> list[Retriever]:
+                   embedder: Optional[str] = None, cancel: Optional[CancelToken] = None,
+                   skipped: Optional[list] = None) -> list[Retriever]:
     """The fitted retrievers to pool, built-ins first. bm25 and dense are fitted once and shared
     with hybrid (fitting dense embeds every chunk: the slow part). A cancel stops between fits."""
     check = cancel.check if cancel is not None else (lambda: None)
@@ -115,12 +116,31 @@ def fit_retrievers(db: sqlite_utils.Database, names: Iterable[str] = BUILT_IN, r
         parts["tfidf"] = TfidfRetriever().fit(db)
     if "dense" in names or "hybrid" in names:
         check()
-        parts["dense"] = DenseRetriever(embedder).fit(db)
+        parts["dense"] = DenseRetriever(embedder).fit(db, cancel=cancel)
     if "hybrid" in names:
         hybrid = HybridRetriever(embedder)
         hybrid.parts_ = [parts["bm25"], parts["dense"]]  # what its fit() would build, already fitted
         parts["hybrid"] = hybrid
-    return [parts[n] for n in names] + [RunFile(p).fit(db) for p in run_files]
+    return [parts[n] for n in names] + _run_files(db, run_files, skipped)
+
+
+def _run_files(db: sqlite_utils.Database, paths: Iterable[Path], skipped: Optional[list]) -> list["RunFile"]:
+    """The run files, fitted and each named uniquely ("run:a.trec", or "run:dir/a.trec" when two share
+    a name). With a ``skipped`` list (the saved eval runs' files, which may have changed since) one that
+    no longer reads as a run is left out and said there, instead of stopping the whole pool."""
+    fitted = []
+    for path in paths:
+        try:
+            fitted.append(RunFile(path).fit(db))
+        except InputError as exc:
+            if skipped is None:
+                raise
+            skipped.append(f"{path}: left out of the pool: {exc}")
+    names = [r.name for r in fitted]
+    for run in fitted:
+        if names.count(run.name) > 1:
+            run.name = f"run:{run.path.parent.name}/{run.path.name}"
+    return fitted
 
 
 # -- computing and storing -------------------------------------------------------------------------
@@ -155,7 +175,8 @@ def compute(db: sqlite_utils.Database, query_ids: Optional[Iterable[str]] = None
     files = saved_run_files(db) if run_files is None else [Path(p) for p in run_files]
     if not todo:
         return {"queries": 0, "k": k, "retrievers": [], "warnings": []}
-    fitted = fit_retrievers(db, retrievers, files, embedder, cancel)
+    skipped: Optional[list] = [] if run_files is None else None  # a file the user named must read, or fail
+    fitted = fit_retrievers(db, retrievers, files, embedder, cancel, skipped)
     names = [r.name for r in fitted]
     for start in range(0, len(todo), _BATCH):
         if cancel is not None:
@@ -166,7 +187,7 @@ def compute(db: sqlite_utils.Database, query_ids: Optional[Iterable[str]] = None
             for i, (query_id, _) in enumerate(batch):
                 _store(db, query_id, {name: results[name][i] for name in names}, k)
         report(on_progress, min(start + _BATCH, len(todo)), len(todo), "pooling retrievers' top results")
-    warnings = [w for r in fitted if isinstance(r, RunFile) for w in r.warnings_]
+    warnings = (skipped or []) + [w for r in fitted if isinstance(r, RunFile) for w in r.warnings_]
     return {"queries": len(todo), "k": k, "retrievers": names, "warnings": warnings}
 
 
