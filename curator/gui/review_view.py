@@ -77,6 +77,8 @@ class ReviewView(QWidget):
         self.chunks.setAcceptRichText(False)
         for edit in (self.question, self.reference, self.chunks):
             edit.setFocusPolicy(Qt.NoFocus)
+        for edit in (self.question, self.reference):  # two lines at least (not Qt's 70 px): with the
+            edit.setMinimumHeight(2 * edit.fontMetrics().lineSpacing() + 16)  # pool the tab fits a 640 px window
         self._edit_filter = review_keys.EditBoxKeys(self)  # the table's save/cancel keys while editing
         for edit in (self.question, self.reference):
             edit.setReadOnly(True)

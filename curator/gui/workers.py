@@ -58,7 +58,7 @@ class TaskWorker(QRunnable):
         self.token.cancel()
 
     def _progress(self, done: int, total: int, message: str = "") -> None:
-        self.signals.progress.emit(int(done), int(total), str(message))
+        self._tell(self.signals.progress, int(done), int(total), str(message))
 
     def run(self) -> None:  # runs in the worker thread
         db = None
