@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from curator.core.generation import optimize
+from curator.core.generation import optimize, prompts
 from curator.core.generation.backends import LlamaCppBackend, Request
 from curator.core.generation.generate import GenerationConfig, _engine_candidates, generate
 from curator.core.generation.optimize import EngineCandidate, choose_engine
@@ -71,9 +71,11 @@ def test_real_probe_times_every_candidate_on_the_modes_requests(bundled_model, m
     candidates = [EngineCandidate(bundled_model, 1), EngineCandidate(bundled_model, 2)]
     rates = optimize.measure_engines(candidates, "extractive", threads=1)
     assert set(rates) == set(candidates) and all(rate > 0 for rate in rates.values())
-    kinds = [len(r.messages) for r in optimize.probe_requests("extractive")]
-    assert kinds.count(2) == 2 and len(kinds) == optimize.PROBE_REQUESTS  # a quarter ask question and answer
-    assert all(len(r.messages) == 2 for r in optimize.probe_requests("free"))
+    asked = optimize.probe_requests("extractive")  # what answer-first runs send: no passage prompt
+    assert len(asked) == optimize.PROBE_REQUESTS
+    assert [r.grammar == prompts.MULTI_HOP_GRAMMAR for r in asked].count(True) == 1  # a multi-hop pair of facts
+    assert all(r.grammar == prompts.asked_grammar(t) for r, t in zip(asked[:-1], ("factoid", "keyword", "vague") * 3))
+    assert all(len(r.messages) == 2 for r in optimize.probe_requests("free"))  # passages, no worked examples
 
 
 def test_the_batch_decoder_follows_a_change_of_parallel(bundled_model):
