@@ -25,7 +25,7 @@ class ScriptedProbe:
     def __init__(self, rate):
         self.rate, self.calls = rate, []
 
-    def __call__(self, candidates, mode, threads=None, n_ctx=2048, chat_format=None):
+    def __call__(self, candidates, mode, threads=None, n_ctx=2048, chat_format=None, cancel=None):
         self.calls.append((mode, threads, [c.label for c in candidates]))
         return {c: self.rate(c) for c in candidates}
 
@@ -104,3 +104,14 @@ def test_a_run_records_the_engine_it_ran_and_a_resume_keeps_it(own_cache, sample
     run = dict(zip(("model_path", "params"), (model_path, json.dumps(params))))
     assert _engine_candidates(GenerationConfig(), run) == [EngineCandidate(bundled_model, 2)]
     assert _engine_candidates(GenerationConfig(parallel=1), run) == [EngineCandidate(bundled_model, 1)]
+
+
+def test_a_probe_stops_on_cancel_before_timing_a_candidate(bundled_model):
+    """Stop in the Generate tab during a first-use probe (minutes on 2 cores) did nothing until it ended."""
+    from curator.core.progress import CancelToken, Cancelled
+
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        optimize.measure_engines([EngineCandidate(bundled_model, 1), EngineCandidate(bundled_model, 4)],
+                                 "extractive", threads=1, cancel=token)

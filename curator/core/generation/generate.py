@@ -632,7 +632,7 @@ def _adopt_run_settings(db, config: GenerationConfig) -> None:
 
 
 def _open_engine(config: GenerationConfig, resumed: Optional[dict],
-                 on_progress: Optional[ProgressCallback] = None) -> Backend:
+                 on_progress: Optional[ProgressCallback] = None, cancel: Optional[CancelToken] = None) -> Backend:
     """The backend a run uses: an endpoint as given; a local model with the file and sequences decoded
     together that the user named, else the fastest for this mode on this machine (optimize.choose_engine),
     and a resumed run with the file and sequences it started with. Which ran, and why, is in describe()."""
@@ -644,7 +644,7 @@ def _open_engine(config: GenerationConfig, resumed: Optional[dict],
     threads = config.threads or free_cores()
     candidates = _engine_candidates(config, resumed)
     chosen, why = choose_engine(candidates, config.answers, threads, config.n_ctx, config.chat_format,
-                                on_probe=lambda text: report(on_progress, 0, config.count, text))
+                                on_probe=lambda text: report(on_progress, 0, config.count, text), cancel=cancel)
     backend = LlamaCppBackend(chosen.path, n_ctx=config.n_ctx, n_threads=threads, seed=config.seed,
                               parallel=chosen.parallel, source_model_path=chosen.source, chat_format=config.chat_format)
     backend.engine_choice, backend.decoder_for_one = why, True
@@ -878,7 +878,7 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     if config.resume:
         _adopt_run_settings(db, config)
     resumed, mix, plan = _plan(db, config)
-    backend = backend or _open_engine(config, resumed, on_progress)
+    backend = backend or _open_engine(config, resumed, on_progress, cancel)
     if resumed:
         _check_same_model(db, resumed, backend)
     checks = _Checks(filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries")), config.min_quality)

@@ -172,8 +172,9 @@ def _time_requests(backend, parallel: int, requests: list) -> float:
 
 
 def measure_engines(candidates: list[EngineCandidate], mode: str, threads: Optional[int] = None,
-                    n_ctx: int = 2048, chat_format: Optional[str] = None) -> dict[EngineCandidate, float]:
-    """Probe requests per minute of each candidate, alternating them round by round."""
+                    n_ctx: int = 2048, chat_format: Optional[str] = None, cancel=None) -> dict[EngineCandidate, float]:
+    """Probe requests per minute of each candidate, alternating them round by round; ``cancel``
+    (a CancelToken) is checked before each candidate, so Stop ends a probe within one timing."""
     requests = probe_requests(mode)
     backends = {}
     for candidate in candidates:
@@ -185,6 +186,8 @@ def measure_engines(candidates: list[EngineCandidate], mode: str, threads: Optio
     try:
         for _ in range(PROBE_ROUNDS):
             for candidate in candidates:
+                if cancel is not None:
+                    cancel.check()
                 seconds[candidate] += _time_requests(backends[candidate.path], candidate.parallel, requests)
     finally:
         _free(backends.values())
@@ -239,7 +242,7 @@ def _choice_key(candidates: list[EngineCandidate], mode: str, threads: int) -> s
 
 
 def choose_engine(candidates: list[EngineCandidate], mode: str, threads: int, n_ctx: int = 2048,
-                  chat_format: Optional[str] = None, on_probe=None) -> tuple[EngineCandidate, dict]:
+                  chat_format: Optional[str] = None, on_probe=None, cancel=None) -> tuple[EngineCandidate, dict]:
     """The fastest candidate for ``mode`` on this machine, and why it was chosen (for the run record).
 
     One candidate is taken as it is. Otherwise the probe's result cached for these files (by hash),
@@ -255,7 +258,7 @@ def choose_engine(candidates: list[EngineCandidate], mode: str, threads: int, n_
     if on_probe is not None:  # the user sees why the first rows wait
         on_probe(f"first use of this model for {mode} rows: timing {len(candidates)} engine settings "
                  f"({', '.join(c.label for c in candidates)}); the fastest is kept for next time")
-    rates = measure_engines(candidates, mode, threads, n_ctx, chat_format)
+    rates = measure_engines(candidates, mode, threads, n_ctx, chat_format, cancel)
     best = max(candidates, key=rates.get)
     record = {"chosen": best.label, "probe_rows_per_min": {c.label: rates[c] for c in candidates}, "mode": mode,
               "threads": threads, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
