@@ -23,7 +23,7 @@ from curator.core import store
 from curator.core.corpus.documents import get_chunks
 from curator.core.errors import BadOption, InputError
 from curator.core.queries.rows import list_queries
-from curator.core.store.gold import broken_gold_ids
+from curator.core.store.gold import broken_gold_ids, judged_not_relevant
 from curator.core.export.splits import assign_splits
 from curator.core.export import publish
 from curator.core.files import current_umask, one_field, stage_lines, write_lines
@@ -86,8 +86,7 @@ def _qrels(rows: list[dict]) -> list[tuple[str, str, int]]:
             continue
         qid, grades = one_field(q["id"]), q["gold_grades"]
         out += [(qid, one_field(cid), int(grades.get(cid, 1))) for cid in q["gold_chunk_ids"]]
-        out += [(qid, one_field(cid), 0) for cid, grade in grades.items()
-                if int(grade) == 0 and cid not in q["gold_chunk_ids"]]
+        out += [(qid, one_field(cid), 0) for cid in judged_not_relevant(grades, q["gold_chunk_ids"])]
     return out
 
 

@@ -18,6 +18,7 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.review import decisions
+from curator.core.store.gold import judged_not_relevant
 from curator.core.errors import InputError
 
 # Journal states that count as a reviewer's standing decision ('undone'/'discarded' do not).
@@ -129,8 +130,7 @@ def resolve(db: sqlite_utils.Database, query_id: str, judge: str, *, pick: Optio
     if status == "unanswerable":
         gold, grades = [], {}  # an unanswerable query has no gold, whoever said otherwise
     if grades is not None and gold is not None:  # the gold's grades, and the chunks judged not relevant
-        grades = {**{c: 0 for c, g in grades.items() if int(g) == 0 and c not in gold},
-                  **{cid: int(grades.get(cid, 1)) for cid in gold}}
+        grades = {**judged_not_relevant(grades, gold), **{cid: int(grades.get(cid, 1)) for cid in gold}}
     return decisions.decide(db, query_id, "adjudicate", judge, status=status,
                          text=text if text is not None else base.get("text"),
                          reference=reference if reference is not None else base.get("reference"),

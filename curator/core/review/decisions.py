@@ -21,7 +21,7 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
-from curator.core.store.gold import (clear_labelled_changes, gold_problem, labelled_changes,
+from curator.core.store.gold import (clear_labelled_changes, gold_problem, judged_not_relevant, labelled_changes,
                                      restore_labelled_changes)
 from curator.core.queries.rows import normalize_text
 
@@ -33,13 +33,13 @@ REVIEW_FIELDS = ("status", "text", "reference", "gold_chunk_ids", "gold_grades",
                  "reviewer", "reviewed_at")
 _JSON_FIELDS = {"gold_chunk_ids", "gold_grades"}
 VERDICT = "verdict"  # the journal action of a claim verdict correction (not a decision on the query)
-QUERY_DECISIONS = f"action != '{VERDICT}'"
+QUERY_DECISIONS = f"action != '{VERDICT}'"  # SQL condition: journal rows that decided a query
 # Journaled with the fields: the pending changes of the row's gold passages (edited since it was
 # labelled) that the decision cleared. A reviewer's approval is a label made against today's text,
 # so it clears them (and the stale flag); undo puts back exactly those, redo clears them again, and
 # changes a later re-ingest recorded are left alone. Other decisions, and approvals replayed from
 # another copy by a merge (made against that copy's text), clear nothing.
-CLEARED_CHANGES = "cleared_changes"  # SQL condition: journal rows that decided a query
+CLEARED_CHANGES = "cleared_changes"
 
 
 def snapshot(db: sqlite_utils.Database, query_id: str) -> dict:
@@ -113,8 +113,8 @@ def decide(
         gold_ids = _check_gold(db, gold) if gold is not None else None
         if gold_ids is not None and grades is None:
             # chunks judged not relevant (grade 0, review.pool) stay judged when the gold changes
-            kept = {cid: 0 for cid, g in before["gold_grades"].items() if int(g) == 0 and cid not in gold_ids}
-            grades = {**kept, **{cid: before["gold_grades"].get(cid, 1) for cid in gold_ids}}
+            grades = {**judged_not_relevant(before["gold_grades"], gold_ids),
+                      **{cid: before["gold_grades"].get(cid, 1) for cid in gold_ids}}
         changes = {"text": text, "reference": reference, "gold_chunk_ids": gold_ids, "gold_grades": grades,
                    "note": note, "status": status, "reviewer": reviewer, "reviewed_at": store.now()}
         after = _apply(before, action, changes)

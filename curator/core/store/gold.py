@@ -97,11 +97,18 @@ def chunks_holding(db: sqlite_utils.Database, sentence: str) -> list[str]:
     return [cid for cid, text in found if needle in " " + " ".join(_words(text)) + " "]
 
 
+def judged_not_relevant(grades: dict, gold: Iterable[str]) -> dict[str, int]:
+    """The chunks a reviewer graded 0 (not relevant, in the pooled review) outside ``gold``, as
+    {chunk id: 0}: every change of a row's gold keeps them, so they are not offered or added again."""
+    gold = set(gold)
+    return {c: 0 for c, g in grades.items() if int(g) == 0 and c not in gold}
+
+
 def widened(db: sqlite_utils.Database, reference: Optional[str], gold: list[str], grades: dict) -> tuple[list[str], dict]:
     """(gold ids, grades) with every chunk holding ``reference`` added at the source chunk's grade
     (the first gold chunk's), except a chunk a reviewer judged not relevant (grade 0: kept as judged);
     unchanged when none is new."""
-    judged_out = {c: 0 for c, g in grades.items() if int(g) == 0 and c not in gold}  # a person's "not relevant"
+    judged_out = judged_not_relevant(grades, gold)
     extra = [cid for cid in chunks_holding(db, reference or "") if cid not in gold and cid not in judged_out]
     if not extra or not gold:
         return gold, grades
@@ -166,7 +173,7 @@ def clear_labelled_changes(db: sqlite_utils.Database, query_id: str, changes: li
     for chunk_id, labelled_sha, _ in changes:
         db.execute("DELETE FROM gold_changes WHERE query_id = ? AND chunk_id = ? AND labelled_sha = ?",
                    [query_id, chunk_id, labelled_sha])
-    db.execute(f"UPDATE queries SET stale = {STALE_SQL} WHERE id = ?", [query_id])
+    _refresh_stale(db, query_id)
 
 
 def restore_labelled_changes(db: sqlite_utils.Database, query_id: str, changes: list[list]) -> None:
@@ -174,4 +181,8 @@ def restore_labelled_changes(db: sqlite_utils.Database, query_id: str, changes: 
     for chunk_id, labelled_sha, changed_at in changes:
         db.execute("""INSERT INTO gold_changes (query_id, chunk_id, labelled_sha, changed_at) VALUES (?, ?, ?, ?)
                       ON CONFLICT(query_id, chunk_id) DO NOTHING""", [query_id, chunk_id, labelled_sha, changed_at])
+    _refresh_stale(db, query_id)
+
+
+def _refresh_stale(db: sqlite_utils.Database, query_id: str) -> None:
     db.execute(f"UPDATE queries SET stale = {STALE_SQL} WHERE id = ?", [query_id])
