@@ -6,11 +6,15 @@ import click
 
 from curator.cli.common import emit, json_option, progress_printer, project
 from curator.cli.review_cmds import reviewer_option
+from curator.core.store.gold import GRADES
 
 
 def _render_pool(result: dict) -> str:
     lines = [f"pooled the top {result['k']} of {', '.join(result['retrievers']) or 'no retriever'} "
              f"for {result['queries']} {'query' if result['queries'] == 1 else 'queries'}"]
+    if result["refreshed"]:
+        lines.append(f"{result['refreshed']} of them had a pool from before the last re-ingest: computed again "
+                     "(grades given are kept)")
     for qid, entries in result["pooled"].items():
         found = "; ".join(f"{e['chunk_id']} ({e['found_by_text']})" for e in entries)
         lines.append(f"{qid}: {len(entries)} to grade" + (f": {found}" if found else ""))
@@ -33,8 +37,9 @@ def _render_pool(result: dict) -> str:
 @json_option
 def pool_command(project_path, query_ids, k, retrievers, run_files, everywhere, embedder, as_json):
     """Pool the top results of every retriever under evaluation for the given queries (or the review
-    queue), and list the chunks each row still has to have graded: not gold, not judged, with which
-    retriever found them at which rank. Grade them with ``curator grade`` or in the Review tab.
+    queue, and every pool a re-ingest left out of date), and list the chunks each row still has to
+    have graded: not gold, not judged, with which retriever found them at which rank. Grade them
+    with ``curator grade`` or in the Review tab. ``curator stats`` counts pools out of date.
 
     \b
     Example:
@@ -45,11 +50,14 @@ def pool_command(project_path, query_ids, k, retrievers, run_files, everywhere, 
 
     names = [n.strip() for n in retrievers.split(",") if n.strip()]
     with project(project_path) as db:
-        result = pool.compute(db, list(query_ids) or None, k, names, list(run_files) or None, everywhere,
-                              embedder, on_progress=progress_printer("pool"))
-        ids = list(query_ids) or [qid for qid, _ in pool.pool_targets(db, everywhere)]
+        # the rows asked for, or the queue's (--all: every row's) and every other pool a re-ingest left out of date
+        ids = list(query_ids) or list(dict.fromkeys([qid for qid, _ in pool.pool_targets(db, everywhere)]
+                                                    + pool.outdated(db)))
+        refreshed = len(pool.outdated(db, ids))
+        result = pool.compute(db, ids, k, names, list(run_files) or None, everywhere, embedder,
+                              on_progress=progress_printer("pool"))
         listed = {qid: [{**e, "found_by_text": pool.found_by_text(e)} for e in pool.pooled(db, qid)] for qid in ids}
-        result = {**result, "summary": pool.summary(db, ids),
+        result = {**result, "refreshed": refreshed, "summary": pool.summary(db, ids),
                   "pooled": {qid: [{key: e[key] for key in ("position", "chunk_id", "path", "title", "found_by",
                                                             "found_by_text")} for e in entries]
                              for qid, entries in listed.items()}}
@@ -60,18 +68,19 @@ def pool_command(project_path, query_ids, k, retrievers, run_files, everywhere, 
 @click.argument("project_path", metavar="PROJECT")
 @click.argument("query_id")
 @click.argument("chunk_id")
-@click.argument("grade_value", metavar="GRADE", type=click.Choice(["0", "1", "2"]))
+@click.argument("grade_value", metavar="GRADE", type=click.Choice([str(g) for g in GRADES]))
 @reviewer_option
 @json_option
 def grade_command(project_path, query_id, chunk_id, grade_value, reviewer, as_json):
-    """Grade a chunk for a query: 2 highly relevant, 1 relevant (both make it gold), 0 not relevant
-    (never offered again). Journaled, undoable (curator undo), committed at once.
+    """Grade a chunk for a query on the one scale of every grade: 2 highly relevant, 1 relevant (both
+    make it gold), 0 not relevant (not offered again). Journaled, undoable (curator undo), committed
+    at once.
 
     \b
     Example:
         curator grade handbook.curator q_1a2b3c c_9f8e7d 1 --reviewer ana
     """
-    from curator.core.review.pool import GRADES, grade
+    from curator.core.review.pool import grade
 
     with project(project_path) as db:
         result = grade(db, query_id, chunk_id, int(grade_value), reviewer)

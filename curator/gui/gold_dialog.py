@@ -1,7 +1,7 @@
 """The G dialog: search the corpus, preview a chunk with its neighbours, choose gold chunks with
 grades. Keyboard only is enough: type to search, Down/Up walk the results (the preview follows),
-Enter adds the selected result, Tab moves to the chosen list, 1-3 grade the selected gold chunk,
-Delete removes it, Ctrl+Enter saves, Esc cancels."""
+Enter adds the selected result, Tab moves to the chosen list, 1-2 grade the selected gold chunk
+(store.gold.GRADES: 1 relevant, 2 highly relevant), Delete removes it, Ctrl+Enter saves, Esc cancels."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QLineEdit, QLi
                                QTextEdit, QVBoxLayout, QWidget)
 
 from curator.core.corpus import documents, search
+from curator.core.store.gold import GOLD_GRADES, GRADES, RELEVANT, grade_name
 from curator.gui.highlight import content_words, highlight
 
 _ID, _GRADE, _LABEL = Qt.UserRole, Qt.UserRole + 1, Qt.UserRole + 2
@@ -42,7 +43,8 @@ def chunk_label(chunk: dict) -> str:
 
 
 class _ListKeys(QObject):
-    """Enter on the results adds; 1-3 and Delete on the chosen list grade and remove."""
+    """Enter on the results adds; the gold grades' digits (1, 2) and Delete on the chosen list grade and
+    remove."""
 
     def __init__(self, dialog: "GoldDialog") -> None:
         super().__init__(dialog)
@@ -58,9 +60,10 @@ class _ListKeys(QObject):
         if obj is self.dialog.chosen and key in (Qt.Key_Delete, Qt.Key_Backspace):
             self.dialog.remove_selected()
             return True
-        if obj is self.dialog.chosen and Qt.Key_1 <= key <= Qt.Key_3:
-            self.dialog.set_grade(key - Qt.Key_0)
-            return True
+        if obj is self.dialog.chosen and Qt.Key_0 <= key <= Qt.Key_9:
+            if key - Qt.Key_0 in GOLD_GRADES:
+                self.dialog.set_grade(key - Qt.Key_0)
+            return True  # another digit is no grade: swallowed, not a jump to an item named by it
         if obj is self.dialog.search_box and key == Qt.Key_Down:
             self.dialog.results.setFocus()
             return True
@@ -68,7 +71,8 @@ class _ListKeys(QObject):
 
 
 class GoldDialog(QDialog):
-    """Search the corpus and pick one or more gold chunks, each with a grade 1-3.
+    """Search the corpus and pick one or more gold chunks, each with a gold grade (1 relevant, 2 highly
+    relevant).
 
     ``suggested`` (chunk dicts, best first) fill the result list before anything is typed."""
 
@@ -79,7 +83,7 @@ class GoldDialog(QDialog):
         self.db, self.suggested = db, suggested or []
         self._build()
         for chunk in documents.get_chunks(db, current):
-            self._add(chunk["id"], chunk_label(chunk), int(grades.get(chunk["id"], 1)))
+            self._add(chunk["id"], chunk_label(chunk), int(grades.get(chunk["id"], RELEVANT)))
         self._show_results(self.suggested, "Suggested for this query" if self.suggested else "Results")
         if question and not self.suggested:  # nothing suggested: start from the question's own words
             self.search_box.setText(question)
@@ -112,13 +116,15 @@ class GoldDialog(QDialog):
         mcol.addWidget(self.preview, 1)
         right = QWidget()
         rcol = QVBoxLayout(right)
-        rcol.addWidget(_heading("&Gold chunks [grade]", self.chosen))
+        rcol.addWidget(_heading("&Gold chunks [" + ", ".join(grade_name(g) for g in GOLD_GRADES) + "]",
+                                self.chosen))
         rcol.addWidget(self.chosen, 1)
         splitter = QSplitter()
         for part, stretch in ((left, 3), (middle, 4), (right, 2)):
             splitter.addWidget(part)
             splitter.setStretchFactor(splitter.count() - 1, stretch)
-        hint = QLabel("Type to search · ↓ to the results · Enter add · Tab to the gold list · 1-3 grade · "
+        grades = " · ".join(f"{g} {GRADES[g]}" for g in GOLD_GRADES)
+        hint = QLabel(f"Type to search · ↓ to the results · Enter add · Tab to the gold list · {grades} · "
                       "Delete remove · Ctrl+Enter save · Esc cancel")
         hint.setObjectName("hint")
         layout = QVBoxLayout(self)
@@ -197,18 +203,20 @@ class GoldDialog(QDialog):
     @staticmethod
     def _set_item_grade(item: QListWidgetItem, grade: int) -> None:
         item.setData(_GRADE, grade)
-        item.setText(f"[{grade}] {item.data(_LABEL)}")
+        item.setText(f"[{grade} {GRADES.get(grade, '')}] {item.data(_LABEL)}")
 
     def add_selected(self) -> None:
         item = self.results.currentItem()
         if item is not None:
-            self._add(item.data(_ID), item.data(_LABEL), 1)
+            self._add(item.data(_ID), item.data(_LABEL), RELEVANT)
             self.chosen.setCurrentRow(self.chosen.count() - 1)
 
     def remove_selected(self) -> None:
         self.chosen.takeItem(self.chosen.currentRow())
 
     def set_grade(self, grade: int) -> None:
+        if grade not in GOLD_GRADES:
+            return
         item = self.chosen.currentItem()
         if item is not None:
             self._set_item_grade(item, grade)

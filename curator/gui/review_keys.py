@@ -15,6 +15,7 @@ from typing import Callable, Optional
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget
 
+from curator.core.store.gold import GOLD_GRADES, GRADES, HIGHLY_RELEVANT, NOT_RELEVANT, RELEVANT, grade_name
 from curator.gui.widgets import plain_label
 
 NONE, SHIFT, CTRL = Qt.NoModifier, Qt.ShiftModifier, Qt.ControlModifier
@@ -68,18 +69,19 @@ KEYS: tuple[Key, ...] = (
         hint="skip", button="Skip"),
     Key("1-5", ("toggle_suggestion",), "take suggestion 1-5 as gold, or drop it again", _digits(False),
         hint="take a suggestion"),
-    Key("Shift+1-5", ("toggle_suggestion",), "cycle that suggestion's grade 1 -> 2 -> 3", _digits(True),
-        hint="its grade"),
+    Key("Shift+1-5", ("toggle_suggestion",),
+        "cycle that suggestion's grade: " + " -> ".join(grade_name(g) for g in GOLD_GRADES) + " -> ...",
+        _digits(True), hint="its grade"),
     Key("J / ↓", ("move_pool", 1), "mark the next pooled result (the retrievers' top results to grade)",
         _plain(Qt.Key_J, Qt.Key_Down), hint="next pooled"),
     Key("K / ↑", ("move_pool", -1), "mark the previous pooled result", _plain(Qt.Key_K, Qt.Key_Up),
         hint="previous"),
-    Key("R", ("grade_pooled", 1), "grade the marked pooled result relevant: it becomes gold (grade 1)",
-        _plain(Qt.Key_R), hint="relevant"),
-    Key("H", ("grade_pooled", 2), "grade it highly relevant: gold, grade 2", _plain(Qt.Key_H),
-        hint="highly relevant"),
-    Key("0", ("grade_pooled", 0), "grade it not relevant: never offered for this row again", _plain(Qt.Key_0),
-        hint="not relevant"),
+    Key("R", ("grade_pooled", RELEVANT), f"grade the marked pooled result {GRADES[RELEVANT]}: it becomes gold "
+        f"(grade {RELEVANT})", _plain(Qt.Key_R), hint=GRADES[RELEVANT]),
+    Key("H", ("grade_pooled", HIGHLY_RELEVANT), f"grade it {GRADES[HIGHLY_RELEVANT]}: gold, grade {HIGHLY_RELEVANT}",
+        _plain(Qt.Key_H), hint=GRADES[HIGHLY_RELEVANT]),
+    Key("0", ("grade_pooled", NOT_RELEVANT), f"grade it {GRADES[NOT_RELEVANT]} (grade {NOT_RELEVANT}): not offered "
+        "for this row again", _plain(Qt.Key_0), hint=GRADES[NOT_RELEVANT]),
     Key("G", ("open_gold_dialog",), "search the corpus for gold chunks", _plain(Qt.Key_G), hint="gold",
         button="Gold…"),
     Key("N", ("open_note_dialog",), "write a note on the row", _plain(Qt.Key_N), hint="note"),

@@ -24,6 +24,15 @@ EMPTY_TEXT = {
     "stopped": "Pooling was stopped before this row's results. curator pool PROJECT pools them.",
     "failed": "Pooled results could not be computed: {error}.",
 }
+# Shown above the list while a re-ingest has left the row's pool out of date (the list is still the
+# active chunks: a retired one is never offered; grades given are kept whatever the pool holds).
+OUTDATED_TEXT = {
+    "computing": "The corpus changed since this row was pooled: pooling again (progress below)…",
+    "waiting": "The corpus changed since this row was pooled; its pool is computed again after the work in progress.",
+    "stopped": ("The corpus changed since this row was pooled and pooling again was stopped: "
+                "curator pool PROJECT computes it, or reopen the tab."),
+    "failed": "The corpus changed since this row was pooled; pooling again failed: {error}.",
+}
 
 
 class PoolPanel(ChunkListPanel):
@@ -67,13 +76,25 @@ class PoolBox(ChunkListBox):
         self.entries = pool.pooled(self.db, query["id"]) if query else []
         self.current = min(self.current, len(self.entries) - 1) if keep_place else 0
         self.current = max(self.current, 0)
-        reason = self._reason(query) if query and not self.entries else ""
-        self.reason.setText(EMPTY_TEXT[reason].format(error=(self.last_error or ("",))[0]) if reason else "")
-        self.reason.setVisible(bool(reason))
+        error = (self.last_error or ("",))[0]
+        if query and pool.is_outdated(self.db, query["id"]):
+            text = OUTDATED_TEXT[self._outdated_reason(query)].format(error=error)
+        else:
+            reason = self._reason(query) if query and not self.entries else ""
+            text = EMPTY_TEXT[reason].format(error=error) if reason else ""
+        self.reason.setText(text)
+        self.reason.setVisible(bool(text))
         self.panel.setVisible(bool(self.entries))
         if self.entries:
             self.panel.show_pool(self.entries, self.current, query["text"])
         return self.entries
+
+    def _outdated_reason(self, query: dict) -> str:
+        if query["id"] in self.computing:
+            return "computing"
+        if self.last_error is not None:
+            return "failed"
+        return "stopped" if self.stopped else "waiting"
 
     def _reason(self, query: dict) -> str:
         if query["id"] in self.computing:
@@ -96,12 +117,16 @@ class PoolBox(ChunkListBox):
         return self.entries[self.current] if self.entries else None
 
     def fill_missing(self) -> None:
-        """Pool, in a worker, the queued rows that have no pool yet."""
+        """Pool, in a worker, the queued rows that have no pool yet or one a re-ingest left out of date
+        (bench/pool_refresh.py measures what that costs: the chunk vectors are cached, so mostly bm25's
+        and tfidf's fits). After a stop, only a new start (the tab reopened) tries again."""
         if self.busy() or self.closed:
             return
-        todo = pool.lacking_pool(self.db)
+        todo = pool.needing_pool(self.db)
         if todo:
-            what = f"{len(todo)} queued {'row' if len(todo) == 1 else 'rows'}"
+            stale = len(set(todo) & set(pool.outdated(self.db)))
+            what = f"{len(todo)} queued {'row' if len(todo) == 1 else 'rows'}" + (
+                f" ({stale} out of date after a re-ingest)" if stale else "")
             self._start(pool.fill_missing, todo, f"Pooling the retrievers' top results for {what}…")
 
     def finished_text(self, result: dict) -> str:

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QListWidget, QPlainTextEdit, QPushBu
 from curator.core.errors import InputError
 from curator.core.review import decisions, pool, screen
 from curator.core.review.navigation import Cursor, get_guidelines, next_pending, resume_row, set_guidelines
-from curator.core.store.gold import GoldMissing
+from curator.core.store.gold import GoldMissing, RELEVANT, grade_name, judged_not_relevant, next_gold_grade
 from curator.gui import review_keys
 from curator.gui.gold_dialog import GoldDialog
 from curator.gui.review_pool import PoolBox
@@ -46,6 +46,8 @@ class ReviewView(QWidget):
         self.focus_reason = ""
         self.gold_dialog: Optional[GoldDialog] = None
         self.note_dialog: Optional[NoteDialog] = None
+        self.pool_rows: list[dict] = []
+        self.suggestion_rows: list[dict] = []
         self.setFocusPolicy(Qt.StrongFocus)
         self._build()
         self.help = review_keys.HelpOverlay(self)
@@ -71,7 +73,7 @@ class ReviewView(QWidget):
         self.suggestions.computed.connect(lambda: self._show_suggestions(self.current))
         self.suggestions.computed.connect(self._fill_pools)  # one heavy worker at a time: pools after suggestions
         self.pool = PoolBox(self.db, f"Pooled results to grade — {review_keys.pool_hint()}")
-        self.pool.computed.connect(lambda: self._show_pool(self.current))
+        self.pool.computed.connect(self._pool_computed)
         self.chunks = QTextEdit()
         self.chunks.setReadOnly(True)
         self.chunks.setAcceptRichText(False)
@@ -241,18 +243,25 @@ class ReviewView(QWidget):
             self.chunks.setPlainText("")
         else:
             self.highlighted = render_gold(self.chunks, screen.gold_in_context(self.db, q), q.get("reference") or "")
-        self._show_suggestions(q)
         self._show_pool(q, keep_pool_place)
+        self._show_suggestions(q)
         self._render_side()
 
     def _show_suggestions(self, q: Optional[dict]) -> None:
-        self.suggestion_rows = self.suggestions.show_for(q)
+        """The suggestions the pooled results do not offer: a chunk both list is the pool's to show."""
+        offered = [e["chunk_id"] for e in self.pool_rows]
+        self.suggestion_rows = self.suggestions.show_for(q, in_pool=offered)
         # a one-line reason takes its own height; the room goes to the gold chunks below
-        self._column.setStretchFactor(self.suggestions, 1 if self.suggestion_rows else 0)
+        self._column.setStretchFactor(self.suggestions, 1 if self.suggestions.shown else 0)
 
     def _show_pool(self, q: Optional[dict], keep_place: bool = False) -> None:
         self.pool_rows = self.pool.show_for(q, keep_place)
         self._column.setStretchFactor(self.pool, 2 if self.pool_rows else 0)  # the list to read gets the room
+
+    def _pool_computed(self) -> None:
+        """New pools: the list, and the suggestions beside it (what the pool now offers leaves them)."""
+        self._show_pool(self.current)
+        self._show_suggestions(self.current)
 
     def _fill_pools(self) -> None:
         if not self.suggestions.busy():
@@ -374,28 +383,29 @@ class ReviewView(QWidget):
     def _not_relevant(self, gold: list[str]) -> dict[str, int]:
         """The row's chunks graded not relevant (0) and not made gold now: kept judged, so a gold
         change does not offer them for grading again."""
-        return {cid: 0 for cid, g in self.current["gold_grades"].items() if int(g) == 0 and cid not in gold}
+        return judged_not_relevant(self.current["gold_grades"], gold)
 
     def toggle_suggestion(self, number: int, cycle_grade: bool = False) -> None:
-        """Key 1-5: the suggestion becomes gold (grade 1) or stops being gold; with Shift its grade
-        goes 1 -> 2 -> 3 -> 1 (a suggestion not yet gold becomes gold with grade 2)."""
+        """Key 1-5: the suggestion becomes gold (grade 1, relevant) or stops being gold; with Shift its
+        grade cycles through the gold grades of store.gold.GRADES, 1 -> 2 -> 1 (a suggestion not yet
+        gold becomes gold, highly relevant)."""
         if number > len(self.suggestion_rows):
             self.say(f"No suggestion {number} for this query." if self.suggestion_rows
                      else f"No suggestions for this query ({self.suggestions.reason.text()})")
             return
         chunk_id = self.suggestion_rows[number - 1]["chunk_id"]
         gold = list(self.current["gold_chunk_ids"])
-        grades = {cid: int(self.current["gold_grades"].get(cid, 1)) for cid in gold}
+        grades = {cid: int(self.current["gold_grades"].get(cid, RELEVANT)) for cid in gold}
         judged = self._not_relevant(gold + [chunk_id])
         if cycle_grade:
-            grades[chunk_id] = grades[chunk_id] % 3 + 1 if chunk_id in grades else 2
+            grades[chunk_id] = next_gold_grade(grades.get(chunk_id))
             gold += [] if chunk_id in gold else [chunk_id]
         elif chunk_id in gold:
             gold.remove(chunk_id)
             del grades[chunk_id]
         else:
             gold.append(chunk_id)
-            grades[chunk_id] = 1
+            grades[chunk_id] = RELEVANT
         self.decide("gold", advance=False, gold=gold, grades={**judged, **grades})
 
     def move_pool(self, step: int) -> None:
@@ -423,7 +433,7 @@ class ReviewView(QWidget):
         self.decided.emit(qid)
         self.current = screen.review_row(self.db, qid)
         self._render(keep_pool_place=True)
-        self.say(f"Graded pooled result {entry['position']} {pool.GRADES[value]} "
+        self.say(f"Graded pooled result {entry['position']} {grade_name(value)} "
                  f"({entry['path']} › {entry['title'] or '(no heading)'}). Ctrl+Z undoes it.")
 
     def open_note_dialog(self) -> NoteDialog:

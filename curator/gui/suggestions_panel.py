@@ -7,7 +7,7 @@ plain text with character formats, never HTML, so corpus text cannot inject mark
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Collection, Optional
 
 import sqlite_utils
 from PySide6.QtCore import Qt, Signal
@@ -15,6 +15,7 @@ from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextEdit, QVBoxLayout, QWidget
 
 from curator.core.retrieval import suggest
+from curator.core.store.gold import GRADES, RELEVANT
 from curator.gui.highlight import QUESTION_STOP, content_words, highlight
 from curator.gui.task_view import TaskView
 from curator.gui.widgets import plain_label, project_file
@@ -79,13 +80,15 @@ class ChunkListPanel(QTextEdit):
 class SuggestionsPanel(ChunkListPanel):
     """The suggestions; the review view's keys 1-5 act on it."""
 
-    def show_suggestions(self, rows: list[dict], gold: dict[str, int], question: str) -> int:
-        """Render ``rows`` (core's suggestions, best first); ``gold`` maps chunk id -> grade.
-        Returns how many question words were highlighted."""
+    def show_suggestions(self, rows: list[tuple[int, dict]], gold: dict[str, int], question: str) -> int:
+        """Render ``rows`` (core's suggestions, best first, the ones shown) each with its number, the
+        key 1-5 that takes it; ``gold`` maps chunk id -> grade. Returns how many question words were
+        highlighted."""
         entries = []
-        for row in rows:
-            mark = f"  ✓ gold, grade {gold[row['chunk_id']]}" if row["chunk_id"] in gold else ""
-            entries.append(([(f"{row['rank']}", "head"), (f"{mark}  ", "gold")], row))
+        for number, row in rows:
+            grade = gold.get(row["chunk_id"])
+            mark = f"  ✓ gold, grade {grade} {GRADES.get(grade, '')}" if grade is not None else ""
+            entries.append(([(f"{number}", "head"), (f"{mark}  ", "gold")], row))
         self.highlighted = render_chunks(self, entries, question)
         return self.highlighted
 
@@ -101,6 +104,13 @@ EMPTY_TEXT = {
     "stopped": "Computing suggestions was stopped before this query's. G searches the corpus.",
     "failed": "Suggestions could not be computed: {error}. G searches the corpus.",
     "none_found": "No suggestions for this query yet.",
+    "in_pool": ("Suggestions {numbers} are all among the pooled results below: grade them there (R / H / 0); "
+                "their keys still take them as gold."),
+}
+# Above the suggestions when some of them are shown among the pooled results instead.
+IN_POOL_TEXT = {
+    1: "Suggestion {numbers} is among the pooled results below (key {numbers} still takes it).",
+    2: "Suggestions {numbers} are among the pooled results below (their keys still take them).",
 }
 
 
@@ -183,19 +193,36 @@ class SuggestionsBox(ChunkListBox):
     def __init__(self, db: sqlite_utils.Database, title: str, parent=None) -> None:
         super().__init__(db, title, SuggestionsPanel(), "suggestionsReason", parent)
         self.tried: set[str] = set()  # rows a run of this session was asked to compute
-        self.rows: list[dict] = []
+        self.rows: list[dict] = []  # every suggestion of the row, best first: key N takes rows[N - 1]
+        self.shown: list[dict] = []  # the ones listed here (not among the pooled results)
 
-    def show_for(self, query: Optional[dict]) -> list[dict]:
-        """Show QUERY's suggestions (gold ones marked), or why it has none; returns them."""
+    def show_for(self, query: Optional[dict], in_pool: Collection[str] = ()) -> list[dict]:
+        """Show QUERY's suggestions (gold ones marked), or why it has none; returns them all.
+
+        A chunk the row's pooled results offer (``in_pool``) is listed there, not here: each chunk is
+        shown once, and the pool is where it can also be graded not relevant (a judged 0 in the
+        qrels). The numbers stay those of the suggestions, so a key takes the same chunk whether the
+        pool (computed after the suggestions) has arrived or not."""
         self.rows = suggest.suggestions(self.db, query["id"]) if query else []
-        self.title.setVisible(bool(self.rows))
-        self.panel.setVisible(bool(self.rows))
-        reason = self._reason(query) if query and not self.rows else ""
-        self.reason.setText(EMPTY_TEXT[reason].format(error=(self.last_error or ("",))[0]) if reason else "")
-        self.reason.setVisible(bool(reason))
-        if self.rows:
-            gold = {cid: int(query["gold_grades"].get(cid, 1)) for cid in query["gold_chunk_ids"]}
-            self.panel.show_suggestions(self.rows, gold, query["text"])
+        pooled = set(in_pool)
+        numbered = [(n, row) for n, row in enumerate(self.rows, 1)]
+        listed = [(n, row) for n, row in numbered if row["chunk_id"] not in pooled]
+        moved = [str(n) for n, row in numbered if row["chunk_id"] in pooled]
+        self.shown = [row for _, row in listed]
+        self.title.setVisible(bool(self.shown))
+        self.panel.setVisible(bool(self.shown))
+        reason = ("in_pool" if self.rows else self._reason(query)) if query and not self.shown else ""
+        if reason:
+            text = EMPTY_TEXT[reason].format(error=(self.last_error or ("",))[0], numbers=", ".join(moved))
+        elif moved:
+            text = IN_POOL_TEXT[min(len(moved), 2)].format(numbers=", ".join(moved))
+        else:
+            text = ""
+        self.reason.setText(text)
+        self.reason.setVisible(bool(text))
+        if self.shown:
+            gold = {cid: int(query["gold_grades"].get(cid, RELEVANT)) for cid in query["gold_chunk_ids"]}
+            self.panel.show_suggestions(listed, gold, query["text"])
         return self.rows
 
     def _reason(self, query: dict) -> str:

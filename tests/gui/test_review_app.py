@@ -54,11 +54,11 @@ def test_keyboard_loop_edit_gold_undo_across_reopen(qtbot, sample_project_path, 
     # gold change with two chunks and a grade
     qtbot.keyClick(view, Qt.Key_G)
     dlg = view.gold_dialog
-    dlg._add(chunks[20]["id"], "extra", 3)
+    dlg._add(chunks[20]["id"], "extra", 2)
     dlg.accept()
     q = get_query(win.db, ids[1])
     assert chunks[20]["id"] in q["gold_chunk_ids"] and len(q["gold_chunk_ids"]) == 2
-    assert q["gold_grades"][chunks[20]["id"]] == 3
+    assert q["gold_grades"][chunks[20]["id"]] == 2
     qtbot.keyClick(view, Qt.Key_X)
     assert get_query(win.db, ids[1])["status"] == "rejected"
     qtbot.keyClick(view, Qt.Key_Space)  # skip ids[2]
@@ -189,10 +189,12 @@ def test_keys_1_to_5_set_gold_from_suggestions_then_a_approves(qtbot, sample_pro
     qtbot.keyClick(view, Qt.Key_2)
     qtbot.keyClick(view, Qt.Key_4)
     assert get_query(win.db, qid)["gold_chunk_ids"] == [ranked[1], ranked[3]]
-    qtbot.keyClick(view, Qt.Key_4, Qt.ShiftModifier)  # grade 1 -> 2
-    qtbot.keyClick(view, Qt.Key_4, Qt.ShiftModifier)  # 2 -> 3
-    assert get_query(win.db, qid)["gold_grades"] == {ranked[1]: 1, ranked[3]: 3}
-    assert "✓ gold, grade 3" in view.suggestions_panel.toPlainText()
+    qtbot.keyClick(view, Qt.Key_4, Qt.ShiftModifier)  # grade 1 -> 2 (highly relevant, the top of the one scale)
+    assert get_query(win.db, qid)["gold_grades"] == {ranked[1]: 1, ranked[3]: 2}
+    assert "✓ gold, grade 2 highly relevant" in view.suggestions_panel.toPlainText()
+    qtbot.keyClick(view, Qt.Key_4, Qt.ShiftModifier)  # 2 -> 1: never a 3 the pool and the exports do not know
+    assert get_query(win.db, qid)["gold_grades"] == {ranked[1]: 1, ranked[3]: 1}
+    qtbot.keyClick(view, Qt.Key_4, Qt.ShiftModifier)
     qtbot.keyClick(view, Qt.Key_2)  # toggles it off again
     assert get_query(win.db, qid)["gold_chunk_ids"] == [ranked[3]]
     qtbot.keyClick(view, Qt.Key_A)
@@ -212,11 +214,14 @@ def test_decision_buttons_and_gold_dialog_by_keyboard(qtbot, sample_project_path
     qtbot.keyClick(dlg.search_box, Qt.Key_Down)
     qtbot.keyClick(dlg.results, Qt.Key_Return)
     assert len(dlg.chunk_ids()) == 1
-    qtbot.keyClick(dlg.chosen, Qt.Key_3)
+    qtbot.keyClick(dlg.chosen, Qt.Key_3)  # off the scale: no grade
+    assert dlg.grades() == {dlg.chunk_ids()[0]: 1}
+    qtbot.keyClick(dlg.chosen, Qt.Key_2)
+    assert dlg.chosen.item(0).text().startswith("[2 highly relevant]")
     chosen = dlg.chunk_ids()[0]
     qtbot.keyClick(dlg, Qt.Key_Return, Qt.ControlModifier)
     q = get_query(win.db, qid)
-    assert q["gold_chunk_ids"] == [chosen] and q["gold_grades"] == {chosen: 3}
+    assert q["gold_chunk_ids"] == [chosen] and q["gold_grades"] == {chosen: 2}
     view.buttons["approve"].click()
     assert get_query(win.db, qid)["status"] == "approved"
 

@@ -131,3 +131,87 @@ def test_opening_a_queue_without_pools_pools_it_in_a_worker(qtbot, sample_projec
     assert view.pool_rows and "dense #" in view.pool.panel.toPlainText()
     view.shutdown()
     db.close()
+
+
+def _log_row_suggested_and_pooled(path) -> tuple[str, list[str]]:
+    """A queued log row without gold, with BM25's five suggestions and a tfidf pool two deep: the two
+    propose some chunks in common (a deeper or a bm25 pool holds all five suggestions)."""
+    from curator.core.retrieval.retrievers import BM25Retriever
+    from curator.core.retrieval.suggest import suggest, suggested_ids
+
+    db = open_project(path)
+    with db.conn:
+        qid = add_query(db, "how do I rotate the api keys", "log")
+    build_queue(db, size=5)
+    suggest(db, [qid], retriever=BM25Retriever().fit(db))
+    pool.compute(db, pool.lacking_pool(db), k=2, retrievers=("tfidf",), run_files=[])
+    ranked = suggested_ids(db)[qid]
+    db.close()
+    return qid, ranked
+
+
+def _chunks_listed(panel_text: str, db, ids) -> set[str]:
+    """Which of ``ids`` a panel lists, by their path and heading line."""
+    listed = set()
+    for chunk_id in ids:
+        path, title = db.execute("SELECT d.path, c.title FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                                 "WHERE c.id = ?", [chunk_id]).fetchone()
+        if f"{path}  ›  {title or '(no heading)'}" in panel_text:
+            listed.add(chunk_id)
+    return listed
+
+
+def test_a_chunk_both_panels_propose_is_shown_once_in_the_pool_and_its_key_still_takes_it(qtbot, sample_project_path):
+    qid, ranked = _log_row_suggested_and_pooled(sample_project_path)
+    db = open_project(sample_project_path)
+    view = ReviewView(db, "kim")
+    qtbot.addWidget(view)
+    view.show_query(qid)
+    pooled_ids = [e["chunk_id"] for e in view.pool_rows]
+    both = [c for c in ranked if c in pooled_ids]
+    assert both and len(both) < len(ranked), "the fixture must give the two panels some chunks in common"
+    shown = [row["chunk_id"] for row in view.suggestions.shown]
+    assert not set(shown) & set(pooled_ids)  # each chunk once: the pool owns the shared ones
+    assert shown + both and set(shown) | set(both) == set(ranked)  # none lost
+    moved = [str(ranked.index(c) + 1) for c in both]
+    assert ", ".join(moved) in view.suggestions.reason.text() and "pooled results below" in view.suggestions.reason.text()
+    numbers = [line.split()[0] for line in view.suggestions_panel.toPlainText().split("\n\n") if line.strip()]
+    assert set(numbers).isdisjoint(moved)  # the listed ones keep their own numbers
+    number = ranked.index(both[0]) + 1
+    qtbot.keyClick(view, Qt.Key_0 + number)  # the key of a suggestion listed in the pool takes that chunk
+    assert get_query(db, qid)["gold_chunk_ids"] == [both[0]]
+    assert both[0] not in [e["chunk_id"] for e in view.pool_rows]  # gold now: the pool no longer offers it
+    assert both[0] in [row["chunk_id"] for row in view.suggestions.shown]  # back among the suggestions, ✓ gold
+    view.shutdown()
+    db.close()
+
+
+def test_after_a_reingest_the_tab_says_the_pool_is_out_of_date_and_pools_it_again(qtbot, sample_project_path, tmp_path):
+    """A re-ingest that adds chunks answering the row: the tab shows the pool is out of date, pools it
+    again in its worker (every built-in retriever), offers the new chunk, keeps the grade given."""
+    from curator.core.corpus.ingest import ingest
+
+    qid, gold = _queued_row(sample_project_path)
+    db = open_project(sample_project_path)
+    graded = pool.pooled(db, qid)[0]["chunk_id"]
+    pool.grade(db, qid, graded, 0, "kim")
+    question = get_query(db, qid)["text"]
+    extra = tmp_path / "added"
+    extra.mkdir()
+    (extra / "answer.md").write_text(f"# Added later\n\n{question} {question} This page answers it in full.\n")
+    ingest(db, [extra])
+    added = db.execute("SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path LIKE '%answer.md'"
+                       ).fetchone()[0]
+    assert pool.outdated(db) == [qid] and added not in [e["chunk_id"] for e in pool.pooled(db, qid)]
+    view = ReviewView(db, "kim")
+    qtbot.addWidget(view)
+    view.show_query(qid)
+    box = view.pool
+    assert box.busy() and "out of date after a re-ingest" in box.status.text()
+    assert "corpus changed since this row was pooled" in box.reason.text()
+    qtbot.waitUntil(lambda: not box.busy(), timeout=600000)
+    assert box.last_error is None and pool.outdated(db) == []
+    assert added in [e["chunk_id"] for e in view.pool_rows] and not box.reason.isVisibleTo(view)
+    assert get_query(db, qid)["gold_grades"][graded] == 0 and graded not in [e["chunk_id"] for e in view.pool_rows]
+    view.shutdown()
+    db.close()

@@ -253,7 +253,8 @@ def _text_sha(title: str, text: str) -> str:
 
 def _record_text_changes(db, chunk_rows: list[tuple], report_: IngestReport, existing: dict) -> None:
     """Chunks about to get other text under the same id (a JSONL passage edited in place) make the
-    gold labels on them stale, as a changed file's retired chunks do.
+    gold labels on them stale, as a changed file's retired chunks do; a pooled chunk graded not
+    relevant (0 in gold_grades) gets its row too, so the pool offers it again (review.pool).
 
     ``gold_changes`` keeps, per query and chunk, the text the label was made against: a query
     labelled before the edit is stale until the passage reads as it did (then its row goes)."""
@@ -266,7 +267,8 @@ def _record_text_changes(db, chunk_rows: list[tuple], report_: IngestReport, exi
         db.execute("""INSERT INTO gold_changes (query_id, chunk_id, labelled_sha, changed_at)
                       SELECT q.id, ?, ?, ? FROM queries q
                       WHERE EXISTS (SELECT 1 FROM json_each(q.gold_chunk_ids) g WHERE g.value = ?)
-                      ON CONFLICT(query_id, chunk_id) DO NOTHING""", [chunk_id, old_sha, at, chunk_id])
+                         OR EXISTS (SELECT 1 FROM json_each(q.gold_grades) g WHERE g.key = ?)
+                      ON CONFLICT(query_id, chunk_id) DO NOTHING""", [chunk_id, old_sha, at, chunk_id, chunk_id])
         db.execute("DELETE FROM gold_changes WHERE chunk_id = ? AND labelled_sha = ?", [chunk_id, new_sha])
     report_.chunks_changed += len(changed)
     report_.touched_chunks.update(chunk_id for chunk_id, _, _ in changed)

@@ -21,8 +21,8 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
-from curator.core.store.gold import (clear_labelled_changes, gold_problem, judged_not_relevant, labelled_changes,
-                                     restore_labelled_changes)
+from curator.core.store.gold import (check_grades, clear_labelled_changes, gold_problem, judged_not_relevant,
+                                     labelled_changes, restore_labelled_changes)
 from curator.core.queries.rows import normalize_text
 
 STATUSES = ("pending", "approved", "rejected", "unanswerable")
@@ -108,6 +108,7 @@ def decide(
         raise InputError(f"unknown status {status!r}; use one of {', '.join(STATUSES)}")
     if text is not None and not text.strip():
         raise InputError("the question cannot be empty")
+    check_grades(grades)  # one scale (store.gold.GRADES) whoever grades: a key, the dialog, the CLI, a merge
     with db.conn:
         before = snapshot(db, query_id)
         gold_ids = _check_gold(db, gold) if gold is not None else None

@@ -31,6 +31,7 @@ from curator.core import store
 from curator.core.review import adjudicate
 from curator.core.review import decisions
 from curator.core.errors import CuratorError, InputError, NotAProject
+from curator.core.store.gold import grades_on_scale
 
 OVERLAP_KEY = "blind_overlap"
 _ACTION_OF_STATUS = {"approved": "approve", "rejected": "reject", "unanswerable": "unanswerable"}
@@ -101,7 +102,7 @@ def _read_snapshot(other: sqlite_utils.Database) -> tuple[dict[str, dict], dict[
     rows = {r["id"]: r for r in store.rows(other, f"SELECT id, {fields} FROM queries")}
     for row in rows.values():
         row["gold_chunk_ids"] = store.loads(row["gold_chunk_ids"], [])
-        row["gold_grades"] = store.loads(row["gold_grades"], {})
+        row["gold_grades"] = grades_on_scale(store.loads(row["gold_grades"], {}))  # a copy not migrated to m011
     journal: dict[str, list[dict]] = {}
     # claim verdicts stay out: their claim ids are the other copy's own row numbers
     for row in store.rows(other, f"""SELECT query_id, reviewer, at, action, before, after FROM decisions

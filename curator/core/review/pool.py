@@ -13,10 +13,18 @@ builds that pool per query and records the reviewer's grades.
 - k = 5 by default: recall@5 is the cut-off the evaluation routes on (evaluate.k_route, the
   chunks a generator is usually given), so judging each retriever's top 5 settles every recall@5
   and MRR@5 of the pooled retrievers; deeper pools cost the reviewer more chunks per row.
-- A grade is a review decision (review.decisions, action "gold"): 1 relevant and 2 highly
-  relevant add the chunk to the row's gold with that grade; 0 not relevant keeps it out of the
-  gold and records 0 in ``gold_grades`` so it is never offered again. Being query fields, grades
-  are journaled and undone like any decision, and reach the exports, eval and validate as gold.
+- A grade is a review decision (review.decisions, action "gold") on the one scale of
+  store.gold.GRADES: 1 relevant and 2 highly relevant add the chunk to the row's gold with that
+  grade; 0 not relevant keeps it out of the gold and records 0 in ``gold_grades`` so it is not
+  offered again. Being query fields, grades are journaled and undone like any decision, and reach
+  the exports, eval and validate as gold.
+- A pool follows the corpus: each records the ``corpus_key`` it was computed against (m012), and a
+  re-ingest that adds, retires or edits chunks makes it out of date (``outdated``). What is offered
+  is read at once from the active chunks, so a retired chunk is never offered; an out-of-date pool
+  is computed again (``refresh``, which the Review tab runs in its worker and ``curator pool`` runs
+  anyway). Grades live in the row, not the pool, so they survive: a grade of 1 or 2 is gold and
+  goes stale with its passage as any gold label does (store.gold), and a 0 given before the chunk's
+  text changed is offered again, marked, until it is graded against today's text.
 
 The retrievers under test only propose chunks here; a person decides. No row is filtered or
 scored by a retriever.
@@ -37,11 +45,11 @@ from curator.core.retrieval.retrievers import (BM25Retriever, DenseRetriever, Hy
                                                TfidfRetriever)
 from curator.core.retrieval.suggest import _texts_of  # one reading of query texts (with its "no query" message)
 from curator.core.review.decisions import decide, snapshot
-from curator.core.store.gold import unusable_chunks
+from curator.core.store.gold import GRADES, scale_text, unusable_chunks
+from curator.core.store.stats import corpus_key
 
 DEFAULT_K = 5  # see the module docstring: the recall@5 cut-off
 BUILT_IN = ("bm25", "tfidf", "dense", "hybrid")
-GRADES = {0: "not relevant", 1: "relevant", 2: "highly relevant"}
 _BATCH = 64
 
 # Rows that get a pool: answerable rows a reviewer may still grade (pending or approved), the
@@ -63,6 +71,25 @@ def lacking_pool(db: sqlite_utils.Database, everywhere: bool = False) -> list[st
     """Ids of target rows whose pool was never computed."""
     done = {r[0] for r in db.execute("SELECT query_id FROM pool_queries")}
     return [qid for qid, _ in pool_targets(db, everywhere) if qid not in done]
+
+
+def outdated(db: sqlite_utils.Database, query_ids: Optional[Iterable[str]] = None) -> list[str]:
+    """Ids of the pooled rows (all, or those of ``query_ids``) whose pool was computed against
+    another corpus than today's (a re-ingest since; a pool from before m012 counts too)."""
+    key = corpus_key(db)
+    stale = [r[0] for r in db.execute("SELECT query_id FROM pool_queries WHERE corpus_key IS NOT ? ORDER BY query_id",
+                                      [key])]
+    if query_ids is None:
+        return stale
+    wanted = set(query_ids)
+    return [qid for qid in stale if qid in wanted]
+
+
+def needing_pool(db: sqlite_utils.Database, everywhere: bool = False) -> list[str]:
+    """Target rows whose pool is missing or out of date, in queue order."""
+    stale = set(outdated(db))
+    done = {r[0] for r in db.execute("SELECT query_id FROM pool_queries")}
+    return [qid for qid, _ in pool_targets(db, everywhere) if qid not in done or qid in stale]
 
 
 class RunFile(Retriever):
@@ -151,15 +178,16 @@ def _hits_of(retriever: Retriever, batch: list[tuple[str, str]], k: int) -> list
     return retriever.search_texts([text for _, text in batch], k)
 
 
-def _store(db: sqlite_utils.Database, query_id: str, found: dict[str, dict[str, float]], k: int) -> None:
-    """Replace one query's pool (inside the caller's transaction)."""
+def _store(db: sqlite_utils.Database, query_id: str, found: dict[str, dict[str, float]], k: int,
+           key: str) -> None:
+    """Replace one query's pool (inside the caller's transaction); ``key``: the corpus it was read from."""
     db.execute("DELETE FROM pool_hits WHERE query_id = ?", [query_id])
     db.conn.executemany(
         "INSERT INTO pool_hits (query_id, retriever, rank, chunk_id, score) VALUES (?,?,?,?,?)",
         [(query_id, name, rank, cid, scores[cid]) for name, scores in found.items()
          for rank, cid in enumerate(ranking.ranked(scores), 1)])
-    db.execute("INSERT OR REPLACE INTO pool_queries (query_id, k, retrievers, computed_at) VALUES (?,?,?,?)",
-               [query_id, k, store.dumps(list(found)), store.now()])
+    db.execute("INSERT OR REPLACE INTO pool_queries (query_id, k, retrievers, computed_at, corpus_key) "
+               "VALUES (?,?,?,?,?)", [query_id, k, store.dumps(list(found)), store.now(), key])
 
 
 def compute(db: sqlite_utils.Database, query_ids: Optional[Iterable[str]] = None, k: int = DEFAULT_K,
@@ -176,6 +204,7 @@ def compute(db: sqlite_utils.Database, query_ids: Optional[Iterable[str]] = None
     if not todo:
         return {"queries": 0, "k": k, "retrievers": [], "warnings": []}
     skipped: Optional[list] = [] if run_files is None else None  # a file the user named must read, or fail
+    key = corpus_key(db)  # read before the fits: a re-ingest meanwhile leaves the pools out of date, not current
     fitted = fit_retrievers(db, retrievers, files, embedder, cancel, skipped)
     names = [r.name for r in fitted]
     for start in range(0, len(todo), _BATCH):
@@ -185,7 +214,7 @@ def compute(db: sqlite_utils.Database, query_ids: Optional[Iterable[str]] = None
         results = {r.name: _hits_of(r, batch, k) for r in fitted}
         with db.conn:
             for i, (query_id, _) in enumerate(batch):
-                _store(db, query_id, {name: results[name][i] for name in names}, k)
+                _store(db, query_id, {name: results[name][i] for name in names}, k, key)
         report(on_progress, min(start + _BATCH, len(todo)), len(todo), "pooling retrievers' top results")
     warnings = (skipped or []) + [w for r in fitted if isinstance(r, RunFile) for w in r.warnings_]
     return {"queries": len(todo), "k": k, "retrievers": names, "warnings": warnings}
@@ -193,11 +222,29 @@ def compute(db: sqlite_utils.Database, query_ids: Optional[Iterable[str]] = None
 
 def fill_missing(db: sqlite_utils.Database, on_progress: Optional[ProgressCallback] = None,
                  cancel: Optional[CancelToken] = None) -> dict:
-    """Pools for every queued row that has none (the Review tab runs this in a worker)."""
-    todo = lacking_pool(db)
+    """Pools for every queued row that has none or an out-of-date one (the Review tab runs this in a
+    worker). An out-of-date pool keeps its depth; retrievers are the built-ins and saved runs."""
+    todo = needing_pool(db)
     if not todo:
         return {"queries": 0, "k": DEFAULT_K, "retrievers": [], "warnings": []}
-    return compute(db, todo, on_progress=on_progress, cancel=cancel)
+    return compute(db, todo, k=_depth_of(db, todo), on_progress=on_progress, cancel=cancel)
+
+
+def refresh(db: sqlite_utils.Database, on_progress: Optional[ProgressCallback] = None,
+            cancel: Optional[CancelToken] = None) -> dict:
+    """Compute again every pool that is out of date (of every pooled row, queued or not, at its
+    depth), so no pool offers what the corpus held before a re-ingest."""
+    todo = outdated(db)
+    if not todo:
+        return {"queries": 0, "k": DEFAULT_K, "retrievers": [], "warnings": []}
+    return compute(db, todo, k=_depth_of(db, todo), on_progress=on_progress, cancel=cancel)
+
+
+def _depth_of(db: sqlite_utils.Database, query_ids: list[str]) -> int:
+    """The deepest k these rows were pooled at (DEFAULT_K for rows never pooled)."""
+    marks = ",".join("?" * len(query_ids[:900]))
+    row = db.execute(f"SELECT MAX(k) FROM pool_queries WHERE query_id IN ({marks})", query_ids[:900]).fetchone()
+    return int(row[0]) if row and row[0] else DEFAULT_K
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -206,6 +253,16 @@ def judged_ids(state: dict) -> set[str]:
     """Chunks a reviewer already decided on for this row: its gold and every graded chunk (grade 0
     included)."""
     return set(state["gold_chunk_ids"]) | set(state["gold_grades"])
+
+
+def changed_since_judged(db: sqlite_utils.Database, query_id: str, state: dict) -> set[str]:
+    """Chunks this row judged not relevant (0) whose text a re-ingest changed since (a ``gold_changes``
+    row, as for a gold label): the 0 was given to other text, so the chunk is offered again."""
+    zeros = {c for c, g in state["gold_grades"].items() if int(g) == 0 and c not in state["gold_chunk_ids"]}
+    if not zeros:
+        return set()
+    changed = {r[0] for r in db.execute("SELECT chunk_id FROM gold_changes WHERE query_id = ?", [query_id])}
+    return zeros & changed
 
 
 def _grouped(hits: list[dict]) -> list[dict]:
@@ -229,18 +286,27 @@ def pooled(db: sqlite_utils.Database, query_id: str, include_judged: bool = Fals
         db, """SELECT h.retriever, h.rank, h.chunk_id, c.title, c.text, c.ord, d.path
                FROM pool_hits h JOIN chunks c ON c.id = h.chunk_id JOIN documents d ON d.id = c.doc_id
                WHERE h.query_id = ? AND c.active = 1""", [query_id])
-    skip = set() if include_judged else judged_ids(snapshot(db, query_id))
+    state = snapshot(db, query_id)
+    again = changed_since_judged(db, query_id, state)
+    skip = set() if include_judged else judged_ids(state) - again
     entries = [e for e in _grouped(hits) if e["chunk_id"] not in skip]
-    return [{"position": i, **e} for i, e in enumerate(entries, 1)]
+    return [{"position": i, **e, "changed_since_judged": e["chunk_id"] in again} for i, e in enumerate(entries, 1)]
 
 
 def is_computed(db: sqlite_utils.Database, query_id: str) -> bool:
     return db.execute("SELECT 1 FROM pool_queries WHERE query_id = ?", [query_id]).fetchone() is not None
 
 
+def is_outdated(db: sqlite_utils.Database, query_id: str) -> bool:
+    """The row's pool was computed against another corpus than today's."""
+    row = db.execute("SELECT corpus_key FROM pool_queries WHERE query_id = ?", [query_id]).fetchone()
+    return row is not None and row[0] != corpus_key(db)
+
+
 def found_by_text(entry: dict) -> str:
-    """'bm25 #2, dense #1' for the review row."""
-    return ", ".join(f"{f['retriever']} #{f['rank']}" for f in entry["found_by"])
+    """'bm25 #2, dense #1' for the review row (and why a chunk judged before is offered again)."""
+    found = ", ".join(f"{f['retriever']} #{f['rank']}" for f in entry["found_by"])
+    return found + ("; judged not relevant before its text changed" if entry.get("changed_since_judged") else "")
 
 
 # -- grading ---------------------------------------------------------------------------------------
@@ -248,9 +314,11 @@ def found_by_text(entry: dict) -> str:
 def grade(db: sqlite_utils.Database, query_id: str, chunk_id: str, value: int, reviewer: str) -> dict:
     """Grade one chunk for one query (a journaled, undoable 'gold' decision, committed at once):
     1 or 2 make it gold with that grade, 0 records it as not relevant (and drops it from the gold
-    if it was gold). Raises GoldMissing rather than leave an approved row without gold."""
+    if it was gold); the scale is store.gold.GRADES. A 0 given again to a chunk whose text changed
+    since it was judged settles that change (the reviewer read today's text). Raises GoldMissing
+    rather than leave an approved row without gold."""
     if value not in GRADES:
-        raise InputError(f"grade {value!r} is not one of {', '.join(f'{g} ({w})' for g, w in GRADES.items())}")
+        raise InputError(f"grade {value!r} is not on the scale ({scale_text()})")
     if unusable_chunks(db, [chunk_id]):
         raise InputError(f"no active chunk with id {chunk_id!r} (curator chunks lists them)")
     state = snapshot(db, query_id)
@@ -263,7 +331,11 @@ def grade(db: sqlite_utils.Database, query_id: str, chunk_id: str, value: int, r
     grades = {c: int(g) for c, g in state["gold_grades"].items()}
     grades.update({c: 1 for c in gold if c not in grades})  # a gold chunk without a grade counts 1 (gold_qrels)
     grades[chunk_id] = value
-    return decide(db, query_id, "gold", reviewer, gold=gold, grades=grades)
+    result = decide(db, query_id, "gold", reviewer, gold=gold, grades=grades)
+    if value == 0:  # a gold chunk's change is settled by approving the row, as for any gold label
+        with db.conn:
+            db.execute("DELETE FROM gold_changes WHERE query_id = ? AND chunk_id = ?", [query_id, chunk_id])
+    return result
 
 
 def summary(db: sqlite_utils.Database, query_ids: Optional[Iterable[str]] = None) -> dict:

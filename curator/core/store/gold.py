@@ -19,6 +19,51 @@ import sqlite_utils
 from curator.core.errors import InputError
 from curator.core.store.records import dumps, now
 
+# -- the graded-relevance scale ---------------------------------------------------------------------
+# One scale for every grade a reviewer gives (the pooled review's keys, the suggestions' Shift+1-5, the
+# gold dialog, ``curator grade``), written as the qrels level by every exporter and used as nDCG's gain:
+# 0 not relevant, 1 relevant, 2 highly relevant. It is the scale of the TREC ad hoc and Web tracks and of
+# TREC-COVID, the graded collection in BEIR (whose qrels score a BEIR user reads as the same levels); a
+# finer top level (TREC DL's 3 "perfectly relevant") asks a reviewer to tell apart two kinds of "this
+# chunk answers it", where judges agree least, for a gain difference nDCG barely shows. Projects graded
+# 3 before (the gold dialog and Shift+1-5 allowed it) read 2: migration m011.
+GRADES = {0: "not relevant", 1: "relevant", 2: "highly relevant"}
+NOT_RELEVANT, RELEVANT, HIGHLY_RELEVANT = 0, 1, 2
+MAX_GRADE = max(GRADES)
+GOLD_GRADES = tuple(g for g in GRADES if g > 0)  # the grades that make a chunk gold
+
+
+def grade_name(value: int) -> str:
+    """'2 highly relevant' for messages and hints."""
+    return f"{value} {GRADES[value]}"
+
+
+def scale_text(grades: Iterable[int] = GRADES) -> str:
+    """'0 not relevant, 1 relevant, 2 highly relevant' (or the given part of the scale)."""
+    return ", ".join(grade_name(g) for g in grades)
+
+
+def check_grades(grades: Optional[dict]) -> None:
+    """Raise InputError naming the chunk whose grade is not on the scale."""
+    for chunk_id, value in (grades or {}).items():
+        if isinstance(value, bool) or not isinstance(value, int) or value not in GRADES:
+            raise InputError(f"grade {value!r} of {chunk_id} is not on the scale ({scale_text()})")
+
+
+def grades_on_scale(grades: dict) -> dict:
+    """``grades`` with a grade above the scale read as its top (what m011 did to the project's own rows),
+    for a project copy read as it is (a merge reads the other copy without migrating it)."""
+    return {c: min(int(g), MAX_GRADE) for c, g in grades.items()}
+
+
+def next_gold_grade(value: Optional[int]) -> int:
+    """The grade after ``value`` when a reviewer cycles a gold chunk's grade (Shift+1-5): up the gold
+    grades and round again; a chunk not gold yet starts at the top one."""
+    if value not in GOLD_GRADES:
+        return MAX_GRADE
+    return GOLD_GRADES[(GOLD_GRADES.index(value) + 1) % len(GOLD_GRADES)]
+
+
 # One row breaks the invariant when this holds (``q`` is the queries row).
 BROKEN_GOLD_SQL = """q.status = 'approved' AND q.answerable = 1 AND (
     json_array_length(q.gold_chunk_ids) = 0

@@ -414,3 +414,45 @@ def m010_judgement_pool(db: sqlite_utils.Database) -> None:
             computed_at TEXT NOT NULL
         )"""
     )
+
+
+@migrations()
+def m011_one_grade_scale(db: sqlite_utils.Database) -> None:
+    """One graded-relevance scale, 0 not relevant, 1 relevant, 2 highly relevant (store.gold.GRADES).
+
+    The gold dialog and Shift+1-5 allowed a grade 3 while the pooled review's "highly relevant" was 2,
+    so a 3 and a 2 meant the same judgement told apart by which key gave it. A 3 becomes 2, in the rows
+    and in the journal's before/after (so an undo does not bring a 3 back); every other grade is kept.
+    The top grade is written out here, not imported: a landed migration must not change with later code.
+    """
+    import json
+
+    top = 2
+
+    def on_scale(grades: dict) -> dict:
+        return {chunk: (top if isinstance(g, int) and g > top else g) for chunk, g in grades.items()}
+
+    rows = db.execute("""SELECT id, gold_grades FROM queries WHERE EXISTS
+                         (SELECT 1 FROM json_each(queries.gold_grades) g WHERE g.value > ?)""", [top]).fetchall()
+    for query_id, grades in rows:
+        db.execute("UPDATE queries SET gold_grades = ? WHERE id = ?", [dumps(on_scale(json.loads(grades))), query_id])
+    journal = db.execute("""SELECT id, before, after FROM decisions WHERE action != 'verdict' AND (
+                                EXISTS (SELECT 1 FROM json_each(decisions.before, '$.gold_grades') g WHERE g.value > ?)
+                                OR EXISTS (SELECT 1 FROM json_each(decisions.after, '$.gold_grades') g WHERE g.value > ?))""",
+                         [top, top]).fetchall()
+    for decision_id, *sides in journal:
+        fixed = []
+        for side in sides:
+            state = json.loads(side) if side else None
+            if isinstance(state, dict) and isinstance(state.get("gold_grades"), dict):
+                state["gold_grades"] = on_scale(state["gold_grades"])
+            fixed.append(dumps(state) if state is not None else side)
+        db.execute("UPDATE decisions SET before = ?, after = ? WHERE id = ?", [*fixed, decision_id])
+
+
+@migrations()
+def m012_pool_corpus_key(db: sqlite_utils.Database) -> None:
+    """What corpus each pool was computed against (review.pool.corpus_key), so a re-ingest that adds,
+    retires or edits chunks shows the pools as out of date and they are computed again. Pools from
+    before have none and count as out of date once."""
+    db.execute("ALTER TABLE pool_queries ADD COLUMN corpus_key TEXT")

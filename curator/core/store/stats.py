@@ -41,7 +41,24 @@ def project_stats(db: sqlite_utils.Database) -> dict:
         "queued": count("SELECT COUNT(*) FROM review_queue"),
         "decisions": count("SELECT COUNT(*) FROM decisions WHERE state = 'done'"),
         "eval_runs": count("SELECT COUNT(*) FROM eval_runs"),
+        "pools": pool_counts(db),
     }
+
+
+def corpus_key(db: sqlite_utils.Database) -> str:
+    """What a pool (review.pool) is computed against: the active chunks (how many, and the sum of their
+    row numbers, which any chunk added, retired or brought back changes) and the last document write
+    (a passage edited in place keeps its row, but its document is written again). One scan of chunks."""
+    count, rowids = db.execute("SELECT COUNT(*), TOTAL(rowid) FROM chunks WHERE active = 1").fetchone()
+    last = db.execute("SELECT MAX(ingested_at) FROM documents").fetchone()[0]
+    return f"{count}:{int(rowids)}:{last or ''}"
+
+
+def pool_counts(db: sqlite_utils.Database) -> dict[str, int]:
+    """Rows with a pool, and how many of those pools a re-ingest left out of date."""
+    pooled, outdated = db.execute("SELECT COUNT(*), TOTAL(corpus_key IS NOT ?) FROM pool_queries",
+                                  [corpus_key(db)]).fetchone()
+    return {"pooled": pooled or 0, "out_of_date": int(outdated or 0)}
 
 
 def approved_by_source(db: sqlite_utils.Database) -> dict[str, int]:
