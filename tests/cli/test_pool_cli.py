@@ -50,3 +50,31 @@ def test_pool_grade_undo_and_qrels(sample_project_path, tmp_path):
     assert second in [e["chunk_id"] for e in back["pooled"][qid]]
     text = runner.invoke(cli, ["pool", p, qid, "--retrievers", "bm25"]).output
     assert f"{qid}: " in text and "to grade" in text
+
+
+def test_stats_counts_pools_a_reingest_left_out_of_date_and_pool_computes_them_again(sample_project_path, tmp_path):
+    """A re-ingest that adds a chunk: curator stats says the pool is out of date, curator pool (no ids)
+    computes it again and says so, the grade given before is kept; curator grade takes only the scale."""
+    runner = CliRunner()
+    qid, gold = _seed(sample_project_path)
+    p = str(sample_project_path)
+    listed = json.loads(runner.invoke(cli, ["pool", p, qid, "--retrievers", "bm25", "--json"]).stdout)
+    assert listed["refreshed"] == 0
+    judged = listed["pooled"][qid][0]["chunk_id"]
+    assert runner.invoke(cli, ["grade", p, qid, judged, "0", "--reviewer", "ana"]).exit_code == 0
+    assert runner.invoke(cli, ["grade", p, qid, judged, "3", "--reviewer", "ana"]).exit_code == 2  # off the scale
+    extra = tmp_path / "added"
+    extra.mkdir()
+    (extra / "more.md").write_text("# More\n\nA page added after the pools were computed.\n")
+    assert runner.invoke(cli, ["ingest", p, str(extra)]).exit_code == 0
+    stats = json.loads(runner.invoke(cli, ["stats", p, "--json"]).stdout)
+    assert stats["pools"] == {"pooled": 1, "out_of_date": 1}
+    assert "pooled 1, out_of_date 1" in runner.invoke(cli, ["stats", p]).output
+    again = runner.invoke(cli, ["pool", p, "--retrievers", "bm25"])  # the queue is empty: only the out-of-date pool
+    assert again.exit_code == 0, again.output
+    assert "1 of them had a pool from before the last re-ingest: computed again" in again.output
+    assert json.loads(runner.invoke(cli, ["stats", p, "--json"]).stdout)["pools"]["out_of_date"] == 0
+    db = open_project(sample_project_path)
+    assert db.execute("SELECT gold_grades FROM queries WHERE id = ?", [qid]).fetchone()[0] == json.dumps(
+        {gold: 1, judged: 0}, sort_keys=True, separators=(",", ":"))
+    db.close()
