@@ -38,13 +38,18 @@ OUTDATED_TEXT = {
 class PoolPanel(ChunkListPanel):
     """The pooled results; the review view's keys move the marker and grade."""
 
-    def show_pool(self, entries: list[dict], current: int, question: str) -> int:
-        """Render core's pooled entries with the marker on ``current`` (0-based); scrolls to it."""
+    def show_pool(self, entries: list[dict], current: int, question: str,
+                  suggested: Optional[dict[str, int]] = None) -> int:
+        """Render core's pooled entries with the marker on ``current`` (0-based); scrolls to it. An
+        entry that is also suggestion N (``suggested``: chunk id -> N) says so: key N takes it too."""
         rows = []
         for i, entry in enumerate(entries):
             marker = "▶ " if i == current else "   "
-            rows.append(([(f"{marker}{entry['position']}  ", "head"), (f"{pool.found_by_text(entry)}   ", "found")],
-                         entry))
+            number = (suggested or {}).get(entry["chunk_id"])
+            head = [(f"{marker}{entry['position']}  ", "head")]
+            if number is not None:
+                head.append((f"suggestion {number} · ", "gold"))
+            rows.append((head + [(f"{pool.found_by_text(entry)}   ", "found")], entry))
         self.highlighted = render_chunks(self, rows, question, marked=current)
         self._scroll_to(current)
         return self.highlighted
@@ -69,10 +74,14 @@ class PoolBox(ChunkListBox):
         super().__init__(db, title, PoolPanel(), "poolReason", parent)
         self.entries: list[dict] = []
         self.current = 0
+        self.suggested: dict[str, int] = {}
 
-    def show_for(self, query: Optional[dict], keep_place: bool = False) -> list[dict]:
+    def show_for(self, query: Optional[dict], keep_place: bool = False,
+                 suggested: Optional[dict[str, int]] = None) -> list[dict]:
         """Show QUERY's pooled results, or why there is none. ``keep_place``: the same row again
-        (after a grade), so the marker stays at its index, which is now the next result."""
+        (after a grade), so the marker stays at its index, which is now the next result.
+        ``suggested``: chunk id -> its suggestion number, marked on the entries that are one."""
+        self.suggested = dict(suggested or {})
         self.entries = pool.pooled(self.db, query["id"]) if query else []
         self.current = min(self.current, len(self.entries) - 1) if keep_place else 0
         self.current = max(self.current, 0)
@@ -86,7 +95,7 @@ class PoolBox(ChunkListBox):
         self.reason.setVisible(bool(text))
         self.panel.setVisible(bool(self.entries))
         if self.entries:
-            self.panel.show_pool(self.entries, self.current, query["text"])
+            self.panel.show_pool(self.entries, self.current, query["text"], self.suggested)
         return self.entries
 
     def _outdated_reason(self, query: dict) -> str:
@@ -110,7 +119,7 @@ class PoolBox(ChunkListBox):
         if not self.entries:
             return None
         self.current = max(0, min(len(self.entries) - 1, self.current + step))
-        self.panel.show_pool(self.entries, self.current, query["text"] if query else "")
+        self.panel.show_pool(self.entries, self.current, query["text"] if query else "", self.suggested)
         return self.entries[self.current]
 
     def marked(self) -> Optional[dict]:

@@ -255,7 +255,7 @@ class ReviewView(QWidget):
         self._column.setStretchFactor(self.suggestions, 1 if self.suggestions.shown else 0)
 
     def _show_pool(self, q: Optional[dict], keep_place: bool = False) -> None:
-        self.pool_rows = self.pool.show_for(q, keep_place)
+        self.pool_rows = self.pool.show_for(q, keep_place, suggested=self.suggestions.numbers_for(q))
         self._column.setStretchFactor(self.pool, 2 if self.pool_rows else 0)  # the list to read gets the room
 
     def _pool_computed(self) -> None:

@@ -225,6 +225,10 @@ class SuggestionsBox(ChunkListBox):
             self.panel.show_suggestions(listed, gold, query["text"])
         return self.rows
 
+    def numbers_for(self, query: Optional[dict]) -> dict[str, int]:
+        """Chunk id -> the number (key) of each suggestion of QUERY, for the pooled results to mark."""
+        return {row["chunk_id"]: n for n, row in enumerate(suggest.suggestions(self.db, query["id"]), 1)} if query else {}
+
     def _reason(self, query: dict) -> str:
         reason = suggest.empty_reason(self.db, query["id"])
         if reason != "none_found":

@@ -178,6 +178,8 @@ def test_a_chunk_both_panels_propose_is_shown_once_in_the_pool_and_its_key_still
     numbers = [line.split()[0] for line in view.suggestions_panel.toPlainText().split("\n\n") if line.strip()]
     assert set(numbers).isdisjoint(moved)  # the listed ones keep their own numbers
     number = ranked.index(both[0]) + 1
+    entry = next(e for e in view.pool_rows if e["chunk_id"] == both[0])
+    assert f"{entry['position']}  suggestion {number} · " in view.pool.panel.toPlainText()  # the key it answers to
     qtbot.keyClick(view, Qt.Key_0 + number)  # the key of a suggestion listed in the pool takes that chunk
     assert get_query(db, qid)["gold_chunk_ids"] == [both[0]]
     assert both[0] not in [e["chunk_id"] for e in view.pool_rows]  # gold now: the pool no longer offers it
