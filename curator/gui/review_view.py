@@ -27,6 +27,14 @@ from curator.gui.review_parts import NEXT_STEP, NoteDialog, gold_missing_text, h
 from curator.gui.suggestions_panel import SuggestionsBox
 from curator.gui.widgets import plain_label
 
+def fit_to_text(edit: QTextEdit, most: int = 260) -> None:
+    """Cap ``edit``'s height at its text's when that is short (``most`` px or less), so a short list
+    gives its room to the lists beside it; a longer text keeps the height the layout gives it."""
+    edit.document().setTextWidth(edit.viewport().width() or edit.width())
+    needed = int(edit.document().size().height()) + 2 * edit.frameWidth() + 4
+    edit.setMaximumHeight(needed if needed <= most else 16777215)
+
+
 class ReviewView(QWidget):
     """The review tab. ``decided`` is emitted with the query id after every change."""
 
@@ -170,6 +178,7 @@ class ReviewView(QWidget):
         the new row anyway (see navigation.Cursor); re-showing the same row writes nothing."""
         if self.current is not None and query_id != self.current["id"]:
             self.cursor.moved_to(query_id)
+            self.say("")  # what the last key did concerns the row left behind
         self.current = screen.review_row(self.db, query_id)
         self._render()
 
@@ -243,6 +252,7 @@ class ReviewView(QWidget):
             self.chunks.setPlainText("")
         else:
             self.highlighted = render_gold(self.chunks, screen.gold_in_context(self.db, q), q.get("reference") or "")
+        fit_to_text(self.chunks, most=80)  # "no gold chunk" is one line: the pool above gets the room
         self._show_pool(q, keep_pool_place)
         self._show_suggestions(q)
         self._render_side()
@@ -253,6 +263,7 @@ class ReviewView(QWidget):
         self.suggestion_rows = self.suggestions.show_for(q, in_pool=offered)
         # a one-line reason takes its own height; the room goes to the gold chunks below
         self._column.setStretchFactor(self.suggestions, 1 if self.suggestions.shown else 0)
+        fit_to_text(self.suggestions.panel)  # one or two left beside the pool: no empty box taking its room
 
     def _show_pool(self, q: Optional[dict], keep_place: bool = False) -> None:
         self.pool_rows = self.pool.show_for(q, keep_place, suggested=self.suggestions.numbers_for(q))
@@ -266,6 +277,8 @@ class ReviewView(QWidget):
     def _fill_pools(self) -> None:
         if not self.suggestions.busy():
             self.pool.fill_missing()
+            if self.pool.busy():  # the row's line now says its pool is being computed
+                self._show_pool(self.current, keep_place=True)
 
     @property
     def suggestions_panel(self):
@@ -308,9 +321,10 @@ class ReviewView(QWidget):
             self.show_query(qid)
         return True
 
-    def say(self, text: str) -> None:
-        """One line under the row for what the last key did or why it was refused."""
+    def say(self, text: str, refused: bool = True) -> None:
+        """One line under the row for why the last key was refused (red), or what it did."""
         self.message.setText(text)
+        self.message.setStyleSheet(f"color: {'#b3261e' if refused else '#15803d'}; font-weight: bold;")
         self.message.setVisible(bool(text))
 
     def undo(self) -> None:
@@ -433,8 +447,8 @@ class ReviewView(QWidget):
         self.decided.emit(qid)
         self.current = screen.review_row(self.db, qid)
         self._render(keep_pool_place=True)
-        self.say(f"Graded pooled result {entry['position']} {grade_name(value)} "
-                 f"({entry['path']} › {entry['title'] or '(no heading)'}). Ctrl+Z undoes it.")
+        self.say(f"Pooled result {entry['position']} graded {grade_name(value)} "
+                 f"({entry['path']} › {entry['title'] or '(no heading)'}). Ctrl+Z undoes it.", refused=False)
 
     def open_note_dialog(self) -> NoteDialog:
         self.note_dialog = NoteDialog(self.current.get("note") or "", self)

@@ -80,6 +80,7 @@ def test_keys_grade_the_marked_result_undo_and_qrels_level(pool_view, qtbot, tmp
     qtbot.keyClick(view, Qt.Key_K)
     qtbot.keyClick(view, Qt.Key_R)  # the second: relevant
     assert get_query(db, qid)["gold_chunk_ids"] == [gold, first, second]
+    assert view.message.text().startswith("Pooled result 1 graded 1 relevant (")  # said once, in the scale's words
     qtbot.keyClick(view, Qt.Key_Z, Qt.ControlModifier)  # undo the "relevant"
     assert get_query(db, qid)["gold_chunk_ids"] == [gold, first]
     assert second in [e["chunk_id"] for e in view.pool_rows]
@@ -210,7 +211,7 @@ def test_after_a_reingest_the_tab_says_the_pool_is_out_of_date_and_pools_it_agai
     view.show_query(qid)
     box = view.pool
     assert box.busy() and "out of date after a re-ingest" in box.status.text()
-    assert "corpus changed since this row was pooled" in box.reason.text()
+    assert "corpus changed since this row was pooled: pooling again" in box.reason.text()
     qtbot.waitUntil(lambda: not box.busy(), timeout=600000)
     assert box.last_error is None and pool.outdated(db) == []
     assert added in [e["chunk_id"] for e in view.pool_rows] and not box.reason.isVisibleTo(view)
