@@ -76,14 +76,14 @@ def test_widened_grades_reach_beir_and_trec_qrels(db, tmp_path):
     with db.conn:
         qid = add_query(db, "How do I start my router over?", "synthetic", query_type="factoid", reference=SENTENCE,
                         source_chunk_ids=[faq], gold_chunk_ids=[faq])
-    decide(db, qid, "approve", "ana", gold=[faq], grades={faq: 3})
+    decide(db, qid, "approve", "ana", gold=[faq], grades={faq: 2})
     gold_store.widen_gold(db)
     export(db, tmp_path / "qrels.txt", "trec")
     assert {line.split()[2]: line.split()[3] for line in (tmp_path / "qrels.txt").read_text().splitlines()} == {
-        faq: "3", manual: "3"}
+        faq: "2", manual: "2"}
     export(db, tmp_path / "beir", "beir")
     rows = (tmp_path / "beir" / "qrels" / "test.tsv").read_text().splitlines()[1:]
-    assert sorted(r.split("\t")[1:] for r in rows) == sorted([[faq, "3"], [manual, "3"]])
+    assert sorted(r.split("\t")[1:] for r in rows) == sorted([[faq, "2"], [manual, "2"]])
 
 
 def test_generation_makes_every_chunk_holding_the_answer_gold(db):
