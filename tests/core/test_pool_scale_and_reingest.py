@@ -170,3 +170,35 @@ def test_a_passage_edited_in_place_offers_its_not_relevant_again_and_stales_its_
     assert pool.refresh(db)["queries"] == 1 and pool.outdated(db) == []
     assert get_query(db, qid)["gold_grades"] == {"d0": 1, first: 0, second: 1}  # the grades outlive the pool
     db.close()
+
+
+def test_merging_a_copy_that_still_holds_a_grade_3_reads_it_as_2(sample_project_path, tmp_path):
+    """merge reads the other copy as it is (read-only, not migrated): its 3s are read as 2, in the
+    decision it adopts and in the journal rows it imports (which adjudication replays)."""
+    import shutil
+
+    from curator.core.review.merge import merge
+
+    db = open_project(sample_project_path)
+    chunk = db.execute("SELECT id FROM chunks WHERE active = 1 ORDER BY id LIMIT 1").fetchone()[0]
+    with db.conn:
+        qid = add_query(db, "a question both copies hold", "manual")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    other = tmp_path / "bob.curator"
+    shutil.copy(sample_project_path, other)
+    theirs = open_project(other)
+    decisions.decide(theirs, qid, "approve", "bob", gold=[chunk], grades={chunk: 2})
+    with theirs.conn:  # what an old copy holds
+        theirs.execute("UPDATE queries SET gold_grades = ? WHERE id = ?", [json.dumps({chunk: 3}), qid])
+        theirs.execute("UPDATE decisions SET after = json_set(after, '$.gold_grades', json(?)) WHERE query_id = ?",
+                       [json.dumps({chunk: 3}), qid])
+    theirs.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    theirs.close()
+    db = open_project(sample_project_path)
+    report = merge(db, other)
+    assert report["adopted"] == 1 and report["errors"] == []
+    assert get_query(db, qid)["gold_grades"] == {chunk: 2}
+    imported = [json.loads(r[0]) for r in db.execute("SELECT after FROM decisions WHERE state = 'merged'")]
+    assert imported and all(state["gold_grades"] == {chunk: 2} for state in imported)
+    db.close()

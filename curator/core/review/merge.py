@@ -24,6 +24,7 @@ import os
 import random
 import sqlite3
 from pathlib import Path
+from typing import Optional
 
 import sqlite_utils
 
@@ -108,8 +109,19 @@ def _read_snapshot(other: sqlite_utils.Database) -> tuple[dict[str, dict], dict[
     for row in store.rows(other, f"""SELECT query_id, reviewer, at, action, before, after FROM decisions
                                      WHERE state IN ('done', 'merged') AND {decisions.QUERY_DECISIONS}
                                      ORDER BY at, id"""):
+        row["before"], row["after"] = _grades_on_scale(row["before"]), _grades_on_scale(row["after"])
         journal.setdefault(row["query_id"], []).append(row)
     return rows, journal
+
+
+def _grades_on_scale(side: Optional[str]) -> Optional[str]:
+    """A journal row's before/after with its grades on today's scale (a copy not migrated to m011 may
+    hold a 3, which adjudicating that decision here would otherwise try to write)."""
+    state = store.loads(side, None)
+    if not isinstance(state, dict) or not isinstance(state.get("gold_grades"), dict):
+        return side
+    on_scale = grades_on_scale(state["gold_grades"])
+    return side if on_scale == state["gold_grades"] else store.dumps({**state, "gold_grades": on_scale})
 
 
 def _import_journal(db: sqlite_utils.Database, rows: list[dict]) -> list[dict]:
