@@ -96,12 +96,15 @@ def decide(
     note: Optional[str] = None,
     status: Optional[str] = None,
     relabel: bool = True,
+    settles: Iterable[str] = (),
 ) -> dict:
     """Record one decision (and its effect on the query) in a single transaction.
 
     Raises ``GoldMissing`` (an InputError) rather than leave an approved, answerable row without
     an active gold chunk (see ``curator.core.store.gold``). An approval with ``relabel`` (a reviewer
-    here, reading today's text) makes a row that went stale for an edited passage current again."""
+    here, reading today's text) makes a row that went stale for an edited passage current again;
+    ``settles`` names chunks whose pending change any decision settles (a 0 given against today's
+    text). Either way the cleared changes are journaled, so undo puts them back."""
     if action not in ACTIONS:
         raise InputError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
     if status is not None and status not in STATUSES:
@@ -125,7 +128,8 @@ def decide(
         _write(db, query_id, after)
         if text is not None:
             db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(text), query_id])
-        cleared = labelled_changes(db, query_id) if relabel and action == "approve" else []
+        pending = labelled_changes(db, query_id)
+        cleared = pending if relabel and action == "approve" else [c for c in pending if c[0] in set(settles)]
         if cleared:
             clear_labelled_changes(db, query_id, cleared)
             before, after = {**before, CLEARED_CHANGES: cleared}, {**after, CLEARED_CHANGES: cleared}

@@ -331,11 +331,10 @@ def grade(db: sqlite_utils.Database, query_id: str, chunk_id: str, value: int, r
     grades = {c: int(g) for c, g in state["gold_grades"].items()}
     grades.update({c: 1 for c in gold if c not in grades})  # a gold chunk without a grade counts 1 (gold_qrels)
     grades[chunk_id] = value
-    result = decide(db, query_id, "gold", reviewer, gold=gold, grades=grades)
-    if value == 0:  # a gold chunk's change is settled by approving the row, as for any gold label
-        with db.conn:
-            db.execute("DELETE FROM gold_changes WHERE query_id = ? AND chunk_id = ?", [query_id, chunk_id])
-    return result
+    # a 0 read against today's text settles that chunk's change; a gold chunk's change is settled by
+    # approving the row, as for any gold label
+    return decide(db, query_id, "gold", reviewer, gold=gold, grades=grades,
+                  settles=[chunk_id] if value == 0 else ())
 
 
 def summary(db: sqlite_utils.Database, query_ids: Optional[Iterable[str]] = None) -> dict:
