@@ -19,7 +19,7 @@ NEXT_STEP = {
     "clusters": ("Nothing left to review in the queue.", "Cluster the queries and build a review queue…"),
 }
 
-NO_GOLD = "(no gold chunk — press 1-5 to take a suggestion, G to search, or U if the corpus cannot answer this)"
+NO_GOLD = "(no gold chunk — press 1-5 to take a suggestion, R to grade a pooled result relevant, G to search, or U if the corpus cannot answer this)"
 
 
 def why_queued(q: dict, entry: Optional[dict]) -> str:
