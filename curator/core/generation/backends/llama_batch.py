@@ -13,6 +13,9 @@ from curator.core.generation.backends.base import Messages, Request, RequestSour
 from curator.core.errors import CuratorError
 
 N_BATCH = 512  # tokens per llama_decode: one per generating sequence, prompt chunks fill the rest
+# Cells kept apart for scoring passes (BatchDecoder.score): the likelihood answer check runs on the
+# generator's own context, on a sequence id of its own, between decode steps.
+SCORE_TOKENS = 512
 
 
 class BatchHost(Protocol):
@@ -88,9 +91,11 @@ class BatchDecoder:
         # One cell pool for all sequences, as big as the model was trained for (or one full
         # sequence); admission keeps the reserved cells within it (_fits).
         self.n_cells = min(parallel * self.n_ctx_seq, max(self.n_ctx_seq, llm._model.n_ctx_train()))
-        params.n_ctx = self.n_cells
+        # The scoring sequence's cells come on top, so a pass never competes with admission (_fits).
+        params.n_ctx = self.n_cells + SCORE_TOKENS
         params.n_batch = params.n_ubatch = N_BATCH
-        params.n_seq_max = parallel
+        params.n_seq_max = parallel + 1
+        self.score_seq = parallel  # the sequence id scoring passes use (generation uses 0..parallel-1)
         params.n_threads, params.n_threads_batch = backend.n_threads, backend.n_threads_batch
         params.kv_unified = True  # one cell pool, so sequences can share prefix cells
         self.ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
@@ -98,7 +103,8 @@ class BatchDecoder:
         self.vocab = llm._model.vocab
         self.slots = [_Slot(i) for i in range(parallel)]
         self._held: Optional[tuple] = None  # a pulled request waiting for cells: (request, prompt, stops)
-        self.stats = {"prompt_tokens": 0, "reused_tokens": 0}  # prefix reuse, printed by bench/generate.py
+        # prefix reuse and scoring passes, printed by bench/generate.py
+        self.stats = {"prompt_tokens": 0, "reused_tokens": 0, "scored_passes": 0, "scored_tokens": 0}
         self._sampler_type = _internals.LlamaSampler
         self._all = _internals.LlamaTokenDataArray(n_vocab=llm.n_vocab())
         self._one_data = (C.llama_token_data * 1)()
@@ -286,6 +292,39 @@ class BatchDecoder:
         cut = self._stop_at(slot) if slot.stops else None
         slot.request = slot.sampler = slot.grammar = None  # cells stay: a later prompt may share them
         return (text if cut is None else text[:cut]).decode("utf-8", errors="ignore")
+
+    def score(self, tokens: Sequence[int], first: int):
+        """Log-probabilities of ``tokens[first:]``, each given the tokens before it: one forward pass
+        on the scoring sequence, with logits kept only at the positions that predict those tokens.
+
+        Called between decode steps (the run's generator is suspended while its caller judges a
+        reply): every logit of the last step has been sampled by then, and the generating sequences'
+        cells and samplers are untouched, so rows are the same whether or not a pass ran between.
+        """
+        np, C = self.np, self.C
+        tokens = list(tokens)[:min(SCORE_TOKENS, N_BATCH)]
+        if not 0 < first < len(tokens):
+            raise CuratorError(f"nothing to score: {len(tokens)} tokens from position {first}")
+        memory = self.ctx.memory
+        C.llama_memory_seq_rm(memory, self.score_seq, 0, -1)
+        self.batch.reset()
+        batch = self.batch.batch
+        for j, token in enumerate(tokens):
+            batch.token[j], batch.pos[j], batch.n_seq_id[j] = token, j, 1
+            batch.seq_id[j][0], batch.logits[j] = self.score_seq, first - 1 <= j < len(tokens) - 1
+        batch.n_tokens = len(tokens)
+        try:
+            self.ctx.decode(self.batch)
+            rows = len(tokens) - first
+            logits = np.ctypeslib.as_array(C.llama_get_logits(self.ctx.ctx), shape=(rows, self._all.n_vocab))
+            logits = logits.astype(np.float64)  # row i predicts tokens[first + i]
+        finally:
+            C.llama_memory_seq_rm(memory, self.score_seq, 0, -1)
+        peak = logits.max(axis=1, keepdims=True)
+        log_norm = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))
+        self.stats["scored_passes"] += 1
+        self.stats["scored_tokens"] += len(tokens)
+        return logits[np.arange(rows), tokens[first:]] - log_norm
 
     def _clear(self) -> None:
         """Forget every sequence (a run ended, was cancelled or failed)."""
