@@ -93,7 +93,9 @@ def optimize_model(source: Union[str, Path], type_name: str = repack.DEFAULT_TYP
 # the requests that mode makes, once per file, mode and thread count (cached): the fastest for
 # one mode was not the fastest for the other (issue 33: the Q8_0 copy batched x8, right for rows
 # where the model writes question and answer, ran answer-first rows at 0.8x of Q4_1 one at a time).
-ENGINE_PROBE_FORMAT = 3  # bump when the probe changes: cached choices of older probes are measured again
+# bump when the probe or the engine changes: cached choices of older probes are measured again
+# (4: answer-first probes include the likelihood check's passes; the decoder keeps prompts per type)
+ENGINE_PROBE_FORMAT = 4
 PARALLEL_CHOICES = (1, 4, 8)
 PROBE_REQUESTS = 8  # as many as the widest batch, so a batched candidate is timed full
 PROBE_ROUNDS = 1  # more rounds alternate candidates so load hits them alike; one keeps first use short
@@ -149,7 +151,9 @@ def probe_requests(mode: str) -> list:
             messages = prompts.build_messages("multi_hop" if len(passages) == 2 else query_type, passages)
             grammar, max_tokens = prompts.grammar_for(query_type), prompts.MAX_REPLY_TOKENS
         # Greedy: the same replies, so the same tokens, for every candidate of one file.
-        requests.append(Request(messages, max_tokens=max_tokens, temperature=0.0, seed=i, grammar=grammar))
+        # tag: the sentence an answer-first reply is checked against (_time_requests)
+        requests.append(Request(messages, max_tokens=max_tokens, temperature=0.0, seed=i, grammar=grammar,
+                                tag=_PROBE_SENTENCES[i]))
     return requests
 
 
@@ -157,17 +161,22 @@ def _probe_passage(start: int, sentences: int) -> str:
     return " ".join(_PROBE_SENTENCES[(start + k) % len(_PROBE_SENTENCES)] for k in range(sentences))
 
 
-def _time_requests(backend, parallel: int, requests: list) -> float:
+def _time_requests(backend, parallel: int, requests: list, mode: str) -> float:
     """Seconds to answer ``requests`` with ``parallel`` sequences, after an untimed warm-up that
     loads the model, compiles the grammars and caches the shared prompt prefix (as a run's first
-    rows do once)."""
+    rows do once). Answer-first replies are checked as a run checks them (the likelihood passes on
+    the engine's context, between results), since the check's cost differs between files too."""
+    from curator.core.generation.answers import AnswerLikelihood
     from curator.core.generation.backends import Request
 
     backend.parallel = parallel
     warm = [Request(r.messages, max_tokens=2, temperature=0.0, grammar=r.grammar) for r in requests[:parallel]]
     backend.complete_many(warm)
+    check = AnswerLikelihood(backend=backend) if mode == "extractive" else None
     start = time.perf_counter()
-    backend.complete_many(requests)
+    for request, text in backend.iter_complete(list(requests)):
+        if check is not None:
+            check.gain(text.strip() or "What?", request.tag)
     return time.perf_counter() - start
 
 
@@ -188,7 +197,7 @@ def measure_engines(candidates: list[EngineCandidate], mode: str, threads: Optio
             for candidate in candidates:
                 if cancel is not None:
                     cancel.check()
-                seconds[candidate] += _time_requests(backends[candidate.path], candidate.parallel, requests)
+                seconds[candidate] += _time_requests(backends[candidate.path], candidate.parallel, requests, mode)
     finally:
         _free(backends.values())
     return {c: round(60 * PROBE_ROUNDS * len(requests) / s, 1) for c, s in seconds.items()}
