@@ -1,7 +1,8 @@
 """Generation benchmark: the engine settings generation chooses by default, against the simplest path
 (the bundled Q4_1 file, one request at a time: `generate --parallel 1 --no-repack`), on a corpus.
 
-Run: .venv/bin/python bench/generate.py [--corpus DIR] [--rows 20] [--rounds 2] [--free] [--engine-details]
+Run from the repository root: PYTHONPATH=. .venv/bin/python bench/generate.py [--corpus DIR] [--rows 20]
+[--rounds 2] [--free] [--before] [--engine-details] (without PYTHONPATH=. an installed curator is imported).
 
 Prints, in one run: the Q8_0 copy (made or reused); the engine setting generation chooses for each mode
 (optimize.choose_engine: probed, or cached from an earlier probe) and why; raw prompt and decode tokens/s
@@ -17,6 +18,7 @@ The load average is printed with the figures. Asserts nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import shutil
@@ -299,9 +301,11 @@ def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, answ
     totals = {name: {**{k: 0.0 for k in keys}, "candidates": 0, "raw": [], "timers": {}} for name in runners}
     for round_no in range(rounds):
         print(f"pipeline round {round_no + 1} ({rows} rows, seed {round_no}; {load_average()}):")
-        for name, (backend, parallel, answers) in runners.items():
+        for name, (backend, parallel, answers, *legacy) in runners.items():
             raw = raw_decode_rate(backend, parallel)
-            run = pipeline(template, backend, parallel, rows, seed=round_no, answers=answers, answer_check=answer_check)
+            with as_before_issue_33(backend, bool(legacy)) as check:
+                run = pipeline(template, backend, parallel, rows, seed=round_no, answers=answers,
+                               answer_check=check or answer_check)
             _print_run(name, run, raw)
             total = totals[name]
             for key in keys:
@@ -311,6 +315,25 @@ def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, answ
             for key, seconds in run["timers"].items():
                 total["timers"][key] = total["timers"].get(key, 0.0) + seconds
     return totals
+
+
+@contextlib.contextmanager
+def as_before_issue_33(backend: LlamaCppBackend, legacy: bool):
+    """With ``legacy``: the engine as it ran before the issue-33 work, for an A/B in one run: no prompts
+    kept per type, and the likelihood check on a second load of the model file (loaded lazily inside
+    the run, as generate() did). Yields that check, or None."""
+    from curator.core.generation.answers import AnswerLikelihood
+    from curator.core.generation.backends import llama_batch
+
+    if not legacy:
+        yield None
+        return
+    kept, backend._decoder = llama_batch.KEEP_PROMPTS, None
+    llama_batch.KEEP_PROMPTS = 0
+    try:
+        yield AnswerLikelihood(str(backend.model_path), n_threads=backend.n_threads)
+    finally:
+        llama_batch.KEEP_PROMPTS, backend._decoder = kept, None
 
 
 def _print_totals(totals: dict) -> None:
@@ -346,6 +369,8 @@ def _engine_runners(args, q4: LlamaCppBackend, engines: dict) -> dict:
     for mode in (["extractive", "free"] if args.free else ["extractive"]):
         label = "answer-first" if mode == "extractive" else "model writes both"
         runners[f"Q4_1 x1 (--parallel 1 --no-repack), {label}"] = (q4, 1, mode)
+        if args.before and mode == "extractive":
+            runners[f"Q4_1 x1 as before issue 33 (check on a second load, no kept prompts), {label}"] = (q4, 1, mode, True)
         backend = engines[mode]
         described = f"{backend.engine_choice.get('chosen', '')} by {backend.engine_choice['chosen_by']}"
         runners[f"default ({described}), {label}"] = (backend, backend.parallel, mode)
@@ -372,6 +397,8 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=8, help="sequences decoded together in the raw rates")
     parser.add_argument("--rounds", type=int, default=2, help="alternating reference/default pipeline rounds")
     parser.add_argument("--free", action="store_true", help="also compare the mode where the model writes both")
+    parser.add_argument("--before", action="store_true",
+                        help="also run the reference as the engine ran before issue 33's changes (A/B of them)")
     parser.add_argument("--engine-details", action="store_true",
                         help="also greedy replies of the copy against the source, and thread counts")
     args = parser.parse_args()
