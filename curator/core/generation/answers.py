@@ -107,8 +107,9 @@ class AnswerLikelihood:
     answer sentence (cached). Given the generating backend (``backend``, a LlamaCppBackend), the
     passes run on its batch decoder's context, between its decode steps, with logits kept only at
     the answer's positions; else (a bench scoring stored rows) it loads ``model_path`` itself with
-    every position's logits kept, on ``n_threads`` threads. Issue 33: the second load and its
-    all-positions logits cost a run ... (docs/generate.md, "Where an answer-first row's time goes").
+    every position's logits kept, on ``n_threads`` threads. Both give the same gains (to 1e-3); the
+    first needs no second copy of the model in memory (issue 33; docs/generate.md, "Where an
+    answer-first row's time goes").
     """
 
     N_CTX = 512
