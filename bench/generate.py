@@ -1,7 +1,8 @@
 """Generation benchmark: the engine settings generation chooses by default, against the simplest path
 (the bundled Q4_1 file, one request at a time: `generate --parallel 1 --no-repack`), on a corpus.
 
-Run: .venv/bin/python bench/generate.py [--corpus DIR] [--rows 20] [--rounds 2] [--free] [--engine-details]
+Run from the repository root: PYTHONPATH=. .venv/bin/python bench/generate.py [--corpus DIR] [--rows 20]
+[--rounds 2] [--free] [--before] [--engine-details] (without PYTHONPATH=. an installed curator is imported).
 
 Prints, in one run: the Q8_0 copy (made or reused); the engine setting generation chooses for each mode
 (optimize.choose_engine: probed, or cached from an earlier probe) and why; raw prompt and decode tokens/s
@@ -17,6 +18,7 @@ The load average is printed with the figures. Asserts nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import shutil
@@ -71,7 +73,11 @@ def prompt_eval_seconds(backend: LlamaCppBackend, passage: str, reset: bool) -> 
 
 class ModelClock:
     """Time spent inside the backend (decoding, sampling, prompt rendering), minus the time
-    the backend waits on the pipeline to plan its next request: the rest is pipeline overhead."""
+    the backend waits on the pipeline to plan its next request: the rest is pipeline overhead.
+    ``inside`` is true while the backend runs (Timers counts only those llama_decode calls as the
+    engine's: the answer check and the near-miss embedder run llama.cpp too, between results)."""
+
+    inside = False
 
     def __init__(self, backend: LlamaCppBackend, asked: list):
         self.seconds = 0.0
@@ -83,11 +89,13 @@ class ModelClock:
         iterator = iter(requests)
         while True:
             start = time.perf_counter()
+            ModelClock.inside = False
             try:
                 request = next(iterator)
             except StopIteration:
                 return
             finally:
+                ModelClock.inside = True
                 self.seconds -= time.perf_counter() - start
             if request is not None:
                 self.asked.append(request.messages)
@@ -98,11 +106,13 @@ class ModelClock:
         try:
             while True:
                 start = time.perf_counter()
+                ModelClock.inside = True
                 try:
                     item = next(results)
                 except StopIteration:
                     return
                 finally:
+                    ModelClock.inside = False
                     self.seconds += time.perf_counter() - start
                 yield item
         finally:
@@ -112,34 +122,34 @@ class ModelClock:
 class Timers:
     """Seconds spent in chosen functions during a run (each wrapped while the ``with`` lasts).
 
-    llama_decode is every llama.cpp forward pass (prompt and reply, both decode paths); chat_prompt
-    renders a prompt for the batch decoder; matcher is the question-to-answer check (kept apart: it is
-    being replaced); judge is every other check of a reply; store is the SQLite write of a row."""
+    llama_decode is the engine's llama.cpp forward passes (prompt and reply), counted only while the
+    backend runs (ModelClock.inside); chat_prompt renders a prompt for the batch decoder; answer check
+    is the likelihood check (its own forward passes included); evidence is a near miss's nearest chunks
+    by the sentence embedder (MiniLM, on llama.cpp too); judge is every check of a reply (those two
+    included); store is the SQLite write of a row."""
 
     def __init__(self):
         from llama_cpp import _internals
 
-        from curator.core.generation import answers as answers_mod, generate as generate_mod
+        from curator.core.generation import answers as answers_mod, generate as generate_mod, unanswerable
 
         self.targets = {"llama_decode": (_internals.LlamaContext, "decode"),
                         "chat_prompt": (LlamaCppBackend, "chat_prompt"),
                         "answer check": (answers_mod.AnswerLikelihood, "gain"),
+                        "evidence": (unanswerable, "evidence"),
                         "judge": (generate_mod, "_judge"), "store": (generate_mod, "_store")}
         self.seconds = {name: 0.0 for name in self.targets}
         self._originals = {}
-        self._in_check = 0
 
     def _wrap(self, name, original):
         def timed(*args, **kwargs):
-            if name == "llama_decode" and self._in_check:
-                return original(*args, **kwargs)  # the answer check runs on llama.cpp too: its own line
-            self._in_check += name == "answer check"
+            if name == "llama_decode" and not ModelClock.inside:
+                return original(*args, **kwargs)  # the answer check's or the embedder's: their own lines
             start = time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
                 self.seconds[name] += time.perf_counter() - start
-                self._in_check -= name == "answer check"
         return timed
 
     def __enter__(self):
@@ -162,7 +172,7 @@ def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int,
         db = open_project(folder / "bench.curator")
         backend.parallel = parallel
         asked: list = []
-        reused_before = backend._decoder.stats["reused_tokens"] if backend._decoder else 0
+        before = dict(backend._decoder.stats) if backend._decoder else {}
         clock = ModelClock(backend, asked)
         with Timers() as timers:
             start = time.perf_counter()
@@ -171,10 +181,12 @@ def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int,
             seconds = time.perf_counter() - start
         del backend.iter_complete  # drop the clock's wrapper
         prompts_ = [backend.chat_prompt(messages)[0] for messages in asked]
-        if parallel == 1:  # llama-cpp-python reuses the prefix the previous prompt left in its cache
+        if backend._decoder is None:  # llama-cpp-python reuses the prefix the previous prompt left in its cache
             reused = sum(common_prefix(a, b) for a, b in zip([[]] + prompts_, prompts_))
         else:
-            reused = backend._decoder.stats["reused_tokens"] - reused_before
+            reused = backend._decoder.stats["reused_tokens"] - before.get("reused_tokens", 0)
+        stats = backend._decoder.stats if backend._decoder else {}
+        scored = {k: stats.get(k, 0) - before.get(k, 0) for k in ("scored_passes", "scored_tokens")}
         raws = [r[0] for r in db.execute("SELECT raw_output FROM queries UNION ALL SELECT raw_output FROM rejected_candidates")]
         db.close()
     finally:
@@ -183,15 +195,18 @@ def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int,
     prompt_tokens = sum(map(len, prompts_))
     return {"seconds": seconds, "model": clock.seconds, "tokens": tokens, "accepted": summary["accepted"],
             "rejected": summary["rejected"], "surplus": summary["surplus"], "requests": len(asked),
-            "prompt_tokens": prompt_tokens, "new_prompt_tokens": prompt_tokens - reused, "timers": timers.seconds}
+            "prompt_tokens": prompt_tokens, "new_prompt_tokens": prompt_tokens - reused, "timers": timers.seconds,
+            **scored}
 
 
 def time_shares(run: dict) -> str:
     """Where a run's seconds went, as shares of the whole."""
     t, whole = run["timers"], run["seconds"]
-    parts = {"llama_decode": t["llama_decode"],
+    parts = {"engine llama_decode": t["llama_decode"],
              "sampling+grammar+python in the engine": run["model"] - t["llama_decode"] - t["chat_prompt"],
-             "prompt rendering": t["chat_prompt"], "answer check": t["answer check"], "other checks": t["judge"] - t["answer check"],
+             "prompt rendering": t["chat_prompt"], "answer check": t["answer check"],
+             "near-miss evidence (embedder)": t["evidence"],
+             "other checks": t["judge"] - t["answer check"] - t["evidence"],
              "sqlite writes": t["store"], "rest of the pipeline": whole - run["model"] - t["judge"] - t["store"]}
     return ", ".join(f"{name} {seconds / whole:.0%}" for name, seconds in parts.items())
 
@@ -205,7 +220,8 @@ def _print_run(name: str, run: dict, raw: float) -> None:
           f"candidates/min; pipeline overhead {(run['seconds'] - run['model']) / run['model']:.1%} of model time")
     print(f"    per request: {run['new_prompt_tokens'] / run['requests']:.0f} prompt tokens evaluated (of "
           f"{run['prompt_tokens'] / run['requests']:.0f}; the rest came from the cache), "
-          f"{run['tokens'] / run['requests']:.0f} generated")
+          f"{run['tokens'] / run['requests']:.0f} generated; answer check {run['scored_passes']} passes "
+          f"on the engine's context, {run['scored_tokens'] / max(1, run['scored_passes']):.0f} tokens each")
     print(f"    time: {time_shares(run)}")
 
 
@@ -269,8 +285,11 @@ def _print_threads(path: Path) -> None:
 
 
 def raw_decode_rate(backend: LlamaCppBackend, parallel: int) -> float:
-    """Decode tokens/s of free-running replies (no grammar, no pipeline) with these settings."""
-    rate = raw_decode(backend) if parallel == 1 else raw_batched_decode(backend, parallel)
+    """Decode tokens/s of free-running replies (no grammar, no pipeline) with these settings: through the
+    backend's own path (Curator's batch decoder for one sequence too, as generation runs it), ``parallel``
+    replies of 128 tokens to a one-line prompt (its ~40 prompt tokens are inside the time)."""
+    rate = (raw_decode(backend) if parallel == 1 and not backend.decoder_for_one
+            else raw_batched_decode(backend, parallel, tokens=128))
     backend.parallel = parallel
     return rate
 
@@ -278,13 +297,15 @@ def raw_decode_rate(backend: LlamaCppBackend, parallel: int) -> float:
 def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, answer_check) -> dict:
     """Alternate the runners round by round on the same seeds; sums per runner. Each runner's raw decode
     rate is measured right before its run, so it meets the same load as the run it is compared with."""
-    keys = ("seconds", "model", "accepted", "new_prompt_tokens", "tokens", "requests")
+    keys = ("seconds", "model", "accepted", "new_prompt_tokens", "tokens", "requests", "scored_passes", "scored_tokens")
     totals = {name: {**{k: 0.0 for k in keys}, "candidates": 0, "raw": [], "timers": {}} for name in runners}
     for round_no in range(rounds):
         print(f"pipeline round {round_no + 1} ({rows} rows, seed {round_no}; {load_average()}):")
-        for name, (backend, parallel, answers) in runners.items():
+        for name, (backend, parallel, answers, *legacy) in runners.items():
             raw = raw_decode_rate(backend, parallel)
-            run = pipeline(template, backend, parallel, rows, seed=round_no, answers=answers, answer_check=answer_check)
+            with as_before_issue_33(backend, bool(legacy)) as check:
+                run = pipeline(template, backend, parallel, rows, seed=round_no, answers=answers,
+                               answer_check=check or answer_check)
             _print_run(name, run, raw)
             total = totals[name]
             for key in keys:
@@ -294,6 +315,25 @@ def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, answ
             for key, seconds in run["timers"].items():
                 total["timers"][key] = total["timers"].get(key, 0.0) + seconds
     return totals
+
+
+@contextlib.contextmanager
+def as_before_issue_33(backend: LlamaCppBackend, legacy: bool):
+    """With ``legacy``: the engine as it ran before the issue-33 work, for an A/B in one run: no prompts
+    kept per type, and the likelihood check on a second load of the model file (loaded lazily inside
+    the run, as generate() did). Yields that check, or None."""
+    from curator.core.generation.answers import AnswerLikelihood
+    from curator.core.generation.backends import llama_batch
+
+    if not legacy:
+        yield None
+        return
+    kept, backend._decoder = llama_batch.KEEP_PROMPTS, None
+    llama_batch.KEEP_PROMPTS = 0
+    try:
+        yield AnswerLikelihood(str(backend.model_path), n_threads=backend.n_threads)
+    finally:
+        llama_batch.KEEP_PROMPTS, backend._decoder = kept, None
 
 
 def _print_totals(totals: dict) -> None:
@@ -323,11 +363,14 @@ def _print_totals(totals: dict) -> None:
 
 
 def _engine_runners(args, q4: LlamaCppBackend, engines: dict) -> dict:
-    """The reference (`--parallel 1 --no-repack`) and generation's default for each mode benchmarked."""
+    """The reference (`--parallel 1 --no-repack`, opened as generate opens it) and generation's default
+    for each mode benchmarked."""
     runners = {}
     for mode in (["extractive", "free"] if args.free else ["extractive"]):
         label = "answer-first" if mode == "extractive" else "model writes both"
         runners[f"Q4_1 x1 (--parallel 1 --no-repack), {label}"] = (q4, 1, mode)
+        if args.before and mode == "extractive":
+            runners[f"Q4_1 x1 as before issue 33 (check on a second load, no kept prompts), {label}"] = (q4, 1, mode, True)
         backend = engines[mode]
         described = f"{backend.engine_choice.get('chosen', '')} by {backend.engine_choice['chosen_by']}"
         runners[f"default ({described}), {label}"] = (backend, backend.parallel, mode)
@@ -354,6 +397,8 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=8, help="sequences decoded together in the raw rates")
     parser.add_argument("--rounds", type=int, default=2, help="alternating reference/default pipeline rounds")
     parser.add_argument("--free", action="store_true", help="also compare the mode where the model writes both")
+    parser.add_argument("--before", action="store_true",
+                        help="also run the reference as the engine ran before issue 33's changes (A/B of them)")
     parser.add_argument("--engine-details", action="store_true",
                         help="also greedy replies of the copy against the source, and thread counts")
     args = parser.parse_args()
@@ -362,7 +407,9 @@ def main() -> None:
     files = bundled_model_files()
     print(f"Q8_0 copy {files.path} ({time.perf_counter() - start:.1f} s to make or find; source {files.source.name})")
     engines = _default_engines(args)
-    q4 = LlamaCppBackend(files.source, n_ctx=2048)
+    from curator.core.generation.generate import _open_engine
+
+    q4 = _open_engine(GenerationConfig(parallel=1, repack=False), None)  # `generate --parallel 1 --no-repack`
     q8 = LlamaCppBackend(files.path, n_ctx=2048)
     print(f"threads {q4.n_threads} (prompt {q4.n_threads_batch}; the free cores, generation's default), n_ctx {q4.n_ctx}")
     passage = (sample_corpus_dir() / "api" / "rate_limits.rst").read_text()[:1500]
@@ -380,11 +427,7 @@ def main() -> None:
             db.close()
             _print_match(greedy_replies(q4, fixed, args.parallel), greedy_replies(q8, fixed, args.parallel))
             _print_threads(files.path)
-        from curator.core.generation.answers import AnswerLikelihood
-
-        # one for every run, on the bundled Q4_1 file as a run would have it: loaded once, outside the timed rows
-        answer_check = AnswerLikelihood(str(files.path), n_threads=args.threads or 1)
-        answer_check.gain("warm up?", "The check loads its model here.")
+        answer_check = None  # each run checks as generate() does by default: on its own engine's context
         totals = _pipeline_rounds(template, _engine_runners(args, q4, engines), args.rows, args.rounds, answer_check)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -182,3 +182,39 @@ def test_a_backend_without_a_model_file_runs_unchecked_and_the_summary_says_so(s
     free = generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=2, retries=0, answers="free"),
                     backend=FakeBackend(_asking_about_the_answer))
     assert not any("likelihood" in w for w in free["warnings"])  # free answers have no answer sentence to check
+
+
+def test_the_check_on_the_generators_own_context_gives_the_gains_of_a_second_load(bundled_model):
+    """Issue 33: the likelihood passes run on the generating backend's batch-decoder context (no second
+    copy of the model), and measure the same gains as a separate load with every position's logits."""
+    backend = LlamaCppBackend(bundled_model, n_ctx=2048, n_threads=1, parallel=2)
+    own, separate = AnswerLikelihood(backend=backend), AnswerLikelihood(bundled_model, n_threads=1)
+    answer = "The most common problem is that the signal handler is declared with the wrong argument list."
+    for question in ("What is the most common problem with a signal handler?", "How do I install Python on Windows?"):
+        assert own.gain(question, answer) == pytest.approx(separate.gain(question, answer), abs=1e-3)
+    assert own.describe() == separate.describe()
+    assert backend._decoder.stats["scored_passes"] == 3  # two questions and one cached baseline
+
+
+def test_scoring_between_decode_steps_leaves_greedy_replies_unchanged(bundled_model):
+    """A pass runs while the generator is suspended between results, on a sequence of its own: the
+    replies still decoding must come out token for token as without it."""
+    from curator.core.generation.backends import Request
+
+    backend = LlamaCppBackend(bundled_model, n_ctx=2048, n_threads=1, parallel=2)
+    sentences = ["Guest accounts expire after seven days unless an administrator extends them.",
+                 "The backup job runs every night and keeps the last fourteen copies.",
+                 "Invoices above five thousand euros need a second approval before payment."]
+
+    def replies(score_between: bool) -> list[str]:
+        requests = [Request(prompts.build_answer_first_messages("factoid", "Manual", s), max_tokens=24,
+                            temperature=0.0, grammar=prompts.asked_grammar("factoid")) for s in sentences]
+        texts = {}
+        for request, text in backend.iter_complete(requests):
+            texts[id(request)] = text
+            if score_between:
+                AnswerLikelihood(backend=backend).gain(text or "What?", sentences[0])
+        return [texts[id(r)] for r in requests]
+
+    plain = replies(False)
+    assert all(plain) and replies(True) == plain

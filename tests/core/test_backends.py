@@ -12,6 +12,8 @@ import pytest
 from curator.core.generation import generate as generate_module
 from curator.core.generation import prompts
 from curator.core.generation.backends import Backend, FakeBackend, HttpBackend, LlamaCppBackend, Request
+from curator.core.generation.backends import llama_batch
+from curator.core.generation.backends.llama_batch import common_prefix
 from curator.core.generation.generate import GenerationConfig, allocate, generate
 from curator.core.store import open_project
 from curator.core.progress import CancelToken
@@ -200,7 +202,40 @@ def test_real_retry_of_a_prompt_reuses_all_its_cached_cells(bundled_model, sampl
         answered.append(request)
     prompt_tokens = len(backend.chat_prompt(messages)[0])
     assert answered == [first, retry]
-    assert backend._decoder.stats == {"prompt_tokens": 2 * prompt_tokens, "reused_tokens": prompt_tokens - 1}
+    stats = backend._decoder.stats
+    assert (stats["prompt_tokens"], stats["reused_tokens"]) == (2 * prompt_tokens, prompt_tokens - 1)
+
+
+@pytest.mark.slow
+def test_real_one_sequence_keeps_each_types_prompt_for_the_next_request_of_that_type(bundled_model):
+    """Issue 33: answer-first prompts of one type share their instructions and worked examples, and
+    each type has its own, so one sequence alternating types evaluated whole prompts again. The
+    decoder keeps the prompt a sequence moves away from: the fourth request (factoid, after factoid,
+    keyword, vague) starts from the first one's cells. Greedy replies match a decoder that keeps none."""
+    sentences = ["Guest accounts expire after seven days unless an administrator extends them.",
+                 "The backup job runs every night and keeps the last fourteen copies.",
+                 "Invoices above five thousand euros need a second approval before payment.",
+                 "Firmware updates are installed at the next restart of the printer."]
+    kinds = ["factoid", "keyword", "vague", "factoid"]
+
+    def run(keep: int) -> tuple[list[str], int, int]:
+        backend = LlamaCppBackend(bundled_model, n_threads=1, parallel=1)
+        backend.decoder_for_one = True
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(llama_batch, "KEEP_PROMPTS", keep)
+            requests = [Request(prompts.build_answer_first_messages(k, "Manual", s), max_tokens=20, temperature=0.0,
+                                grammar=prompts.asked_grammar(k)) for k, s in zip(kinds, sentences)]
+            texts = backend.complete_many(requests)
+        prompt = backend.chat_prompt(requests[0].messages)[0]
+        fourth = backend.chat_prompt(requests[3].messages)[0]
+        return texts, backend._decoder.stats["reused_tokens"], common_prefix(prompt, fourth)
+
+    kept, reused, shared = run(llama_batch.KEEP_PROMPTS)
+    plain, reused_without, _ = run(0)
+    # the factoid prefix was not evaluated again (without kept prompts each request shares only the few
+    # tokens that open every chat prompt)
+    assert shared > 150 and reused - reused_without >= 0.9 * shared
+    assert kept == plain and all(kept)
 
 
 def test_threads_default_to_the_cores_other_processes_leave_free(monkeypatch, bundled_model):

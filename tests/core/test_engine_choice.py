@@ -115,3 +115,35 @@ def test_a_probe_stops_on_cancel_before_timing_a_candidate(bundled_model):
     with pytest.raises(Cancelled):
         optimize.measure_engines([EngineCandidate(bundled_model, 1), EngineCandidate(bundled_model, 4)],
                                  "extractive", threads=1, cancel=token)
+
+
+def test_a_model_file_is_hashed_once_per_path_size_and_mtime(own_cache, tmp_path, monkeypatch):
+    """The probe's cache key names each file by its SHA-256; a big user GGUF is hashed once, not in
+    every process, and again only when the file changes (its size or mtime)."""
+    import os
+
+    from curator.core.generation import repack
+
+    hashed = []
+    real_hash = repack.file_sha256
+    monkeypatch.setattr(repack, "file_sha256", lambda path: hashed.append(path) or real_hash(path))
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF" + b"\0" * 64)
+    first = optimize.file_identity(model)
+    assert first == real_hash(model) and len(hashed) == 1
+    assert optimize.file_identity(model) == first and len(hashed) == 1  # cached by path, size and mtime
+    model.write_bytes(b"GGUF" + b"\1" * 64)  # same size, new bytes and mtime
+    stat = model.stat()
+    os.utime(model, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert optimize.file_identity(model) == real_hash(model) != first and len(hashed) == 2
+    (own_cache / "engine" / "file_hashes.json").write_text("{not json", encoding="utf-8")
+    assert optimize.file_identity(model) == real_hash(model) and len(hashed) == 3  # damaged cache: hashed again
+
+
+def test_the_engine_choice_key_does_not_rehash_a_known_file(own_cache, bundled_model, monkeypatch):
+    from curator.core.generation import repack
+
+    candidates = [EngineCandidate(bundled_model, p) for p in (1, 4)]
+    key = optimize._choice_key(candidates, "extractive", 1)
+    monkeypatch.setattr(repack, "file_sha256", lambda path: pytest.fail(f"{path} hashed again"))
+    assert optimize._choice_key(candidates, "extractive", 1) == key

@@ -380,3 +380,32 @@ def test_a_resumed_runs_rejected_count_covers_every_session_like_accepted(sample
     assert second["rejected"] == stored == first["rejected"] + second["rejected_this_session"]
     assert sum(second["rejected_by_reason"].values()) == second["rejected"]
     assert second["accepted"] == 8 and second["accepted_this_session"] < 8
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("parallel", [1, 3])
+def test_a_pinned_engine_with_the_same_seed_writes_the_same_rows(sample_project_path, tmp_path, parallel):
+    """Issue 33: the same seed on a pinned engine (`--no-repack --parallel N`: no probe) writes the same
+    rows and the same rejections, with the likelihood passes on the engine's own context between decode
+    steps and prompts kept per type; the run record says where the check ran."""
+    import shutil
+
+    from curator.core.store import open_project
+
+    copy = tmp_path / "again.curator"
+    shutil.copy(sample_project_path, copy)
+    config = dict(count=2, seed=7, parallel=parallel, repack=False, temperature=0.0, retries=1,
+                  mix={"factoid": 1, "keyword": 1})
+    outcomes = []
+    for path in (sample_project_path, copy):
+        db = open_project(path)
+        generate(db, GenerationConfig(**config))
+        rows = sorted(db.execute("SELECT query_type, text, reference, gold_chunk_ids, raw_output FROM queries"))
+        rejected = sorted(db.execute("SELECT query_type, text, reason, raw_output FROM rejected_candidates"))
+        params = eval_json(db.execute("SELECT params FROM generation_runs").fetchone()[0])
+        db.close()
+        outcomes.append((rows, rejected))
+    assert outcomes[0][0] and outcomes[0] == outcomes[1]
+    assert params["parallel"] == parallel and params["decoder"] == "batch"
+    assert "only setting" in params["engine_choice"]["chosen_by"]
+    assert "batch decoder context" in params["answer_check"]["likelihood_passes"]

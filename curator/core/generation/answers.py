@@ -104,20 +104,29 @@ class AnswerLikelihood:
     nor MiniLM's vectors, so it favours no retriever under test (issue 27).
 
     Prompt evaluation only (no decoding): one pass over about 60 tokens per question, plus one per
-    answer sentence (cached). It loads the GGUF file a second time with every position's logits
-    kept, on ``n_threads`` threads (the batched generator keeps only the last position's).
+    answer sentence (cached). Given the generating backend (``backend``, a LlamaCppBackend), the
+    passes run on its batch decoder's context, between its decode steps, with logits kept only at
+    the answer's positions; else (a bench scoring stored rows) it loads ``model_path`` itself with
+    every position's logits kept, on ``n_threads`` threads. Both give the same gains (to 1e-3); the
+    first needs no second copy of the model in memory (issue 33; docs/generate.md, "Where an
+    answer-first row's time goes").
     """
 
     N_CTX = 512
     NEUTRAL_QUESTION = "What does the documentation say?"
 
-    def __init__(self, model_path, n_threads: int = 1):
-        self.model_path = str(model_path)
+    def __init__(self, model_path=None, n_threads: int = 1, backend=None):
+        if model_path is None and backend is None:
+            raise ValueError("AnswerLikelihood needs a model file or the backend that generates")
+        self.backend = backend
+        self.model_path = str(model_path if model_path is not None else backend.model_path)
         self.n_threads = n_threads
         self._llm = None
         self._baselines: dict[str, float] = {}
 
     def _model(self):
+        if self.backend is not None:
+            return self.backend.llm  # its tokenizer; the passes go through backend.score
         if self._llm is None:
             from llama_cpp import Llama
 
@@ -134,6 +143,8 @@ class AnswerLikelihood:
         tail = llm.tokenize((" " + answer).encode(), add_bos=False, special=False)
         tokens = (head + tail)[: self.N_CTX]
         tail = tokens[len(head):]
+        if self.backend is not None:
+            return float(np.mean(self.backend.score(tokens, len(head))))
         llm.reset()
         llm.eval(tokens)
         logits = np.asarray(llm.scores[len(head) - 1: len(tokens) - 1], dtype=np.float64)  # row i predicts tail[i]

@@ -391,7 +391,17 @@ def _checks_record(checks: "_Checks") -> dict:
                             "not_below_content_words": OVERLAP_CAP_MIN_WORDS},
             "answer_check": {"filters": ANSWER_CHECK,
                              "likelihood": checks.answer_check.describe() if checks.answer_check else None,
+                             # where its passes ran: the generator's own context, or a second load of the file
+                             "likelihood_passes": _passes_on(checks.answer_check),
                              "min_gain": answers.MIN_ANSWER_GAIN if checks.answer_check else None}}
+
+
+def _passes_on(check) -> Optional[str]:
+    if check is None:
+        return None
+    if getattr(check, "backend", None) is not None:
+        return "the generating backend's batch decoder context (scoring sequence, logits at answer positions only)"
+    return "a second load of the model file (all positions' logits)" if isinstance(check, answers.AnswerLikelihood) else None
 
 
 def _parse(task: Task, raw: str) -> Optional[tuple[str, str]]:
@@ -454,11 +464,14 @@ OVERLAP_CAP_MIN_WORDS = 4
 
 
 def _answer_check_for(backend: Backend) -> Optional[answers.AnswerLikelihood]:
-    """The likelihood check on the model file the backend runs (None for an endpoint or a fake)."""
+    """The likelihood check on the model file the backend runs (None for an endpoint or a fake): on
+    the backend's own context when it can score (a LlamaCppBackend), not a second load of the file."""
     described = backend.describe()
     path = described.get("model_path")
     if not path or not Path(path).is_file():
         return None
+    if callable(getattr(backend, "score", None)):
+        return answers.AnswerLikelihood(backend=backend)
     return answers.AnswerLikelihood(path, n_threads=described.get("n_threads") or 1)
 
 

@@ -93,7 +93,9 @@ def optimize_model(source: Union[str, Path], type_name: str = repack.DEFAULT_TYP
 # the requests that mode makes, once per file, mode and thread count (cached): the fastest for
 # one mode was not the fastest for the other (issue 33: the Q8_0 copy batched x8, right for rows
 # where the model writes question and answer, ran answer-first rows at 0.8x of Q4_1 one at a time).
-ENGINE_PROBE_FORMAT = 3  # bump when the probe changes: cached choices of older probes are measured again
+# bump when the probe or the engine changes: cached choices of older probes are measured again
+# (4: answer-first probes include the likelihood check's passes; the decoder keeps prompts per type)
+ENGINE_PROBE_FORMAT = 4
 PARALLEL_CHOICES = (1, 4, 8)
 PROBE_REQUESTS = 8  # as many as the widest batch, so a batched candidate is timed full
 PROBE_ROUNDS = 1  # more rounds alternate candidates so load hits them alike; one keeps first use short
@@ -149,7 +151,9 @@ def probe_requests(mode: str) -> list:
             messages = prompts.build_messages("multi_hop" if len(passages) == 2 else query_type, passages)
             grammar, max_tokens = prompts.grammar_for(query_type), prompts.MAX_REPLY_TOKENS
         # Greedy: the same replies, so the same tokens, for every candidate of one file.
-        requests.append(Request(messages, max_tokens=max_tokens, temperature=0.0, seed=i, grammar=grammar))
+        # tag: the sentence an answer-first reply is checked against (_time_requests)
+        requests.append(Request(messages, max_tokens=max_tokens, temperature=0.0, seed=i, grammar=grammar,
+                                tag=_PROBE_SENTENCES[i]))
     return requests
 
 
@@ -157,17 +161,22 @@ def _probe_passage(start: int, sentences: int) -> str:
     return " ".join(_PROBE_SENTENCES[(start + k) % len(_PROBE_SENTENCES)] for k in range(sentences))
 
 
-def _time_requests(backend, parallel: int, requests: list) -> float:
+def _time_requests(backend, parallel: int, requests: list, mode: str) -> float:
     """Seconds to answer ``requests`` with ``parallel`` sequences, after an untimed warm-up that
     loads the model, compiles the grammars and caches the shared prompt prefix (as a run's first
-    rows do once)."""
+    rows do once). Answer-first replies are checked as a run checks them (the likelihood passes on
+    the engine's context, between results), since the check's cost differs between files too."""
+    from curator.core.generation.answers import AnswerLikelihood
     from curator.core.generation.backends import Request
 
     backend.parallel = parallel
     warm = [Request(r.messages, max_tokens=2, temperature=0.0, grammar=r.grammar) for r in requests[:parallel]]
     backend.complete_many(warm)
+    check = AnswerLikelihood(backend=backend) if mode == "extractive" else None
     start = time.perf_counter()
-    backend.complete_many(requests)
+    for request, text in backend.iter_complete(list(requests)):
+        if check is not None:
+            check.gain(text.strip() or "What?", request.tag)
     return time.perf_counter() - start
 
 
@@ -188,7 +197,7 @@ def measure_engines(candidates: list[EngineCandidate], mode: str, threads: Optio
             for candidate in candidates:
                 if cancel is not None:
                     cancel.check()
-                seconds[candidate] += _time_requests(backends[candidate.path], candidate.parallel, requests)
+                seconds[candidate] += _time_requests(backends[candidate.path], candidate.parallel, requests, mode)
     finally:
         _free(backends.values())
     return {c: round(60 * PROBE_ROUNDS * len(requests) / s, 1) for c, s in seconds.items()}
@@ -231,11 +240,39 @@ def _write_choice(key: str, record: dict) -> None:
         tmp.write_text(json.dumps(choices, indent=1, sort_keys=True), encoding="utf-8")
 
 
+def _hashes_file() -> Path:
+    return cachefiles.usable_dir("engine") / "file_hashes.json"
+
+
+def file_identity(path: Union[str, Path]) -> str:
+    """The SHA-256 of a model file, hashed once per (path, size, mtime): a user's 8 GB GGUF took
+    tens of seconds to hash in every process that looked up its cached engine choice. A file
+    rewritten in place changes its size or mtime, and is hashed again."""
+    import json
+
+    from curator.core.files import atomic_file
+
+    path = Path(path).resolve()
+    stat = path.stat()
+    stamp = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    try:
+        known = json.loads(_hashes_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}  # none yet, or damaged: hashed again and written whole
+    entry = known.get(str(path))
+    if isinstance(entry, dict) and {k: entry.get(k) for k in stamp} == stamp and entry.get("sha256"):
+        return entry["sha256"]
+    known[str(path)] = {**stamp, "sha256": repack.file_sha256(path)}
+    with atomic_file(_hashes_file()) as tmp:
+        tmp.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
+    return known[str(path)]["sha256"]
+
+
 def _choice_key(candidates: list[EngineCandidate], mode: str, threads: int) -> str:
     """The cache key: what the candidates' files hold (hashes), the mode, threads and llama.cpp build."""
     import llama_cpp
 
-    files = sorted({f"{c.path.name}={repack.file_sha256(c.path)[:16]}" for c in candidates})
+    files = sorted({f"{c.path.name}={file_identity(c.path)[:16]}" for c in candidates})
     parallels = sorted({c.parallel for c in candidates})
     return (f"v{ENGINE_PROBE_FORMAT} {mode} threads={threads} llama_cpp={llama_cpp.__version__} "
             f"parallel={parallels} files={','.join(files)}")

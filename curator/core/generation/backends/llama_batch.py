@@ -13,6 +13,16 @@ from curator.core.generation.backends.base import Messages, Request, RequestSour
 from curator.core.errors import CuratorError
 
 N_BATCH = 512  # tokens per llama_decode: one per generating sequence, prompt chunks fill the rest
+# Cells kept apart for scoring passes (BatchDecoder.score): the likelihood answer check runs on the
+# generator's own context, on a sequence id of its own, between decode steps.
+SCORE_TOKENS = 512
+# Prompt prefixes kept after their sequence moves on (BatchDecoder._keep): answer-first prompts of one
+# type share ~220 of their ~250 tokens, but each type has its own instructions, so with one sequence
+# every change of type evaluated the whole prompt again (a third of the requests on the Python FAQ,
+# issue 33). Up to KEEP_PROMPTS prompts, KEEP_CELLS cells in all, least recently used dropped first.
+KEEP_PROMPTS = 4
+KEEP_CELLS = 1024
+KEEP_MIN_GAIN = 32  # a prompt is kept only if no kept prompt already holds all but this many of its tokens
 
 
 class BatchHost(Protocol):
@@ -55,6 +65,8 @@ class _Slot:
     sampler: object = None
     grammar: object = None
     done: bool = False
+    prompt_len: int = 0  # tokens of ``cached`` that are the request's prompt (the rest: its reply)
+    used: int = 0  # when its cells were last shared (kept prompts: the least recently used is dropped)
 
 
 class BatchDecoder:
@@ -88,9 +100,14 @@ class BatchDecoder:
         # One cell pool for all sequences, as big as the model was trained for (or one full
         # sequence); admission keeps the reserved cells within it (_fits).
         self.n_cells = min(parallel * self.n_ctx_seq, max(self.n_ctx_seq, llm._model.n_ctx_train()))
-        params.n_ctx = self.n_cells
+        # The scoring sequence's and the kept prompts' cells come on top, so neither competes with
+        # admission (_fits).
+        params.n_ctx = self.n_cells + SCORE_TOKENS + KEEP_CELLS
         params.n_batch = params.n_ubatch = N_BATCH
-        params.n_seq_max = parallel
+        params.n_seq_max = parallel + 1 + KEEP_PROMPTS
+        self.score_seq = parallel  # the sequence id scoring passes use (generation uses 0..parallel-1)
+        self.kept = [_Slot(parallel + 1 + i) for i in range(KEEP_PROMPTS)]  # prompts kept for their prefix
+        self._clock = 0
         params.n_threads, params.n_threads_batch = backend.n_threads, backend.n_threads_batch
         params.kv_unified = True  # one cell pool, so sequences can share prefix cells
         self.ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
@@ -98,7 +115,8 @@ class BatchDecoder:
         self.vocab = llm._model.vocab
         self.slots = [_Slot(i) for i in range(parallel)]
         self._held: Optional[tuple] = None  # a pulled request waiting for cells: (request, prompt, stops)
-        self.stats = {"prompt_tokens": 0, "reused_tokens": 0}  # prefix reuse, printed by bench/generate.py
+        # prefix reuse and scoring passes, printed by bench/generate.py
+        self.stats = {"prompt_tokens": 0, "reused_tokens": 0, "scored_passes": 0, "scored_tokens": 0}
         self._sampler_type = _internals.LlamaSampler
         self._all = _internals.LlamaTokenDataArray(n_vocab=llm.n_vocab())
         self._one_data = (C.llama_token_data * 1)()
@@ -162,21 +180,51 @@ class BatchDecoder:
         return reserved + need <= self.n_cells
 
     def _start(self, slot: _Slot, request: Request, prompt: list[int], stops: list[bytes], budget: int) -> None:
+        self._keep(slot, prompt)
         keep = self._reuse_prefix(slot, prompt)
         self.stats["prompt_tokens"] += len(prompt)
         self.stats["reused_tokens"] += keep
         slot.request, slot.stops, slot.done, slot.budget = request, stops, False, budget
         slot.cached, slot.pending, slot.out, slot.next_token = prompt[:keep], prompt[keep:], [], None
+        slot.prompt_len = len(prompt)
         slot.sampler = self._chain(request)
         slot.grammar = self._grammar_sampler(request.grammar)
 
+    def _keep(self, slot: _Slot, prompt: list[int]) -> None:
+        """Before ``slot`` drops the prompt it holds for ``prompt``, keep that prompt's cells on a spare
+        sequence id when no other sequence holds most of it (``llama_memory_seq_cp`` only tags the
+        cells, nothing is recomputed), so a later request of the same shape starts from it."""
+        old = slot.cached[:slot.prompt_len]
+        if not self.kept or len(old) - common_prefix(old, prompt) < KEEP_MIN_GAIN:
+            return  # the new prompt itself goes on from (nearly) all of it
+        holders = self.kept + [s for s in self.slots if s is not slot]
+        if any(len(old) - common_prefix(old, other.cached) < KEEP_MIN_GAIN for other in holders):
+            return
+        if len(old) > KEEP_CELLS:
+            return
+        memory = self.ctx.memory
+        spare = min(self.kept, key=lambda k: (bool(k.cached), k.used))
+        self.C.llama_memory_seq_rm(memory, spare.seq, 0, -1)
+        spare.cached = []
+        while sum(len(k.cached) for k in self.kept) + len(old) > KEEP_CELLS:
+            oldest = min((k for k in self.kept if k.cached), key=lambda k: k.used)
+            self.C.llama_memory_seq_rm(memory, oldest.seq, 0, -1)
+            oldest.cached = []
+        self.C.llama_memory_seq_cp(memory, slot.seq, spare.seq, 0, len(old))
+        self._clock += 1
+        spare.cached, spare.used = list(old), self._clock
+
     def _reuse_prefix(self, slot: _Slot, prompt: list[int]) -> int:
-        """Point ``slot`` at the longest cached prefix of ``prompt``; return its length."""
+        """Point ``slot`` at the longest cached prefix of ``prompt`` (a sequence's or a kept prompt's);
+        return its length."""
         best, keep = slot, common_prefix(slot.cached, prompt)
-        for other in self.slots:
+        for other in self.slots + self.kept:
             shared = common_prefix(other.cached, prompt)
             if shared > keep:
                 best, keep = other, shared
+        if best in self.kept:
+            self._clock += 1
+            best.used = self._clock
         keep = min(keep, len(prompt) - 1)  # the last prompt token is decoded again: its logits start the reply
         memory = self.ctx.memory
         if best is slot:
@@ -287,6 +335,39 @@ class BatchDecoder:
         slot.request = slot.sampler = slot.grammar = None  # cells stay: a later prompt may share them
         return (text if cut is None else text[:cut]).decode("utf-8", errors="ignore")
 
+    def score(self, tokens: Sequence[int], first: int):
+        """Log-probabilities of ``tokens[first:]``, each given the tokens before it: one forward pass
+        on the scoring sequence, with logits kept only at the positions that predict those tokens.
+
+        Called between decode steps (the run's generator is suspended while its caller judges a
+        reply): every logit of the last step has been sampled by then, and the generating sequences'
+        cells and samplers are untouched, so rows are the same whether or not a pass ran between.
+        """
+        np, C = self.np, self.C
+        tokens = list(tokens)[:min(SCORE_TOKENS, N_BATCH)]
+        if not 0 < first < len(tokens):
+            raise CuratorError(f"nothing to score: {len(tokens)} tokens from position {first}")
+        memory = self.ctx.memory
+        C.llama_memory_seq_rm(memory, self.score_seq, 0, -1)
+        self.batch.reset()
+        batch = self.batch.batch
+        for j, token in enumerate(tokens):
+            batch.token[j], batch.pos[j], batch.n_seq_id[j] = token, j, 1
+            batch.seq_id[j][0], batch.logits[j] = self.score_seq, first - 1 <= j < len(tokens) - 1
+        batch.n_tokens = len(tokens)
+        try:
+            self.ctx.decode(self.batch)
+            rows = len(tokens) - first
+            logits = np.ctypeslib.as_array(C.llama_get_logits(self.ctx.ctx), shape=(rows, self._all.n_vocab))
+            logits = logits.astype(np.float64)  # row i predicts tokens[first + i]
+        finally:
+            C.llama_memory_seq_rm(memory, self.score_seq, 0, -1)
+        peak = logits.max(axis=1, keepdims=True)
+        log_norm = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))
+        self.stats["scored_passes"] += 1
+        self.stats["scored_tokens"] += len(tokens)
+        return logits[np.arange(rows), tokens[first:]] - log_norm
+
     def _clear(self) -> None:
         """Forget every sequence (a run ended, was cancelled or failed)."""
         self.ctx.kv_cache_clear()
@@ -294,3 +375,5 @@ class BatchDecoder:
         for slot in self.slots:
             slot.request = slot.sampler = slot.grammar = None
             slot.cached, slot.pending, slot.out, slot.next_token = [], [], [], None
+        for kept in self.kept:
+            kept.cached = []

@@ -302,12 +302,21 @@ class LlamaCppBackend(Backend):
         if self.parallel <= 1 and not self.decoder_for_one:
             yield from super().iter_complete(requests)
             return
+        yield from self._batch_decoder().run(requests)
+
+    def score(self, tokens: list[int], first: int):
+        """Log-probabilities of ``tokens[first:]`` under this model, each given the tokens before it,
+        computed on the batch decoder's own context (its scoring sequence): no second copy of the
+        model, and logits only where they are read. Safe between the results of ``iter_complete``."""
+        return self._batch_decoder().score(tokens, first)
+
+    def _batch_decoder(self):
         if self._decoder is None or len(self._decoder.slots) != self.parallel:  # parallel changed: a new layout
             from curator.core.generation.backends.llama_batch import BatchDecoder
 
             self._decoder = None  # free the old context before the new one is allocated
             self._decoder = BatchDecoder(self, self.parallel)
-        yield from self._decoder.run(requests)
+        return self._decoder
 
     def chat_prompt(self, messages: Messages) -> tuple[list[int], list[bytes]]:
         """Prompt tokens and stop strings exactly as ``create_chat_completion`` builds them.
