@@ -18,8 +18,9 @@ def good_reply(messages) -> str:
     if prompt.startswith(("Fact 1:", "About:")):  # multi-hop: words only each fact holds, and the entity named
         entity, _, prompt = prompt.partition("\n") if prompt.startswith("About:") else ("About: it", "", prompt)
         facts = prompt[len("Fact 1:"):].split("Fact 2:", 1)
-        words = [[w for w in filters.tokens(f) if len(w) > 3 and w not in filters.STOPWORDS][:4] for f in facts]
         name = entity[len("About: "):]
+        words = [[w for w in filters.tokens(f) if len(w) > 3 and w not in filters.STOPWORDS and w != name.lower()][:4]
+                 for f in facts]
         return (f"Question 1: What is known about {name} and {' '.join(words[0])}?\n"
                 f"Question 2: Why does {' '.join(words[1])} matter for {name}?\n")
     if "Passage" not in prompt:  # answer-first: ask with the answer sentence's own first content words

@@ -148,7 +148,11 @@ def test_each_part_of_a_multi_hop_question_names_the_entity():
 
 def test_the_joined_question_names_the_entity_once():
     assert (multihop.join("What does sync_interval set?", "Does raising sync_interval save bandwidth?", "sync_interval")
-            == "What does sync_interval set, and does raising it save bandwidth?")
+            == "What does sync_interval set, and does raising sync_interval save bandwidth?")  # too short to be a loop
+    assert (multihop.join("What does the HTTP method do?", "Why does the HTTP method fail?", "HTTP")
+            == "What does the HTTP method do, and why does it fail?")
+    assert (multihop.join("How do I catch an HTTP error?", "How does the HTTP method GET differ from POST?", "HTTP")
+            == "How do I catch an HTTP error, and how does the HTTP method GET differ from POST?")
     assert (multihop.join("What is the `unittest` module?", "How do I run the `unittest` module from a shell?", "unittest")
             == "What is the `unittest` module, and how do I run it from a shell?")
     # a phrase the first part does not hold, or one that opens the question, stays
@@ -204,7 +208,7 @@ def test_scripted_run_stores_both_gold_chunks_and_the_evidence(small_db):
     backend = scripted_backend()
     summary = generate(small_db, GenerationConfig(count=2, mix={"multi_hop": 1}, seed=0), backend=backend)
     rows = [get_query(small_db, r[0]) for r in small_db.execute("SELECT id FROM queries WHERE query_type = 'multi_hop'")]
-    assert summary["accepted"] >= 1 and rows
+    assert summary["accepted"] >= 1 and rows, summary["rejected_by_reason"]
     for row in rows:
         assert len(row["gold_chunk_ids"]) >= 2 and row["quality_signals"]["multi_hop"]["entity"]
         assert row["reference"] == " ".join(row["quality_signals"]["multi_hop"]["sentences"])

@@ -338,8 +338,10 @@ def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.
     project's examples of how people ask (answer-first prompts)."""
     seed = config.seed + zlib.crc32(task.chunks[0]["id"].encode()) % 10_000 + 10_000 * task.attempt
     if task.query_type == "multi_hop" and task.option and task.option.get("first_question"):
-        # the first part is a kept row's question; the model asks for the second sentence, answer-first
-        request = _request(Task("factoid", task.chunks[:1], task.attempt, task.option["sentences"][1]), config, shown)
+        # the first part is a kept row's question; the model asks for the second sentence, answer-first,
+        # the entity in the heading it is shown (a heading path helps it name the subject)
+        shown_chunk = {**task.chunks[0], "title": f"{task.chunks[0]['title']} > {task.option['entity']}"}
+        request = _request(Task("factoid", [shown_chunk], task.attempt, task.option["sentences"][1]), config, shown)
         request.tag = task
         return request
     if task.query_type == "multi_hop" and task.option:

@@ -238,8 +238,8 @@ _ARTICLES = {"the", "a", "an"}
 
 def _refer_back(first: str, second: str, entity: str) -> str:
     """``second`` with its longest word span that ``first`` also holds and that names ``entity``
-    (from an article or the entity on, up to one word past it) replaced by "it"; unchanged when
-    there is none."""
+    (from an article to the entity or one word past it, three words or more) replaced by "it";
+    unchanged when there is none."""
     words_1, words_2 = first.rstrip(" ?").split(), second.rstrip(" ?").split()
     lower_1 = [w.lower() for w in words_1]
     best = None
@@ -249,8 +249,9 @@ def _refer_back(first: str, second: str, entity: str) -> str:
             if (best and j - i <= best[1] - best[0]) or not _contains(lower_1, span):
                 continue
             named_at = [k for k in range(i, j) if names_entity(words_2[k], entity)]
-            # a noun phrase: from an article or the entity, at most one word past it ("the `re` module")
-            if named_at and (span[0] in _ARTICLES or named_at[0] == i) and j - 1 - named_at[-1] <= 1:
+            # a noun phrase of three words or more, from an article to the entity or one word past it
+            # ("the `re` module"): the bare entity is often a modifier ("the HTTP method" is not "the it method")
+            if named_at and span[0] in _ARTICLES and j - i >= 3 and j - 1 - named_at[-1] <= 1:
                 best = (i, j)
     if best is None or best[0] == 0:  # the question's first word stays a question word
         return second
