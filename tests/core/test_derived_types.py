@@ -167,6 +167,8 @@ def test_entities_are_whole_names_outside_addresses_near_the_start():
     # the corpus's own command names, whole words only
     assert multihop.entities("Run apt-get to upgrade, not apt.", frozenset({"apt-get", "apt"})) == ["apt-get", "apt"]
     assert multihop.entities("The adapter was echoed.", frozenset({"apt", "echo"})) == []
+    assert not multihop.same_sense("global", "A global interpreter lock is used.", "If `global` was required for all.")
+    assert multihop.same_sense("dpkg", "dpkg unpacks the archive.", "Passing the option to dpkg logs it.")
     assert multihop.about("IDLE", "IDLE is a cross-platform IDE for Python that is written using Tkinter.")
     assert not multihop.about("IDE", "Eric is a program for people who write Python code every day, an IDE.")
 

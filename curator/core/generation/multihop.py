@@ -107,6 +107,12 @@ def _fact(sentence: str) -> bool:
     return not _POINTER.search(sentence)
 
 
+def same_sense(entity: str, first: str, second: str) -> bool:
+    """Whether two sentences name the entity the same way: written as `code` in one, it must be code in
+    the other too (the `global` statement is not "a global interpreter lock")."""
+    return (f"`{entity}" in first) == (f"`{entity}" in second)
+
+
 def about(entity: str, sentence: str) -> bool:
     """Whether the sentence is about the entity: it names it among its first TOPIC_WORDS words.
     Linking "Eric is an IDE ..." and "IDLE is an IDE ..." through "IDE" made a muddle of a question."""
@@ -169,7 +175,8 @@ def built_on_rows(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dic
     for second in filter(_fact, answer_sentences(chunk["text"])):
         for entity in (e for e in entities(second, names) if about(e, second) and _specific(db, e, total)):
             row = next((r for r in _rows_about(db, entity, chunk["id"])
-                        if about(entity, r["reference"]) and second_fact(r["reference"], second)), None)
+                        if about(entity, r["reference"]) and same_sense(entity, r["reference"], second)
+                        and second_fact(r["reference"], second)), None)
             if row is None:
                 continue
             partner = store.rows(db, "SELECT id, title, text FROM chunks WHERE id = ?", [row["chunk_id"]])
@@ -214,7 +221,8 @@ def sentence_pairs(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[di
             partners.sort(key=lambda p: p.get("doc_id") == chunk.get("doc_id"))
             for partner in partners:
                 pair = next((s for s in answer_sentences(partner["text"])
-                             if _fact(s) and about(entity, s) and second_fact(first, s)), None)
+                             if _fact(s) and about(entity, s) and same_sense(entity, first, s)
+                             and second_fact(first, s)), None)
                 if pair:
                     found.append({"answer": f"{first} {pair}", "sentences": [first, pair], "entity": entity,
                                   "partner": {"id": partner["id"], "title": partner["title"], "text": partner["text"]}})
