@@ -342,7 +342,7 @@ def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.
         # the entity in the heading it is shown (a heading path helps it name the subject)
         shown_chunk = {**task.chunks[0], "title": f"{task.chunks[0]['title']} > {task.option['entity']}"}
         request = _request(Task("factoid", [shown_chunk], task.attempt, task.option["sentences"][1]), config, shown)
-        request.tag = task
+        request.tag, request.grammar = task, multihop.second_part_grammar(task.option["entity"])
         return request
     if task.query_type == "multi_hop" and task.option:
         return Request(prompts.build_multi_hop_messages(*task.option["sentences"], task.option.get("entity")),
