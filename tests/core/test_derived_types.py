@@ -275,3 +275,32 @@ def test_real_bundled_model_writes_derived_rows(sample_db, bundled_model, query_
             assert signals["multi_hop"]["words_only_in_first"] and signals["multi_hop"]["words_only_in_second"]
             assert row["text"] == multihop.join(*signals["multi_hop"]["parts"], signals["multi_hop"]["entity"])
     json.dumps(summary)  # the summary stays JSON for `generate --json`
+
+
+def test_the_second_part_grammar_spells_the_entity_and_compiles():
+    from llama_cpp import LlamaGrammar
+
+    for entity in ("sync_interval", 'a"quoted\\name', "apt-get"):
+        grammar = multihop.second_part_grammar(entity)
+        LlamaGrammar.from_string(grammar, verbose=False)  # raises on a grammar llama.cpp cannot read
+    assert '" " "apt-get" tail' in multihop.second_part_grammar("apt-get")
+
+
+def test_real_bundled_model_builds_multi_hop_rows_on_kept_answer_first_rows(small_db, bundled_model):
+    """The real model writes the second part of multi-hop rows built on kept factoid rows (scripted
+    here, so that one names the entity): every candidate starts with a kept question, and the
+    grammar makes the model's part name the entity."""
+    from curator.core.generation.backends import LlamaCppBackend
+
+    generate(small_db, GenerationConfig(count=3, mix={"factoid": 1}, seed=0), backend=scripted_backend())
+    backend = LlamaCppBackend(bundled_model, n_ctx=2048, parallel=4)
+    factoid = {r[0] for r in small_db.execute("SELECT text FROM queries WHERE query_type = 'factoid'")}
+    summary = generate(small_db, GenerationConfig(count=1, mix={"multi_hop": 1}, seed=0, retries=3), backend=backend)
+    print(factoid, summary["accepted"], summary["rejected_by_reason"])
+    assert "output not in the Question/Answer format" not in summary["rejected_by_reason"]
+    for text, raw, ids in small_db.execute("SELECT text, raw_output, source_chunk_ids FROM rejected_candidates "
+                                           "WHERE query_type = 'multi_hop' UNION ALL SELECT text, raw_output, "
+                                           "source_chunk_ids FROM queries WHERE query_type = 'multi_hop'"):
+        assert len(json.loads(ids)) == 2
+        assert any(text.startswith(q.rstrip("?") + ", and ") for q in factoid), text
+        assert "sync_interval" in raw  # the only entity two chunks of this corpus share
