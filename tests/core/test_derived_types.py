@@ -224,6 +224,9 @@ def test_multi_hop_rows_build_on_kept_answer_first_rows(small_db):
     factoid = {r[0]: r[1] for r in small_db.execute("SELECT id, text FROM queries WHERE query_type = 'factoid'")}
     chunk = dict(zip(("id", "doc_id", "title", "text"), small_db.execute(
         "SELECT id, doc_id, title, text FROM chunks WHERE text LIKE '%metered%'").fetchone()))
+    # kept but not reviewed: not a first part (the pairs of sentences are asked instead)
+    assert all("first_question" not in o for o in multihop.options(small_db, chunk, seed=0))
+    _approve_all(small_db, "factoid")
     found = multihop.options(small_db, chunk, seed=0)
     assert found and found[0]["first_question"] in factoid.values() and found[0]["first_row"] in factoid
     assert found[0]["entity"] == "sync_interval" and "metered" in found[0]["sentences"][1]
@@ -241,6 +244,13 @@ def test_multi_hop_rows_build_on_kept_answer_first_rows(small_db):
     assert len(rows[0]["gold_chunk_ids"]) >= 2
     # a kept row is the first part of one multi-hop row only
     assert not multihop.built_on_rows(small_db, chunk, seed=0)
+
+
+def _approve_all(db, query_type):
+    from curator.core.review.decisions import decide
+
+    for (query_id,) in db.execute("SELECT id FROM queries WHERE query_type = ?", [query_type]).fetchall():
+        decide(db, query_id, "approve", "tester")
 
 
 def scripted_backend():
@@ -293,6 +303,7 @@ def test_real_bundled_model_builds_multi_hop_rows_on_kept_answer_first_rows(smal
     from curator.core.generation.backends import LlamaCppBackend
 
     generate(small_db, GenerationConfig(count=3, mix={"factoid": 1}, seed=0), backend=scripted_backend())
+    _approve_all(small_db, "factoid")
     backend = LlamaCppBackend(bundled_model, n_ctx=2048, parallel=4)
     factoid = {r[0] for r in small_db.execute("SELECT text FROM queries WHERE query_type = 'factoid'")}
     summary = generate(small_db, GenerationConfig(count=1, mix={"multi_hop": 1}, seed=0, retries=3), backend=backend)

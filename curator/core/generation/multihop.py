@@ -145,7 +145,7 @@ def second_fact(first: str, second: str) -> bool:
 
 
 def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
-    """What a multi-hop task about ``chunk`` may ask: when the project holds kept answer-first rows,
+    """What a multi-hop task about ``chunk`` may ask: when the project holds approved answer-first rows,
     one of those questions (about another chunk's sentence) joined to the question the model writes
     for a sentence of ``chunk`` about the same entity (built_on_rows); in a project without any, a
     pair of sentences for the model to write both questions of (sentence_pairs). Seeded order."""
@@ -156,17 +156,19 @@ def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
 
 def _has_first_parts(db: sqlite_utils.Database) -> bool:
     marks = ",".join("?" * len(FIRST_PART_TYPES))
-    return bool(db.execute(f"SELECT 1 FROM queries WHERE source = 'synthetic' AND answerable = 1 AND status != 'rejected' "
-                           f"AND query_type IN ({marks}) LIMIT 1", list(FIRST_PART_TYPES)).fetchone())
+    return bool(db.execute(f"SELECT 1 FROM queries WHERE source = 'synthetic' AND answerable = 1 AND status = ? "
+                           f"AND query_type IN ({marks}) LIMIT 1", [FIRST_PART_STATUS, *FIRST_PART_TYPES]).fetchone())
 
 
-# Asked to write two questions at once, the bundled model wrote a usable pair about one time in 70
-# (2026-12-05: 1 kept of 72 candidates, 3 runs): it drops the entity, repeats its first question or
-# muddles the two facts. It writes one question for one sentence far better (answer-first rows, about
-# 40% kept). So a multi-hop row reuses a kept answer-first question as its first part (one a
-# reviewer approved first), and the model writes only the second, for one sentence, with the
-# answer-first prompt.
+# Asked to write two questions at once, the bundled model kept a pair about one time in 70
+# (2026-12-05: 1 kept of 72 candidates, 3 runs, all muddled): it drops the entity, repeats its first
+# question or mixes the two facts. It writes one question for one sentence better (answer-first rows,
+# about 35% kept). So a multi-hop row reuses an answer-first question a reviewer approved as its first
+# part, and the model writes only the second, for one sentence, with the answer-first prompt. Only
+# approved ones: built on kept but unreviewed rows (2-3 in 10 usable), the first parts were as bad as
+# the rows they came from ("How to add a PEP 5 to a website without changing any pages?").
 FIRST_PART_TYPES = ("factoid",)
+FIRST_PART_STATUS = "approved"
 
 
 def built_on_rows(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
@@ -192,16 +194,16 @@ def built_on_rows(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dic
 
 def _rows_about(db: sqlite_utils.Database, entity: str, exclude_chunk: str) -> list[dict]:
     """Kept answer-first rows whose question names the entity, from one chunk other than
-    ``exclude_chunk``, not yet the first part of a multi-hop row: approved ones first, then by
+    ``exclude_chunk``, approved by a reviewer and not yet the first part of a multi-hop row, by
     quality score."""
     marks = ",".join("?" * len(FIRST_PART_TYPES))
     rows = store.rows(db, f"""SELECT id, text, reference, source_chunk_ids FROM queries q
-                             WHERE source = 'synthetic' AND answerable = 1 AND status != 'rejected'
+                             WHERE source = 'synthetic' AND answerable = 1 AND status = ?
                              AND query_type IN ({marks}) AND reference LIKE ? AND text LIKE ?
                              AND NOT EXISTS (SELECT 1 FROM queries m WHERE m.query_type = 'multi_hop'
                                              AND instr(m.quality_signals, '"first_row":"' || q.id || '"'))
-                             ORDER BY status = 'approved' DESC, quality DESC, id""",
-                      [*FIRST_PART_TYPES, f"%{entity}%", f"%{entity}%"])
+                             ORDER BY quality DESC, id""",
+                      [FIRST_PART_STATUS, *FIRST_PART_TYPES, f"%{entity}%", f"%{entity}%"])
     kept = []
     for row in rows:
         sources = json.loads(row["source_chunk_ids"] or "[]")
