@@ -179,7 +179,8 @@ def built_on_rows(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dic
     for second in filter(_fact, answer_sentences(chunk["text"])):
         for entity in (e for e in entities(second, names) if about(e, second) and _specific(db, e, total)):
             row = next((r for r in _rows_about(db, entity, chunk["id"])
-                        if about(entity, r["reference"]) and same_sense(entity, r["reference"], second)
+                        if _fact(r["reference"]) and about(entity, r["reference"])
+                        and same_sense(entity, r["reference"], second)
                         and second_fact(r["reference"], second)), None)
             if row is None:
                 continue
