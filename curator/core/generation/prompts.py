@@ -182,8 +182,6 @@ _OPENER_RULE = ('opener1 ::= "What " | "Which " | "Who " | "When "\n'
 MULTI_HOP_PART_CHARS = 100  # each question of the pair; joined they stay within QUESTION_CHARS + a little
 MULTI_HOP_GRAMMAR = (f'\nroot ::= "Question 1: " opener1 unit{{6,{MULTI_HOP_PART_CHARS}}} "?\\nQuestion 2: " opener2 '
                      f'unit{{6,{MULTI_HOP_PART_CHARS}}} "?\\n"\n' + _OPENER_RULE + _UNIT_RULE + "\n")
-
-
 MULTI_HOP_MAX_TOKENS = 2 * (len("Question 1: ") + 2 * MULTI_HOP_PART_CHARS + 2) + 8
 _PAIR = re.compile(r"Question 1:\s*(\S[^\n]*)\n\s*Question 2:\s*(\S[^\n]*)", re.I)
 
