@@ -39,9 +39,11 @@ accepted per run (2026-12-05, load 6.5-4.5):
     default           real in a cluster without synthetic rows 22/119 (18.5%), without a synthetic neighbour 57 (47.9%)
     target coverage   real in a cluster without synthetic rows 28/119 (23.5%), without a synthetic neighbour 54 (45.4%)
 
-The aimed run spread its 12 rows over the 11 under-covered clusters in proportion to traffic (one
-row or none each), so several stayed empty; the default run happened to land in more clusters. Aiming
-beat the default on the neighbour share only (3 queries), one run each: no evidence either way.
+The aimed run planned its rows over the 11 under-covered clusters in proportion to traffic, but its
+12 rows were placed (each in its nearest clustered query's cluster) in 5 clusters: 4 in cluster 5,
+which was covered already, 3 each in 10 and 11, 1 each in 3 and 6 (the Clusters tab of the copy).
+The questions written for the chunks suggested for a cluster's real queries sat nearer other
+clusters' queries. Aiming beat the default on the neighbour share only (3 queries), one run each.
 """
 
 from __future__ import annotations
