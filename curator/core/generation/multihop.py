@@ -1,20 +1,21 @@
-"""Multi-hop rows that hold together: two chunks sharing a specific entity, one answer sentence from
-each, and one question that needs both (issue 28).
+"""Multi-hop rows: two chunks about one specific entity, one answer sentence from each, and one
+two-part question that needs both (issue 28).
 
-Why: given two passages and asked for a question needing both, the bundled 135M model wrote a
-question about one of them, or garble (0 of 3 and 0 of 4 usable in the labelled quality-bench runs;
-a two-answer prompt tried earlier passed 4 of 42 candidates). Here the corpus supplies what holds
-the row together before the model writes a word: chunk A's answer sentence names a specific entity
-(a command, an option, a module, a product: code-like, capitalised or a known name) that another
-chunk B also names, in an answer sentence of its own that adds facts A's does not. The reference
-answer is both sentences, both chunks are gold. The model writes the question each sentence answers
-(answer-first, two lines; prompts.MULTI_HOP_GRAMMAR) and they are joined into one two-part question.
+The corpus supplies what holds a row together before the model writes a word: a sentence of chunk A
+and one of chunk B both name a specific entity (a command, an option, a module, a product: code-like,
+a manual-page name, a proper name) near their start, written the same way, and B's sentence adds facts
+A's does not. The reference answer is both sentences; both chunks are gold.
 
-A question is kept only when neither sentence alone answers it, measured two ways: its content
-words must include words only sentence A holds and words only sentence B holds (so it asks about
-both facts, beyond the entity they share), and each part must lead to its own sentence (the
-generating model's likelihood gain at least MIN_SENTENCE_GAIN, the answer-first floor). Entity and
-partner are found with the project's full-text index (the words themselves), never with a
+Who writes the two parts. With answer-first rows a reviewer approved in the project, the first part
+is one of those questions and the model writes only the second, answer-first, for B's sentence, the
+entity spelled in it by the grammar (built_on_rows). Without any, the model is asked for both
+questions at once (sentence_pairs); the bundled 135M model keeps about one such pair in 70 and the
+ones it keeps are muddled (docs/benchmarks.md, "Multi-hop rows").
+
+A question is kept only when neither sentence alone answers it: each part names the entity, the
+joined question holds words only sentence A holds and words only sentence B holds, and each part
+leads to its own sentence (the generating model's likelihood gain at least MIN_SENTENCE_GAIN) more
+than to the other. Entity and partner are found with the project's full-text index, never with a
 retriever under test.
 """
 
