@@ -15,10 +15,14 @@ from curator.core.generation import filters
 def good_reply(messages) -> str:
     """A well-behaved model: asks about the passage's first distinctive words, in each type's format."""
     prompt = messages[-1]["content"]
-    if prompt.startswith("Fact 1:"):  # multi-hop: a word only the first fact holds and one only the second
+    if prompt.startswith(("Fact 1:", "About:")):  # multi-hop: words only each fact holds, and the entity named
+        entity, _, prompt = prompt.partition("\n") if prompt.startswith("About:") else ("About: it", "", prompt)
         facts = prompt[len("Fact 1:"):].split("Fact 2:", 1)
-        words = [[w for w in filters.tokens(f) if len(w) > 3 and w not in filters.STOPWORDS][:4] for f in facts]
-        return f"Question 1: What is known about {' '.join(words[0])}?\nQuestion 2: Why does {' '.join(words[1])} matter?\n"
+        name = entity[len("About: "):]
+        words = [[w for w in filters.tokens(f) if len(w) > 3 and w not in filters.STOPWORDS and w != name.lower()][:4]
+                 for f in facts]
+        return (f"Question 1: What is known about {name} and {' '.join(words[0])}?\n"
+                f"Question 2: Why does {' '.join(words[1])} matter for {name}?\n")
     if "Passage" not in prompt:  # answer-first: ask with the answer sentence's own first content words
         words = [w for w in filters.tokens(prompt.split("Answer:", 1)[1]) if len(w) > 3 and w not in filters.STOPWORDS]
         if "search box" in messages[0]["content"]:  # a word of its own: all-copied queries are rejected

@@ -100,21 +100,95 @@ def test_multi_hop_pairs_two_chunks_naming_one_entity(small_db):
     assert found[0]["answer"] == " ".join(found[0]["sentences"])
 
 
+class _SentenceGains:
+    """A stand-in for answers.AnswerLikelihood whose gain depends on the sentence: ``value`` when the
+    question and the sentence share one of ``links`` (pairs of question word, sentence word), else ``base``."""
+
+    def __init__(self, links, value=1.0, base=0.05):
+        self.links, self.value, self.base = links, value, base
+
+    def gain(self, question: str, answer: str) -> float:
+        hit = any(q in question.lower() and a in answer.lower() for q, a in self.links)
+        return self.value if hit else self.base
+
+
+_SYNC = {"entity": "sync_interval", "partner": {"id": "c_b"},
+         "sentences": ["The `sync_interval` option sets how often the agent uploads changed files to the server.",
+                       "Setting `sync_interval` to ten minutes or more saves bandwidth on metered mobile links."]}
+
+
 def test_a_multi_hop_question_must_ask_about_both_sentences():
-    option = {"entity": "sync_interval", "partner": {"id": "c_b"},
-              "sentences": ["The `sync_interval` option sets how often the agent uploads changed files to the server.",
-                            "Setting `sync_interval` to ten minutes or more saves bandwidth on metered mobile links."]}
+    option = _SYNC
     one, _ = multihop.judge("Question 1: How often does sync_interval upload files?\n"
                             "Question 2: How often does sync_interval upload files to the server?\n", option)
     assert "first sentence only" in one
     pair = "Question 1: What does sync_interval set?\nQuestion 2: Does raising sync_interval save bandwidth?\n"
     assert multihop.joined(pair) == "What does sync_interval set, and does raising sync_interval save bandwidth?"
-    both, signals = multihop.judge(pair, option, scripted.Gains())
+    # each part leads to its own sentence and not to the other: kept
+    own = _SentenceGains([("set", "uploads changed"), ("bandwidth", "bandwidth")])
+    both, signals = multihop.judge(pair, option, own)
     assert both is None and signals["words_only_in_first"] and signals["words_only_in_second"]
     assert signals["parts"] == ["What does sync_interval set?", "Does raising sync_interval save bandwidth?"]
-    far, _ = multihop.judge(pair, option, scripted.Gains(0.05))
+    assert signals["sentence_gains"] == [1.0, 1.0] and signals["other_sentence_gains"] == [0.05, 0.05]
+    far, _ = multihop.judge(pair, option, _SentenceGains([], base=0.05))
     assert "does not lead to its sentence" in far
+    # a part that leads to both sentences alike does not need its own chunk
+    alike, _ = multihop.judge(pair, option, _SentenceGains([("sync_interval", "sync_interval")]))
+    assert "leads to the other sentence as well" in alike
     assert not multihop.second_fact(option["sentences"][0], option["sentences"][0])
+
+
+def test_each_part_of_a_multi_hop_question_names_the_entity():
+    dropped = "Question 1: What does the option set?\nQuestion 2: Does raising sync_interval save bandwidth?\n"
+    reason, _ = multihop.judge(dropped, _SYNC)
+    assert reason == "multi-hop: the first question does not name 'sync_interval'"
+    assert multihop.names_entity("How do I use `SYNC_INTERVAL`?", "sync_interval")
+    assert not multihop.names_entity("How do I use apt-get?", "apt")
+
+
+def test_the_joined_question_names_the_entity_once():
+    assert (multihop.join("What does sync_interval set?", "Does raising sync_interval save bandwidth?", "sync_interval")
+            == "What does sync_interval set, and does raising sync_interval save bandwidth?")  # too short to be a loop
+    assert (multihop.join("What does the HTTP method do?", "Why does the HTTP method fail?", "HTTP")
+            == "What does the HTTP method do, and why does it fail?")
+    assert (multihop.join("How do I catch an HTTP error?", "How does the HTTP method GET differ from POST?", "HTTP")
+            == "How do I catch an HTTP error, and how does the HTTP method GET differ from POST?")
+    assert (multihop.join("What is the `unittest` module?", "How do I run the `unittest` module from a shell?", "unittest")
+            == "What is the `unittest` module, and how do I run it from a shell?")
+    # a phrase the first part does not hold, or one that opens the question, stays
+    assert (multihop.join("What is the GIL?", "GIL locks: where are they taken?", "GIL")
+            == "What is the GIL, and gIL locks: where are they taken?")
+    assert multihop.join("What is the GIL?", "Where is the GIL guarded?") == "What is the GIL, and where is the GIL guarded?"
+
+
+def test_entities_are_whole_names_outside_addresses_near_the_start():
+    assert multihop.entities("See https://www.gnu.org/software/hurd and www.debian.org/ CD/netinst/ now.") == []
+    assert multihop.entities("Use i.e. the `GIL` here.") == ["GIL"]
+    # the corpus's own command names, whole words only
+    assert multihop.entities("Run apt-get to upgrade, not apt.", frozenset({"apt-get", "apt"})) == ["apt-get", "apt"]
+    assert multihop.entities("The adapter was echoed.", frozenset({"apt", "echo"})) == []
+    assert not multihop.same_sense("global", "A global interpreter lock is used.", "If `global` was required for all.")
+    assert multihop.same_sense("dpkg", "dpkg unpacks the archive.", "Passing the option to dpkg logs it.")
+    assert multihop.about("IDLE", "IDLE is a cross-platform IDE for Python that is written using Tkinter.")
+    assert not multihop.about("IDE", "Eric is a program for people who write Python code every day, an IDE.")
+
+
+def test_corpus_names_come_from_manual_pages_and_proper_names(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Tools\n\nSee dpkg(1) and apt-get(8) for details. Ask the Hurd team or "
+                                 "read about the Package format.\n\nA package is an archive.\n")
+    db = open_project(tmp_path / "p.curator", create=True)
+    ingest(db, [folder])
+    names = multihop.corpus_names(db)
+    assert {"dpkg", "apt-get", "Hurd"} <= names
+    assert "Package" not in names and "details" not in names  # also written in lower case; not a name
+    db.close()
+
+
+def test_a_sentence_that_points_elsewhere_is_no_fact(small_db):
+    assert not multihop._fact("Read the `sync_interval` manual page for more information about the agent.")
+    assert multihop._fact(_SYNC["sentences"][0])
 
 
 def test_plan_gives_derived_tasks_their_own_sentences(small_db):
@@ -136,10 +210,47 @@ def test_scripted_run_stores_both_gold_chunks_and_the_evidence(small_db):
     backend = scripted_backend()
     summary = generate(small_db, GenerationConfig(count=2, mix={"multi_hop": 1}, seed=0), backend=backend)
     rows = [get_query(small_db, r[0]) for r in small_db.execute("SELECT id FROM queries WHERE query_type = 'multi_hop'")]
-    assert summary["accepted"] >= 1 and rows
+    assert summary["accepted"] >= 1 and rows, summary["rejected_by_reason"]
     for row in rows:
         assert len(row["gold_chunk_ids"]) >= 2 and row["quality_signals"]["multi_hop"]["entity"]
         assert row["reference"] == " ".join(row["quality_signals"]["multi_hop"]["sentences"])
+
+
+def test_multi_hop_rows_build_on_kept_answer_first_rows(small_db):
+    """With answer-first rows in the project, a multi-hop row's first part is one of their questions
+    and the model writes only the second, answer-first, for a sentence of another chunk."""
+    backend = scripted_backend()
+    generate(small_db, GenerationConfig(count=4, mix={"factoid": 1}, seed=0, answers="extractive"), backend=backend)
+    factoid = {r[0]: r[1] for r in small_db.execute("SELECT id, text FROM queries WHERE query_type = 'factoid'")}
+    chunk = dict(zip(("id", "doc_id", "title", "text"), small_db.execute(
+        "SELECT id, doc_id, title, text FROM chunks WHERE text LIKE '%metered%'").fetchone()))
+    # kept but not reviewed: not a first part (the pairs of sentences are asked instead)
+    assert all("first_question" not in o for o in multihop.options(small_db, chunk, seed=0))
+    _approve_all(small_db, "factoid")
+    found = multihop.options(small_db, chunk, seed=0)
+    assert found and found[0]["first_question"] in factoid.values() and found[0]["first_row"] in factoid
+    assert found[0]["entity"] == "sync_interval" and "metered" in found[0]["sentences"][1]
+    from curator.core.generation.backends import FakeBackend
+
+    asks_one = FakeBackend(lambda messages: "Question: Does raising sync_interval save bandwidth?\n"
+                           if "Fact" not in messages[-1]["content"] else "Question 1: x?\nQuestion 2: y?\n")
+    summary = generate(small_db, GenerationConfig(count=1, mix={"multi_hop": 1}, seed=0, answers="extractive"),
+                       backend=asks_one)
+    rows = [get_query(small_db, r[0]) for r in small_db.execute("SELECT id FROM queries WHERE query_type = 'multi_hop'")]
+    assert summary["accepted_this_session"] == 1 and len(rows) == 1, summary["rejected_by_reason"]
+    signals = rows[0]["quality_signals"]["multi_hop"]
+    assert signals["parts"] == [factoid[signals["first_row"]], "Does raising sync_interval save bandwidth?"]
+    assert rows[0]["text"].startswith(signals["parts"][0].rstrip("?") + ", and ")
+    assert len(rows[0]["gold_chunk_ids"]) >= 2
+    # a kept row is the first part of one multi-hop row only
+    assert not multihop.built_on_rows(small_db, chunk, seed=0)
+
+
+def _approve_all(db, query_type):
+    from curator.core.review.decisions import decide
+
+    for (query_id,) in db.execute("SELECT id FROM queries WHERE query_type = ?", [query_type]).fetchall():
+        decide(db, query_id, "approve", "tester")
 
 
 def scripted_backend():
@@ -172,5 +283,35 @@ def test_real_bundled_model_writes_derived_rows(sample_db, bundled_model, query_
         else:
             assert len(row["source_chunk_ids"]) == 2 and set(row["source_chunk_ids"]) <= set(row["gold_chunk_ids"])
             assert signals["multi_hop"]["words_only_in_first"] and signals["multi_hop"]["words_only_in_second"]
-            assert row["text"] == multihop.join(*signals["multi_hop"]["parts"])
+            assert row["text"] == multihop.join(*signals["multi_hop"]["parts"], signals["multi_hop"]["entity"])
     json.dumps(summary)  # the summary stays JSON for `generate --json`
+
+
+def test_the_second_part_grammar_spells_the_entity_and_compiles():
+    from llama_cpp import LlamaGrammar
+
+    for entity in ("sync_interval", 'a"quoted\\name', "apt-get"):
+        grammar = multihop.second_part_grammar(entity)
+        LlamaGrammar.from_string(grammar, verbose=False)  # raises on a grammar llama.cpp cannot read
+    assert '" " "apt-get" tail' in multihop.second_part_grammar("apt-get")
+
+
+def test_real_bundled_model_builds_multi_hop_rows_on_kept_answer_first_rows(small_db, bundled_model):
+    """The real model writes the second part of multi-hop rows built on kept factoid rows (scripted
+    here, so that one names the entity): every candidate starts with a kept question, and the
+    grammar makes the model's part name the entity."""
+    from curator.core.generation.backends import LlamaCppBackend
+
+    generate(small_db, GenerationConfig(count=3, mix={"factoid": 1}, seed=0), backend=scripted_backend())
+    _approve_all(small_db, "factoid")
+    backend = LlamaCppBackend(bundled_model, n_ctx=2048, parallel=4)
+    factoid = {r[0] for r in small_db.execute("SELECT text FROM queries WHERE query_type = 'factoid'")}
+    summary = generate(small_db, GenerationConfig(count=1, mix={"multi_hop": 1}, seed=0, retries=3), backend=backend)
+    print(factoid, summary["accepted"], summary["rejected_by_reason"])
+    assert "output not in the Question/Answer format" not in summary["rejected_by_reason"]
+    for text, raw, ids in small_db.execute("SELECT text, raw_output, source_chunk_ids FROM rejected_candidates "
+                                           "WHERE query_type = 'multi_hop' UNION ALL SELECT text, raw_output, "
+                                           "source_chunk_ids FROM queries WHERE query_type = 'multi_hop'"):
+        assert len(json.loads(ids)) == 2
+        assert any(text.startswith(q.rstrip("?") + ", and ") for q in factoid), text
+        assert "sync_interval" in raw  # the only entity two chunks of this corpus share

@@ -337,8 +337,15 @@ def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.
     """The completion a task needs; the task rides along as the request's tag. ``shown``: the
     project's examples of how people ask (answer-first prompts)."""
     seed = config.seed + zlib.crc32(task.chunks[0]["id"].encode()) % 10_000 + 10_000 * task.attempt
+    if task.query_type == "multi_hop" and task.option and task.option.get("first_question"):
+        # the first part is a kept row's question; the model asks for the second sentence, answer-first,
+        # the entity in the heading it is shown (a heading path helps it name the subject)
+        shown_chunk = {**task.chunks[0], "title": f"{task.chunks[0]['title']} > {task.option['entity']}"}
+        request = _request(Task("factoid", [shown_chunk], task.attempt, task.option["sentences"][1]), config, shown)
+        request.tag, request.grammar = task, multihop.second_part_grammar(task.option["entity"])
+        return request
     if task.query_type == "multi_hop" and task.option:
-        return Request(prompts.build_multi_hop_messages(*task.option["sentences"]),
+        return Request(prompts.build_multi_hop_messages(*task.option["sentences"], task.option.get("entity")),
                        max_tokens=max(config.max_tokens, prompts.MULTI_HOP_MAX_TOKENS), temperature=config.temperature,
                        seed=seed, grammar=prompts.MULTI_HOP_GRAMMAR, tag=task)
     if task.answer:
@@ -407,7 +414,7 @@ def _passes_on(check) -> Optional[str]:
 def _parse(task: Task, raw: str) -> Optional[tuple[str, str]]:
     """(query, reference answer) of a reply: an answer-first reply holds the query only."""
     if task.query_type == "multi_hop" and task.option:  # two questions, joined (generation.multihop)
-        query = multihop.joined(raw)
+        query = multihop.joined(raw, task.option)
         return (query, task.answer) if query else None
     if task.answer:
         query = prompts.parse_query(raw)

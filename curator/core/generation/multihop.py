@@ -1,25 +1,27 @@
-"""Multi-hop rows that hold together: two chunks sharing a specific entity, one answer sentence from
-each, and one question that needs both (issue 28).
+"""Multi-hop rows: two chunks about one specific entity, one answer sentence from each, and one
+two-part question that needs both (issue 28).
 
-Why: given two passages and asked for a question needing both, the bundled 135M model wrote a
-question about one of them, or garble (0 of 3 and 0 of 4 usable in the labelled quality-bench runs;
-a two-answer prompt tried earlier passed 4 of 42 candidates). Here the corpus supplies what holds
-the row together before the model writes a word: chunk A's answer sentence names a specific entity
-(a command, an option, a module, a product: code-like, capitalised or a known name) that another
-chunk B also names, in an answer sentence of its own that adds facts A's does not. The reference
-answer is both sentences, both chunks are gold. The model writes the question each sentence answers
-(answer-first, two lines; prompts.MULTI_HOP_GRAMMAR) and they are joined into one two-part question.
+The corpus supplies what holds a row together before the model writes a word: a sentence of chunk A
+and one of chunk B both name a specific entity (a command, an option, a module, a product: code-like,
+a manual-page name, a proper name) near their start, written the same way, and B's sentence adds facts
+A's does not. The reference answer is both sentences; both chunks are gold.
 
-A question is kept only when neither sentence alone answers it, measured two ways: its content
-words must include words only sentence A holds and words only sentence B holds (so it asks about
-both facts, beyond the entity they share), and each part must lead to its own sentence (the
-generating model's likelihood gain at least MIN_SENTENCE_GAIN, the answer-first floor). Entity and
-partner are found with the project's full-text index (the words themselves), never with a
+Who writes the two parts. With answer-first rows a reviewer approved in the project, the first part
+is one of those questions and the model writes only the second, answer-first, for B's sentence, the
+entity spelled in it by the grammar (built_on_rows). Without any, the model is asked for both
+questions at once (sentence_pairs); the bundled 135M model keeps about one such pair in 70 and the
+ones it keeps are muddled (docs/benchmarks.md, "Multi-hop rows").
+
+A question is kept only when neither sentence alone answers it: each part names the entity, the
+joined question holds words only sentence A holds and words only sentence B holds, and each part
+leads to its own sentence (the generating model's likelihood gain at least MIN_SENTENCE_GAIN) more
+than to the other. Entity and partner are found with the project's full-text index, never with a
 retriever under test.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from typing import Optional
@@ -29,7 +31,7 @@ import sqlite_utils
 from curator.core import store
 from curator.core.generation import filters
 from curator.core.generation.answers import MIN_ANSWER_GAIN, answer_sentences
-from curator.core.generation.prompts import parse_question_pair
+from curator.core.generation.prompts import _UNIT_RULE, parse_query, parse_question_pair
 from curator.core.generation.unanswerable import DETAIL_FAMILIES, corpus_mentions
 from curator.core.queries.words import STOPWORDS, content_words, stems
 
@@ -40,22 +42,84 @@ _CODE = re.compile(r"`([^`\s]{2,40})`")
 _ENTITY = re.compile(r"(?<![\w.-])(--?[a-z][\w-]+|[A-Za-z_]\w*(?:[._]\w+)+(?:\(\))?|[A-Za-z_]\w*\(\)"
                      r"|[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,}[0-9]*|[a-z]+[0-9]+[a-z0-9]*)(?![\w-])")
 _CAPITALISED = re.compile(r"(?<=\s)([A-Z][a-z]{2,})\b")
-MAX_ENTITY_SHARE = 0.03  # an entity in more chunks than this share (or MIN_ENTITY_CAP) is too common to link two
+# Plain-text manuals name their commands without backticks ("dpkg", "apt-get" in the Debian FAQ);
+# the corpus itself says which words are names where it cites their manual page: "apt-get(8)". (A
+# word before an option, "dpkg --list", also took prose: "specify -O".)
+_NAME_IN_USE = re.compile(r"(?<![\w/.-])([a-z][a-z0-9+.-]*[a-z0-9])\([1-8]\)")
+# Addresses, including the ones a text conversion broke at a slash ("https://www.debian.org/ CD/netinst/").
+_MID_SENTENCE_CAPITAL = re.compile(r"(?<=[a-z,] )([A-Z][a-z]{2,})\b")
+_URL = re.compile(r"(?:https?://|www\.)\s?\S+(?:(?<=/) \S+)*|<[^>\s]+@[^>\s]+>|\S+@\S+")
+# A sentence that sends the reader elsewhere answers no question of its own ("Read apt's manual pages
+# for more information.", "Consult the guide for complete documentation for pip.").
+_POINTER = re.compile(r"\b(for (more|further|complete) (information|info|details|documentation)|for details"
+                      r"|more info|refer to|please see|consult|see the|read the)\b", re.I)
+MAX_ENTITY_SHARE = 0.2  # an entity in more chunks than this share names the corpus's subject, not one thing
 MIN_ENTITY_CAP = 6
+TOPIC_WORDS = 12  # the entity must be among a sentence's first words: what the sentence is about
 MIN_NEW_WORDS = 3  # content words sentence B must add to sentence A, and A to B, to be a second fact
 MAX_SHARED = 0.5  # Jaccard of the two sentences' stems above which they say the same thing
 MAX_OPTIONS = 6  # sentence pairs kept per chunk (each retry asks about the next)
 PARTNER_CHUNKS = 8  # chunks naming the entity looked at, per entity
 MIN_SENTENCE_GAIN = MIN_ANSWER_GAIN  # each question of the pair against its sentence, as an answer-first row
+# How much more a part must raise its own sentence's likelihood than the other sentence's (nats per
+# answer token): above zero, so a part both sentences answer alike does not count as needing its own.
+MIN_OWN_MARGIN = 0.0
+_OPENER = ('opener ::= "What " | "How " | "Why " | "When " | "Which " | "Where " | "Who " | "Can " | "Does " | "Do " '
+           '| "Is " | "Are " | "Should "\n')
+_NOT_NAMES = {"i.e", "e.g", "etc", "vs"}  # abbreviations the dotted-name pattern takes for names
+_NAMES: dict = {}  # per project connection: the words the corpus writes as names
 
 
-def entities(sentence: str) -> list[str]:
-    """Specific names in a sentence, in order: code, dotted names, options, acronyms, known products."""
+def corpus_names(db: sqlite_utils.Database) -> frozenset[str]:
+    """Words the corpus writes as command or program names (it cites their manual page, "x(8)"),
+    read once per project connection (chunks do not change while a run generates)."""
+    if db not in _NAMES:
+        found, capitalised, lower = set(), set(), set()
+        for (text,) in db.execute("SELECT text FROM chunks WHERE active = 1"):
+            text = _URL.sub(" ", text)
+            found.update(m.group(1) for m in _NAME_IN_USE.finditer(text))
+            capitalised.update(_MID_SENTENCE_CAPITAL.findall(text))
+            lower.update(re.findall(r"\b[a-z]\w+", text))
+        # A proper name: written capitalised after a lowercase word, never in lower case ("Jessie",
+        # "Hurd", "Tkinter"; not "Package" in a title-cased heading that also says "package").
+        found |= {w for w in capitalised if w.lower() not in lower}
+        _NAMES[db] = frozenset(n for n in found if n.lower() not in STOPWORDS and len(n) >= 3)
+    return _NAMES[db]
+
+
+def entities(sentence: str, names: frozenset[str] = frozenset()) -> list[str]:
+    """Specific names in a sentence, in order: code, dotted names, options, acronyms, known products,
+    and ``names`` (the corpus's own command names). Addresses are not names: "www.gnu.org" in two
+    links says nothing about what the two sentences share."""
+    sentence = _URL.sub(" ", sentence)
     found = [m.group(1) for m in _CODE.finditer(sentence)]
     found += [m.group(1) for m in _ENTITY.finditer(sentence)]
     # A capitalised word counts only as a known name ("Moreover", "United" after a bracket are not entities).
     found += [w for w in _CAPITALISED.findall(sentence) if w in _KNOWN_NAMES]
-    return [e for e in dict.fromkeys(found) if len(e) >= 2 and e.lower() not in STOPWORDS]
+    found += [w for w in re.findall(r"[A-Za-z][A-Za-z0-9+.-]*[A-Za-z0-9]", sentence) if w in names and _named(w, sentence)]
+    return [e for e in dict.fromkeys(found) if len(e) >= 2 and e.lower() not in STOPWORDS | _NOT_NAMES]
+
+
+def _named(entity: str, sentence: str) -> bool:
+    """Whether the sentence spells the entity as a whole word ("apt" is not named in "apt-get" or
+    "adapt", "echo" not in "echoed"), outside addresses."""
+    return bool(re.search(r"(?<![\w.-])" + re.escape(entity) + r"(?![\w-])", _URL.sub(" ", sentence)))
+
+
+def _fact(sentence: str) -> bool:
+    return not _POINTER.search(sentence)
+
+
+def same_sense(entity: str, first: str, second: str) -> bool:
+    """Whether two sentences name the entity the same way: written as `code` in one, it must be code in
+    the other too (the `global` statement is not "a global interpreter lock")."""
+    return (f"`{entity}" in first) == (f"`{entity}" in second)
+
+
+def about(entity: str, sentence: str) -> bool:
+    """Whether the sentence is about the entity: it names it among its first TOPIC_WORDS words.
+    Linking "Eric is an IDE ..." and "IDLE is an IDE ..." through "IDE" made a muddle of a question."""
+    return _named(entity, " ".join(_URL.sub(" ", sentence).split()[:TOPIC_WORDS]))
 
 
 def _specific(db: sqlite_utils.Database, entity: str, total: int) -> bool:
@@ -65,12 +129,12 @@ def _specific(db: sqlite_utils.Database, entity: str, total: int) -> bool:
 
 
 def _chunks_naming(db: sqlite_utils.Database, entity: str, exclude: str) -> list[dict]:
-    """Active chunks whose text spells the entity exactly, other than ``exclude``, by id."""
+    """Active chunks whose text spells the entity as a whole word, other than ``exclude``, by id."""
     words = re.findall(r"\w+", entity.lower())
     rows = store.rows(db, """SELECT c.id, c.doc_id, c.title, c.text FROM chunks_fts JOIN chunks c
                              ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? AND c.active = 1 AND c.id != ?
                              ORDER BY c.id LIMIT ?""", ['"' + " ".join(words) + '"', exclude, PARTNER_CHUNKS * 4])
-    return [r for r in rows if entity in r["text"]][:PARTNER_CHUNKS]
+    return [r for r in rows if _named(entity, r["text"])][:PARTNER_CHUNKS]
 
 
 def second_fact(first: str, second: str) -> bool:
@@ -82,16 +146,97 @@ def second_fact(first: str, second: str) -> bool:
 
 
 def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
-    """Sentence pairs a multi-hop task may ask about: a sentence of ``chunk`` and one of another chunk
-    naming the same specific entity, chunks of other documents first; seeded order."""
+    """What a multi-hop task about ``chunk`` may ask: when the project holds approved answer-first rows,
+    one of those questions (about another chunk's sentence) joined to the question the model writes
+    for a sentence of ``chunk`` about the same entity (built_on_rows); in a project without any, a
+    pair of sentences for the model to write both questions of (sentence_pairs). Seeded order."""
+    if _has_first_parts(db):  # a chunk with no row to build on is skipped, not asked the weak way
+        return built_on_rows(db, chunk, seed)
+    return sentence_pairs(db, chunk, seed)
+
+
+def _has_first_parts(db: sqlite_utils.Database) -> bool:
+    marks = ",".join("?" * len(FIRST_PART_TYPES))
+    return bool(db.execute(f"SELECT 1 FROM queries WHERE source = 'synthetic' AND answerable = 1 AND status = ? "
+                           f"AND query_type IN ({marks}) LIMIT 1", [FIRST_PART_STATUS, *FIRST_PART_TYPES]).fetchone())
+
+
+# Asked to write two questions at once, the bundled model kept a pair about one time in 70
+# (2026-12-05: 1 kept of 72 candidates, 3 runs, all muddled): it drops the entity, repeats its first
+# question or mixes the two facts. It writes one question for one sentence better (answer-first rows,
+# about 35% kept). So a multi-hop row reuses an answer-first question a reviewer approved as its first
+# part, and the model writes only the second, for one sentence, with the answer-first prompt. Only
+# approved ones: built on kept but unreviewed rows (2-3 in 10 usable), the first parts were as bad as
+# the rows they came from ("How to add a PEP 5 to a website without changing any pages?").
+FIRST_PART_TYPES = ("factoid",)
+FIRST_PART_STATUS = "approved"
+
+
+def built_on_rows(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
+    """Options joining a kept answer-first row of another chunk (its question and answer sentence)
+    to a sentence of ``chunk`` about the same entity that says something else."""
     total = db.execute("SELECT COUNT(*) FROM chunks WHERE active = 1").fetchone()[0]
+    names, found = corpus_names(db), []
+    for second in filter(_fact, answer_sentences(chunk["text"])):
+        for entity in (e for e in entities(second, names) if about(e, second) and _specific(db, e, total)):
+            row = next((r for r in _rows_about(db, entity, chunk["id"])
+                        if _fact(r["reference"]) and about(entity, r["reference"])
+                        and same_sense(entity, r["reference"], second)
+                        and second_fact(r["reference"], second)), None)
+            if row is None:
+                continue
+            partner = store.rows(db, "SELECT id, title, text FROM chunks WHERE id = ?", [row["chunk_id"]])
+            if partner:
+                found.append({"answer": f"{row['reference']} {second}", "sentences": [row["reference"], second],
+                              "entity": entity, "first_question": row["text"], "first_row": row["id"],
+                              "partner": partner[0]})
+    random.Random(f"{seed}:{chunk['id']}:multi_hop").shuffle(found)
+    return found[:MAX_OPTIONS]
+
+
+def _rows_about(db: sqlite_utils.Database, entity: str, exclude_chunk: str) -> list[dict]:
+    """Kept answer-first rows whose question names the entity, from one chunk other than
+    ``exclude_chunk``, approved by a reviewer and not yet the first part of a multi-hop row, by
+    quality score."""
+    marks = ",".join("?" * len(FIRST_PART_TYPES))
+    rows = store.rows(db, f"""SELECT id, text, reference, source_chunk_ids FROM queries q
+                             WHERE source = 'synthetic' AND answerable = 1 AND status = ?
+                             AND query_type IN ({marks}) AND reference LIKE ? AND text LIKE ?
+                             AND NOT EXISTS (SELECT 1 FROM queries m WHERE m.query_type = 'multi_hop'
+                                             AND instr(m.quality_signals, '"first_row":"' || q.id || '"'))
+                             ORDER BY quality DESC, id""",
+                      [FIRST_PART_STATUS, *FIRST_PART_TYPES, f"%{entity}%", f"%{entity}%"])
+    kept = []
+    for row in rows:
+        sources = json.loads(row["source_chunk_ids"] or "[]")
+        if len(sources) == 1 and sources[0] != exclude_chunk and names_entity(row["text"], entity):
+            kept.append({**row, "chunk_id": sources[0]})
+    return kept
+
+
+def second_part_grammar(entity: str) -> str:
+    """The answer-first question grammar with the entity spelled as a word of its own: shown it in
+    the heading, the model still left it out of 11 of 18 (Debian) and 16 of 27 (Python) second parts."""
+    literal = '"' + entity.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return (f'\nroot ::= "Question: " opener unit{{4,80}} " " {literal} tail "?\\n"\n'
+            f'tail ::= "" | [ ,\'] unit{{0,80}}\n' + _OPENER + _UNIT_RULE + "\n")
+
+
+def sentence_pairs(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
+    """Sentence pairs a multi-hop task may ask the model both questions of: a sentence of ``chunk`` and one of another chunk,
+    both about the same specific entity (naming it near their start), chunks of other documents
+    first; seeded order."""
+    total = db.execute("SELECT COUNT(*) FROM chunks WHERE active = 1").fetchone()[0]
+    names = corpus_names(db)
     found = []
-    for first in answer_sentences(chunk["text"]):
-        for entity in (e for e in entities(first) if _specific(db, e, total)):
+    for first in filter(_fact, answer_sentences(chunk["text"])):
+        for entity in (e for e in entities(first, names) if about(e, first) and _specific(db, e, total)):
             partners = _chunks_naming(db, entity, chunk["id"])
             partners.sort(key=lambda p: p.get("doc_id") == chunk.get("doc_id"))
             for partner in partners:
-                pair = next((s for s in answer_sentences(partner["text"]) if entity in s and second_fact(first, s)), None)
+                pair = next((s for s in answer_sentences(partner["text"])
+                             if _fact(s) and about(entity, s) and same_sense(entity, first, s)
+                             and second_fact(first, s)), None)
                 if pair:
                     found.append({"answer": f"{first} {pair}", "sentences": [first, pair], "entity": entity,
                                   "partner": {"id": partner["id"], "title": partner["title"], "text": partner["text"]}})
@@ -100,15 +245,60 @@ def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
     return found[:MAX_OPTIONS]
 
 
-def join(first: str, second: str) -> str:
-    """One two-part question: "How do I reset my router, and what is the Wi-Fi password afterwards?"."""
+def join(first: str, second: str, entity: Optional[str] = None) -> str:
+    """One two-part question: "How do I reset my router, and what is the Wi-Fi password afterwards?".
+    Given the entity, a phrase naming it that the second part repeats from the first becomes "it"
+    ("What is the GIL, and where is it used?"): both parts must name the entity, and said twice it
+    read as a loop (the repetition check rejected 26 of 72 candidates for it)."""
+    if entity:
+        second = _refer_back(first, second, entity)
     return f"{first.rstrip(' ?')}, and {second[:1].lower()}{second[1:]}"
 
 
-def joined(raw: str) -> Optional[str]:
-    """The joined question of a multi-hop reply (two 'Question N:' lines), or None."""
-    pair = parse_question_pair(raw)
-    return join(*pair) if pair else None
+_ARTICLES = {"the", "a", "an"}
+
+
+def _refer_back(first: str, second: str, entity: str) -> str:
+    """``second`` with its longest word span that ``first`` also holds and that names ``entity``
+    (from an article to the entity or one word past it, three words or more) replaced by "it";
+    unchanged when there is none."""
+    words_1, words_2 = first.rstrip(" ?").split(), second.rstrip(" ?").split()
+    lower_1 = [w.lower() for w in words_1]
+    best = None
+    for i in range(len(words_2)):
+        for j in range(len(words_2), i, -1):
+            span = [w.lower() for w in words_2[i:j]]
+            if (best and j - i <= best[1] - best[0]) or not _contains(lower_1, span):
+                continue
+            named_at = [k for k in range(i, j) if names_entity(words_2[k], entity)]
+            # a noun phrase of three words or more, from an article to the entity or one word past it
+            # ("the `re` module"): the bare entity is often a modifier ("the HTTP method" is not "the it method")
+            if named_at and span[0] in _ARTICLES and j - i >= 3 and j - 1 - named_at[-1] <= 1:
+                best = (i, j)
+    if best is None or best[0] == 0:  # the question's first word stays a question word
+        return second
+    i, j = best
+    tail = "its" if words_2[j - 1].lower().endswith(("'s", "\u2019s")) else "it"
+    return " ".join(words_2[:i] + [tail] + words_2[j:]) + "?"
+
+
+def _contains(words: list[str], span: list[str]) -> bool:
+    return any(words[k:k + len(span)] == span for k in range(len(words) - len(span) + 1))
+
+
+def parts_of(raw: str, option: dict) -> Optional[tuple[str, str]]:
+    """The two questions of a multi-hop row: the kept row's question and the reply's one
+    'Question:' line (built_on_rows), or the reply's two 'Question N:' lines (sentence_pairs)."""
+    if option.get("first_question"):
+        second = parse_query(raw)
+        return (option["first_question"], second) if second else None
+    return parse_question_pair(raw)
+
+
+def joined(raw: str, option: Optional[dict] = None) -> Optional[str]:
+    """The joined question of a multi-hop reply, or None."""
+    parts = parts_of(raw, option or {})
+    return join(*parts, (option or {}).get("entity")) if parts else None
 
 
 def hits(question: str, sentences: list[str]) -> tuple[set[str], set[str]]:
@@ -117,28 +307,53 @@ def hits(question: str, sentences: list[str]) -> tuple[set[str], set[str]]:
     return asked & (a - b), asked & (b - a)
 
 
+def names_entity(question: str, entity: str) -> bool:
+    """Whether a question names the entity (any case, backticks or not): a part that drops it does
+    not stand alone ("What is a thread lock?" for a sentence about the GIL)."""
+    return _named(entity.lower(), question.lower().replace("`", ""))
+
+
 def judge(raw: str, option: dict, answer_check=None) -> tuple[Optional[str], dict]:
-    """(reason to reject or None, signals) of a multi-hop reply: each question of the pair must be
-    about its own sentence (likelihood gain at least MIN_SENTENCE_GAIN), and the joined question must hold
-    words only the first sentence holds and words only the second holds, so neither alone answers it."""
-    parts = parse_question_pair(raw) or ("", "")
-    first, second = hits(join(*parts), option["sentences"])
+    """(reason to reject or None, signals) of a multi-hop reply. Each question of the pair must name
+    the entity, and the joined question must hold words only the first sentence holds and words only
+    the second holds. Then, with the likelihood check: each part must lead to its own sentence (gain at
+    least MIN_SENTENCE_GAIN) and more than to the other sentence, so neither sentence alone answers
+    the joined question and the two parts do not ask one thing twice."""
+    parts = parts_of(raw, option) or ("", "")
+    first, second = hits(join(*parts), option["sentences"])  # the parts as written: "it" holds no word
     signals = {"entity": option["entity"], "sentences": option["sentences"], "partner": option["partner"]["id"],
+               **({"first_row": option["first_row"]} if option.get("first_row") else {}),
                "parts": list(parts), "words_only_in_first": sorted(first), "words_only_in_second": sorted(second)}
+    unnamed = [i for i, part in enumerate(parts) if not names_entity(part, option["entity"])]
+    if unnamed:
+        return f"multi-hop: the {('first', 'second')[unnamed[0]]} question does not name '{option['entity']}'", signals
     if not first or not second:
         alone = "first" if first else "second" if second else "either"
         return (f"multi-hop: the question asks about the {alone} sentence only" if alone != "either"
                 else "multi-hop: the question holds no word of either sentence beyond what they share"), signals
     if filters.jaccard(content_words(parts[0]), content_words(parts[1])) >= filters.NEAR_DUPLICATE_JACCARD:
         return "multi-hop: the two questions ask the same thing", signals
-    if answer_check is not None:
-        gains = [answer_check.gain(part, sentence) for part, sentence in zip(parts, option["sentences"])]
-        signals["sentence_gains"] = [round(g, 3) for g in gains]
-        if min(gains) < MIN_SENTENCE_GAIN:
-            weaker = "first" if gains[0] < gains[1] else "second"
-            return (f"multi-hop: the {weaker} question does not lead to its sentence "
-                    f"(likelihood gain {min(gains):.2f})"), signals
-    return None, signals
+    if answer_check is None:
+        return None, signals
+    return _likelihood_reason(answer_check, parts, option["sentences"], signals), signals
+
+
+def _likelihood_reason(answer_check, parts, sentences, signals: dict) -> Optional[str]:
+    """Why the parts fail the likelihood check (None = they pass), the gains stored in ``signals``:
+    own[i] is part i's gain on its sentence, other[i] on the other one."""
+    own = [answer_check.gain(part, sentence) for part, sentence in zip(parts, sentences)]
+    signals["sentence_gains"] = [round(g, 3) for g in own]
+    weaker = "first" if own[0] < own[1] else "second"
+    if min(own) < MIN_SENTENCE_GAIN:
+        return f"multi-hop: the {weaker} question does not lead to its sentence (likelihood gain {min(own):.2f})"
+    other = [answer_check.gain(part, sentence) for part, sentence in zip(parts, reversed(sentences))]
+    signals["other_sentence_gains"] = [round(g, 3) for g in other]
+    margins = [o - x for o, x in zip(own, other)]
+    if min(margins) <= MIN_OWN_MARGIN:
+        which = ("first", "second")[margins.index(min(margins))]
+        return (f"multi-hop: the {which} question leads to the other sentence as well as its own "
+                f"(gain {own[margins.index(min(margins))]:.2f} against {other[margins.index(min(margins))]:.2f})")
+    return None
 
 
 def explain(found: dict) -> str:

@@ -159,17 +159,21 @@ def parse_query(raw: str) -> Optional[str]:
 # my router, and what is the Wi-Fi password afterwards?") whose answer needs both chunks.
 MULTI_HOP_INSTRUCTION = ("You are given two facts about the same thing. For each fact, write the question a user "
                          "would ask to get that fact, in everyday words. Each question must make sense on its own "
-                         "and name what it is about.")
-MULTI_HOP_SHOTS = [  # (first fact, second fact, question 1, question 2)
-    ("A missing filter lets food particles block the drain pump, and the dishwasher stops with error E24.",
-     "The drain pump sits behind the kickplate, which comes off after removing two screws.",
+                         "and name the thing the facts are about.")
+MULTI_HOP_SHOTS = [  # (what both facts are about, first fact, second fact, question 1, question 2)
+    ("dishwasher",
+     "A missing filter lets food particles block the drain pump, and the dishwasher stops with error E24.",
+     "The drain pump sits behind the dishwasher's kickplate, which comes off after removing two screws.",
      "What makes my dishwasher stop with error E24?", "How do I get to the dishwasher's drain pump?"),
-    ("Travel receipts must be uploaded within 30 days of the trip, or the claim is closed.",
-     "Receipts are uploaded in the Expenses app under My Trips.",
-     "What is the deadline for uploading travel receipts?", "Where in the Expenses app do receipts go?"),
-    ("To return the router to factory settings, hold the reset button for ten seconds until the light blinks.",
+    ("Expenses app",
+     "Travel receipts must be uploaded to the Expenses app within 30 days of the trip, or the claim is closed.",
+     "In the Expenses app, receipts go under My Trips.",
+     "What is the deadline for uploading travel receipts to the Expenses app?",
+     "Where in the Expenses app do receipts go?"),
+    ("router",
+     "To return the router to factory settings, hold the reset button for ten seconds until the light blinks.",
      "After a factory reset the Wi-Fi password is the one printed on the label under the router.",
-     "What do I press to reset my router to factory settings?", "Where is the Wi-Fi password after a router reset?"),
+     "What do I press to reset my router to factory settings?", "Where is the router's Wi-Fi password after a reset?"),
 ]
 # The two questions open with words of two different sets: in the second labelled run the model
 # wrote the first question again as the second in 43 of 138 candidates, all rejected as repetition.
@@ -182,17 +186,20 @@ MULTI_HOP_MAX_TOKENS = 2 * (len("Question 1: ") + 2 * MULTI_HOP_PART_CHARS + 2) 
 _PAIR = re.compile(r"Question 1:\s*(\S[^\n]*)\n\s*Question 2:\s*(\S[^\n]*)", re.I)
 
 
-def _facts_turn(first: str, second: str) -> str:
-    return f"Fact 1: {first}\nFact 2: {second}"
+def _facts_turn(first: str, second: str, entity: Optional[str]) -> str:
+    about = f"About: {entity}\n" if entity else ""
+    return f"{about}Fact 1: {first}\nFact 2: {second}"
 
 
-def build_multi_hop_messages(first: str, second: str) -> list[dict]:
-    """Chat messages for a multi-hop pair: instruction, worked examples, the two facts."""
+def build_multi_hop_messages(first: str, second: str, entity: Optional[str] = None) -> list[dict]:
+    """Chat messages for a multi-hop pair: instruction, worked examples, the two facts and, when
+    given, the entity both name (each question must name it: generation.multihop; told nothing,
+    the model dropped it from 41 of 93 candidates' questions)."""
     messages = [{"role": "system", "content": MULTI_HOP_INSTRUCTION}]
-    for shot_first, shot_second, question_1, question_2 in MULTI_HOP_SHOTS:
-        messages += [{"role": "user", "content": _facts_turn(shot_first, shot_second)},
+    for shot_entity, shot_first, shot_second, question_1, question_2 in MULTI_HOP_SHOTS:
+        messages += [{"role": "user", "content": _facts_turn(shot_first, shot_second, shot_entity if entity else None)},
                      {"role": "assistant", "content": f"Question 1: {question_1}\nQuestion 2: {question_2}"}]
-    return messages + [{"role": "user", "content": _facts_turn(first, second)}]
+    return messages + [{"role": "user", "content": _facts_turn(first, second, entity)}]
 
 
 def parse_question_pair(raw: str) -> Optional[tuple[str, str]]:
