@@ -154,7 +154,7 @@ def test_real_bundled_model_writes_answer_first_rows(sample_db, bundled_model):
     params = json.loads(params)
     assert params["answers"] == "extractive" and "answer_matcher" not in params
     check = params["answer_check"]
-    assert "No embedder" in check["filters"] and params["quality"]["version"] == 4
+    assert "No embedder" in check["filters"] and params["quality"]["version"] == 5
     assert check["likelihood"].startswith("answer likelihood gain under ") and check["min_gain"] == answers.MIN_ANSWER_GAIN
 
 
