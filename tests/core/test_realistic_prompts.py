@@ -111,7 +111,7 @@ def test_the_cap_is_calibrated_on_the_projects_real_rows_when_it_has_enough(samp
 
 def test_generated_rows_are_measured_as_they_are_stored(sample_db):
     generate(sample_db, GenerationConfig(count=2, mix={"factoid": 1.0}, seed=1),
-             backend=FakeBackend(_asking(1, "Why does my gadget stall with")))  # a third of its words the chunk's
+             backend=FakeBackend(_asking(1, "Why does my dumb gadget never finish the job with")))
     ids = [r[0] for r in sample_db.execute("SELECT id FROM queries WHERE source = 'synthetic'")]
     figures = realism.stored(sample_db, ids)
     assert len(ids) == 2 and set(figures) == set(ids)
@@ -135,29 +135,6 @@ def test_a_short_question_is_not_capped_for_naming_its_subject(sample_db):
     assert not any("reuses its chunk's words" in r for r in summary["rejected_by_reason"])
     (params,), = sample_db.execute("SELECT params FROM generation_runs")
     assert json.loads(params)["overlap_cap"]["not_below_content_words"] == generate_mod.OVERLAP_CAP_MIN_WORDS == 4
-
-
-def test_a_question_reusing_fewer_chunk_words_than_real_questions_is_rejected(sample_db):
-    """One word of its chunk in six: below the real questions' tenth percentile (the built-in
-    reference's a third without the project's own real rows), the small model's question about
-    something else; the floor is kept in the run record beside the cap."""
-    summary = generate(sample_db, GenerationConfig(count=2, mix={"factoid": 1.0}, seed=1, retries=0),
-                       backend=FakeBackend(_asking(1, "Why does my dumb gadget never finish the job with")))
-    reason = "reuses fewer of its chunk's words than real questions do"
-    assert summary["accepted"] == 0 and summary["rejected_by_reason"].get(reason, 0) == summary["rejected"] > 0
-    stored = sample_db.execute("SELECT reason FROM rejected_candidates LIMIT 1").fetchone()[0]
-    assert stored.startswith(reason) and "real from 33%" in stored
-    (params,), = sample_db.execute("SELECT params FROM generation_runs")
-    assert json.loads(params)["overlap_cap"]["floor"] == generate_mod.BUILTIN_OVERLAP_FLOOR
-
-
-def test_the_floor_is_the_projects_real_tenth_percentile_when_it_has_enough(sample_db):
-    assert generate_mod._overlap_floor(sample_db) == generate_mod.BUILTIN_OVERLAP_FLOOR
-    ids = _import_sample_log(sample_db)
-    _approve_with_gold(sample_db, ids)
-    figures = sorted(f["chunk_overlap"] for f in realism.project_real_figures(sample_db))
-    floor = generate_mod._overlap_floor(sample_db)
-    assert figures[0] <= floor <= figures[len(figures) // 4]  # at the low end of the project's real rows
 
 
 def test_a_question_sharing_no_word_with_its_chunk_is_rejected(sample_db):

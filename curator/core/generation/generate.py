@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-import numpy as np
 import sqlite_utils
 
 from curator.core import store
@@ -371,9 +370,6 @@ class _Checks:
     # quartile of real questions' overlap (queries.realism.overlap_cap), and what it was measured on.
     overlap_cap: Optional[float] = None
     overlap_basis: str = ""
-    # ... and those reusing fewer than this are rejected: the real questions' tenth percentile
-    # (_overlap_floor), from the same real rows as the cap.
-    overlap_floor: Optional[float] = None
     examples: Optional[examples_mod.ExampleSet] = None
     _evidence: Optional[list] = None  # [the sentence embedder or None], loaded on the first near miss
 
@@ -390,8 +386,7 @@ class _Checks:
 def _checks_record(checks: "_Checks") -> dict:
     """What the run record (and so the manifest) keeps of the checks: the examples shown and the cap."""
     return {"examples": checks.examples.describe() if checks.examples else None,
-            "overlap_cap": {"cap": checks.overlap_cap, "floor": checks.overlap_floor,
-                            "calibrated_on": checks.overlap_basis,
+            "overlap_cap": {"cap": checks.overlap_cap, "calibrated_on": checks.overlap_basis,
                             "measure": "share of the question's content words in its chunk (queries.realism)",
                             "not_below_content_words": OVERLAP_CAP_MIN_WORDS},
             "answer_check": {"filters": ANSWER_CHECK,
@@ -425,8 +420,7 @@ def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[st
     else:  # the reference is the corpus's own sentences (none for a near miss): only the question is checked
         reason = filters.check_row(question, "", "unanswerable", gold_texts, " ".join(gold_texts), checks.duplicates)
     if reason is None and task.answer and checks.overlap_cap is not None:
-        # the floor for plain answer-first rows only: a near miss or a two-part question has its own checks
-        reason = _overlap_check(question, gold_texts, checks.overlap_cap, checks.overlap_floor if plain else None)
+        reason = _overlap_check(question, gold_texts, checks.overlap_cap)
     gain = None
     if reason is None and plain and task.answer and checks.answer_check is not None:  # after the cheap checks: it costs a pass
         gain = checks.answer_check.gain(question, answer)
@@ -490,38 +484,16 @@ def _judge_derived(db, task: Task, candidate: dict, checks: _Checks) -> tuple[Op
     return reason, {"multi_hop": found}
 
 
-def _overlap_check(question: str, gold_texts: list[str], cap: float, floor: Optional[float] = None) -> Optional[str]:
+def _overlap_check(question: str, gold_texts: list[str], cap: float) -> Optional[str]:
     """A question written from its answer reuses the passage's words, real users' questions do not
     as much (issue 27): reject one above what real questions show, unless it is too short for its
-    overlap to say anything. And one below what nine real questions in ten show: the small model's
-    question about something else shares a word or two with its chunk and little more."""
-    overlap = realism.chunk_overlap(question, gold_texts) or 0.0
-    if floor is not None and overlap < floor:
-        return (f"reuses fewer of its chunk's words than real questions do ({overlap:.0%} of its words; "
-                f"real from {floor:.0%})")
+    overlap to say anything."""
     if len(filters.content_words(question)) < OVERLAP_CAP_MIN_WORDS:
         return None
+    overlap = realism.chunk_overlap(question, gold_texts) or 0.0
     if overlap > cap:
         return f"reuses its chunk's words more than real questions do ({overlap:.0%} of its words; real up to {cap:.0%})"
     return None
-
-
-# The tenth percentile of the built-in reference's chunk overlap (167 real Python FAQ questions, the
-# figures of queries.realism.BUILTIN_REFERENCE), for a project without enough real rows of its own.
-BUILTIN_OVERLAP_FLOOR = 0.333
-OVERLAP_FLOOR_QUANTILE = 0.10
-
-
-def _overlap_floor(db) -> float:
-    """The chunk overlap below which an answer-first question is rejected: the tenth percentile of
-    the project's approved real rows with gold (as the cap is their upper quartile), else the
-    built-in reference's. On 405 labelled answer-first rows (bench/quality_labels.jsonl) the rows
-    reusing under a third of their chunk's words were usable 11% of the time (7 of 64), the rest 39%;
-    10% of the Python FAQ's real questions and 14% of the Debian FAQ's are below a third."""
-    real = [f["chunk_overlap"] for f in realism.project_real_figures(db) if f["chunk_overlap"] is not None]
-    if len(real) >= realism.MIN_REAL_ROWS:
-        return round(float(np.percentile(real, OVERLAP_FLOOR_QUANTILE * 100)), 3)
-    return BUILTIN_OVERLAP_FLOOR
 
 
 def _gold_of(db, task: Task, reference: Optional[str]) -> tuple[list[str], dict]:
@@ -912,7 +884,6 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     checks = _Checks(filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries")), config.min_quality)
     if config.answers == "extractive":
         checks.overlap_cap, checks.overlap_basis = realism.overlap_cap(db)
-        checks.overlap_floor = _overlap_floor(db)
         checks.examples = examples_mod.load(db)
         checks.answer_check = answer_check or _answer_check_for(backend)
     run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, checks)
