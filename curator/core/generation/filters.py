@@ -6,7 +6,7 @@ import re
 from typing import Iterable, Optional
 
 from curator.core.generation.prompts import ANSWER_TAIL_CHARS
-from curator.core.queries.realism import BUILTIN_REFERENCE, MAX_KEYWORD_STOP_SHARE
+from curator.core.queries.realism import BUILTIN_REFERENCE
 from curator.core.queries.words import STOPWORDS, content_words, stems as _stems, tokens, word_share
 
 SELF_REFERENCE = re.compile(r"\b(the|this|that|given|above|following)\s+(passage|text|document|context|excerpt|article|paragraph|section)s?\b", re.I)
@@ -182,12 +182,6 @@ def check_shape(question: str, query_type: str) -> Optional[str]:
         repeated = next((w for w in words if w not in STOPWORDS and words.count(w) > 1), None)
         if repeated:  # "floating point floating point issues", "traceback_on traceback_on": a loop
             return f"keyword query repeats a word ('{repeated}')"
-        function_share = sum(w in STOPWORDS for w in words) / len(words) if words else 0.0
-        if function_share > MAX_KEYWORD_STOP_SHARE:
-            # "Iterator is a function that takes", "a class named A is created": a sentence cut short,
-            # not search-box words; the realism section would call it a statement, not keywords. Of
-            # 87 labelled keyword rows, 13 of the 53 above this share were usable, 20 of the 34 below.
-            return f"keyword query reads as a sentence fragment ({function_share:.0%} function words)"
         return None
     text = question.strip()
     if not text.endswith("?") or text.count("?") != 1:
