@@ -18,7 +18,8 @@ Version 5 (issue 27): question_grounding rewarded copying (full margin only when
 question is in its chunk). It is now full at the real questions' median share (0.667) and flat
 above; answer-first rows also drop the answer's margins (moot or read the wrong way for an
 extracted sentence) and measure vague questions' grounding. On the 297 labelled answer-first rows
-of bench/quality_labels.jsonl the score's AUC for usable against rejected rose from 0.60 to 0.65
+of bench/quality_labels.jsonl the score's AUC for usable against rejected rose from 0.60 to 0.65 (on 405 rows
+with the 108 labelled in session 36: 0.58 to 0.65)
 (bench/quality.py --margins).
 """
 
