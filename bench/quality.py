@@ -12,6 +12,11 @@ generator's own filters), so the same yardstick reads the code before and after 
 Works on older checkouts too (it only uses generate(), GenerationConfig and ingest()).
 Prints figures; asserts nothing.
 
+``--margins P [P ...] --labels bench/quality_labels.jsonl`` measures the quality score on the labelled
+answer-first rows (chunk texts read from projects P over their corpora): the AUC of the score and of
+each margin for usable against rejected rows, score version 4 against today's (issue 27: the
+question_grounding margin rewarded copying the chunk).
+
 ``--answer-check --labels bench/quality_labels.jsonl --code no_check`` measures the checks that may
 keep an answer-first question (issue 27) on labelled rows generated without any: the usable share
 of the rows each check would keep and of those it would reject, at several thresholds. The
@@ -152,6 +157,62 @@ def answer_checks(labels_path: Path, code: str) -> None:
                   f"rejects {len(cut)}, {sum(cut) / max(1, len(cut)):.0%} usable")
 
 
+def _auc(scored: list[tuple[float, bool]]) -> float:
+    """Chance that a usable row scores above a rejected one (ties count half)."""
+    pos = [s for s, usable in scored if usable]
+    neg = [s for s, usable in scored if not usable]
+    return sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / max(1, len(pos) * len(neg))
+
+
+def _margins_v4(question: str, answer: str, query_type: str, texts: list[str]) -> dict:
+    """The margins of quality score version 4 (before issue 27's change), for comparison."""
+    from curator.core.generation import filters as f
+
+    found = {"repetition": 1 - max(f.repetition_share(question), f.repetition_share(answer)) / f.MAX_REPEATED}
+    if query_type in ("factoid", "keyword"):
+        found["question_grounding"] = (f.question_grounding(question, texts) - f.MIN_QUESTION_GROUNDING) / (
+            1 - f.MIN_QUESTION_GROUNDING)
+    words = f.content_words(answer)
+    share = len(words & f.content_words(" ".join(texts))) / len(words) if words else 0.0
+    found["answer_grounding"] = (share - f.MIN_GROUNDING) / (1 - f.MIN_GROUNDING)
+    found["not_restated"] = 1 - f.restated_share(question, answer) / f.MAX_RESTATED
+    return {name: max(0.0, min(1.0, value)) for name, value in found.items()}
+
+
+def margin_separation(labels_path: Path, projects: list[Path]) -> None:
+    """How well the quality score (mean of the margins) and each margin separate the labelled usable
+    answer-first rows from the rejected ones (AUC), score version 4 against today's. The chunk texts
+    come from ``projects`` over the labelled rows' corpora (chunk ids are stable)."""
+    import sqlite3
+
+    from curator.core.generation import filters
+
+    texts = {}
+    for project in projects:
+        texts.update(sqlite3.connect(project).execute("SELECT id, text FROM chunks").fetchall())
+    rows = [json.loads(line) for line in labels_path.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r["query_type"] in ("factoid", "keyword", "vague")
+            and (r.get("source_chunk_ids") or [None])[0] in texts]
+    groups = {"all": rows}
+    for row in rows:
+        groups.setdefault(row["code"], []).append(row)
+    for name, members in groups.items():
+        old = [(_margins_v4(r["text"], r["reference"], r["query_type"], [texts[r["source_chunk_ids"][0]]]),
+                r["label"] != "reject") for r in members]
+        new = [(filters.margins(r["text"], r["reference"], r["query_type"], [texts[r["source_chunk_ids"][0]]],
+                                extractive=True), r["label"] != "reject") for r in members]
+        usable = sum(u for _, u in new)
+        line = (f"{name}: {len(members)} rows, {usable} usable; score AUC v4 "
+                f"{_auc([(sum(m.values()) / len(m), u) for m, u in old]):.3f}, now "
+                f"{_auc([(sum(m.values()) / len(m), u) for m, u in new]):.3f}")
+        if name == "all":
+            for label, scored in (("v4", old), ("now", new)):
+                for margin in sorted({k for m, _ in scored for k in m}):
+                    values = [(m[margin], u) for m, u in scored if margin in m]
+                    line += f"\n  {label} margin {margin}: AUC {_auc(values):.3f} on {len(values)} rows"
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", type=Path, default=Path("/tmp/realq/corpus"))
@@ -165,7 +226,13 @@ def main() -> None:
     parser.add_argument("--answer-check", action="store_true",
                         help="with --labels: usable share kept and rejected by each answer check, on rows of --code")
     parser.add_argument("--code", default="no_check", help="which labelled rows --answer-check reads")
+    parser.add_argument("--margins", nargs="+", type=Path, metavar="PROJECT",
+                        help="with --labels: how well the quality score's margins separate usable labelled "
+                             "answer-first rows (AUC), reading chunk texts from these projects")
     args = parser.parse_args()
+    if args.margins:
+        margin_separation(args.labels, args.margins)
+        return
     if args.answer_check:
         answer_checks(args.labels, args.code)
         return

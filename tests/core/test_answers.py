@@ -50,6 +50,21 @@ def test_pick_answer_is_seeded_and_a_retry_takes_another_sentence():
     assert {pick_answer(chunk, a, seed=7) for a in range(5)} == set(answer_sentences(text))  # every one in turn
 
 
+def test_ranked_answer_sentences_put_stated_facts_first_and_examples_and_pointers_last():
+    text = ("For example, the widget can be calibrated by hand with a screwdriver and a level. "
+            "Refer to the reference documentation on calibration for more information about widgets. "
+            "The widget measures room temperature every ten seconds and stores the readings. "
+            "Widget calibration resets the offset that the audit log records for the sensor.")
+    chunk = {"id": "c_2", "title": "Sensors > Widget calibration", "text": text}
+    ranked = answers.ranked_answer_sentences(chunk)
+    assert sorted(ranked) == sorted(answer_sentences(text))
+    # names two words of its heading ("widget", "calibration"), then the chunk's order; example and pointer last
+    assert ranked[0].startswith("Widget calibration resets")
+    assert ranked[1].startswith("The widget measures")
+    assert {ranked[2][:10], ranked[3][:10]} == {"For exampl", "Refer to t"}
+    assert [pick_answer(chunk, a, seed=s) for a, s in ((0, 1), (1, 2))] == ranked[:2]  # the order, whatever the seed
+
+
 def test_an_extracted_answer_must_add_words_to_its_question():
     answer = "The `py_compile` module can manually compile any module."
     assert filters.check_adds_to_question("How do I compile a module manually?", answer) is None
@@ -139,7 +154,7 @@ def test_real_bundled_model_writes_answer_first_rows(sample_db, bundled_model):
     params = json.loads(params)
     assert params["answers"] == "extractive" and "answer_matcher" not in params
     check = params["answer_check"]
-    assert "No embedder" in check["filters"] and params["quality"]["version"] == 4
+    assert "No embedder" in check["filters"] and params["quality"]["version"] == 5
     assert check["likelihood"].startswith("answer likelihood gain under ") and check["min_gain"] == answers.MIN_ANSWER_GAIN
 
 

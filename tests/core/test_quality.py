@@ -87,4 +87,4 @@ def test_the_round_trip_is_shown_but_not_scored(sample_db, monkeypatch):
         scores[trip[1]], signals = quality.score_row(sample_db, question, answer, "factoid", [chunk])
         assert signals["round_trip_rank"] == trip[1]  # still stored and explained
     assert scores[1] == scores[None] == quality.score_row(sample_db, question, answer, "factoid", [chunk])[0]
-    assert quality.DEFINITION["version"] == 4 and "not scored" in quality.DEFINITION["round_trip"]
+    assert quality.DEFINITION["version"] == 5 and "not scored" in quality.DEFINITION["round_trip"]

@@ -103,3 +103,21 @@ def test_an_unanswerable_question_a_chunk_mostly_answers_is_rejected(sample_db):
     mostly = f"Why does {words[0]} {words[1]} {words[2]} need larkspur zeppelin?"  # 3 of 5 words in the chunk
     assert "may be answered by a chunk" in _unanswerable_check(sample_db, mostly)
     assert _unanswerable_check(sample_db, "Why do zeppelins migrate across volcanic tundra?") is None
+
+
+def test_question_grounding_margin_does_not_reward_copying_the_chunk():
+    chunk = ["The scheduler retries a failed backup job three times before it pages the operator on call."]
+    answer = chunk[0]
+    copied = "Does the scheduler page the operator after a failed backup job?"  # every word from the chunk
+    like_real = "When is a failed backup job retried again?"                     # most of its words, as users ask
+    off_topic = "Which colour schemes does the editor offer?"                  # none
+    margin = {q: filters.margins(q, answer, "factoid", chunk, extractive=True)["question_grounding"]
+              for q in (copied, like_real, off_topic)}
+    assert filters.question_grounding(copied, chunk) == 1.0
+    assert filters.REAL_MEDIAN_GROUNDING <= filters.question_grounding(like_real, chunk) < 1.0
+    assert margin[copied] == margin[like_real] == 1.0 and margin[off_topic] == 0.0
+    # answer-first rows keep no answer margins: the answer is the chunk's own sentence
+    assert set(filters.margins(like_real, answer, "vague", chunk, extractive=True)) == {"repetition", "question_grounding"}
+    # free answers keep theirs, and their floor is the grounding filter's threshold
+    free = filters.margins(copied, answer, "factoid", chunk)
+    assert {"answer_grounding", "not_restated"} <= set(free) and free["question_grounding"] == 1.0

@@ -6,6 +6,7 @@ import re
 from typing import Iterable, Optional
 
 from curator.core.generation.prompts import ANSWER_TAIL_CHARS
+from curator.core.queries.realism import BUILTIN_REFERENCE
 from curator.core.queries.words import STOPWORDS, content_words, stems as _stems, tokens, word_share
 
 SELF_REFERENCE = re.compile(r"\b(the|this|that|given|above|following)\s+(passage|text|document|context|excerpt|article|paragraph|section)s?\b", re.I)
@@ -257,13 +258,28 @@ def check_row(question: str, answer: str, query_type: str, gold_texts: list[str]
     return next((reason for reason in checks if reason), None)
 
 
-def margins(question: str, answer: str, query_type: str, gold_texts: list[str]) -> dict[str, float]:
-    """How far an accepted row clears each graded filter (0 = at the threshold, 1 = as far as can be)."""
+# Real questions reuse this share of their gold chunk's words (median of the built-in reference,
+# queries.realism.BUILTIN_REFERENCE): the question_grounding margin is full here and gives nothing
+# more for reusing more, so the score never rewards copying the chunk (issue 27).
+REAL_MEDIAN_GROUNDING = BUILTIN_REFERENCE["chunk_overlap"]["median"]
+
+
+def margins(question: str, answer: str, query_type: str, gold_texts: list[str],
+            extractive: bool = False) -> dict[str, float]:
+    """How far an accepted row clears each graded filter (0 = at the threshold, 1 = as far as can be).
+
+    question_grounding is full at the real questions' median share of chunk words, not at a copy.
+    ``extractive`` (the answer is a sentence of the chunk, generation.answers): its floor is one
+    shared word, vague questions are measured too, and the answer's margins are left out: its
+    grounding is 1 by construction, and not_restated read the wrong way (on 297 labelled
+    answer-first rows a question sharing its answer's words was the usable one more often, AUC
+    0.38); bench/quality.py --margins measures this on the labels."""
     found = {"repetition": 1 - max(repetition_share(question), repetition_share(answer)) / MAX_REPEATED}
-    if query_type in ("factoid", "keyword"):
-        found["question_grounding"] = (question_grounding(question, gold_texts) - MIN_QUESTION_GROUNDING) / (
-            1 - MIN_QUESTION_GROUNDING)
-    if query_type != "unanswerable":
+    if query_type in ("factoid", "keyword") or (extractive and query_type == "vague"):
+        floor = 0.0 if extractive else MIN_QUESTION_GROUNDING
+        share = min(question_grounding(question, gold_texts), REAL_MEDIAN_GROUNDING)
+        found["question_grounding"] = (share - floor) / (REAL_MEDIAN_GROUNDING - floor)
+    if query_type != "unanswerable" and not extractive:
         words = content_words(answer)
         share = len(words & content_words(" ".join(gold_texts))) / len(words) if words else 0.0
         found["answer_grounding"] = (share - MIN_GROUNDING) / (1 - MIN_GROUNDING)

@@ -450,7 +450,7 @@ def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[st
         reason = _unanswerable_check(db, question)
     if reason is None:
         candidate["quality"], candidate["signals"] = quality.score_row(db, candidate["text"], answer, task.query_type,
-                                                                       task.chunks)
+                                                                       task.chunks, extractive=bool(task.answer))
         if gain is not None:  # shown, not scored
             candidate["signals"]["answer_gain"] = round(gain, 3)
         candidate["signals"].update(extra)

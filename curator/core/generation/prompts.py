@@ -76,15 +76,22 @@ _ANSWER_LINE = re.compile(r"^\s*Answer\s*:\s*(\S[^\n]*)", re.I | re.M)
 # llama.cpp evaluates them once per sequence and every later request reuses them.
 ANSWER_FIRST_TYPES = ("factoid", "keyword", "vague")
 # The instructions ask for the user's need in everyday words: a question written from the answer's
-# own words reuses them, and such rows were easier for BM25 than real questions (issue 27).
+# own words reuses them, and such rows were easier for BM25 than real questions (issue 27). They also
+# ask about what the answer says and to name its subject: told only "everyday words", the small model
+# asked about something else most of the time on the Python FAQ ("How do you change a string to upper
+# or lower case?" for "Hexadecimal digits can be specified in lower or uppercase."; 38 of 53 rows
+# unusable, mostly a question the gold chunk does not answer).
 ANSWER_FIRST_INSTRUCTIONS = {
-    "factoid": "Write the question a user would ask to get the given answer. The user has not read the "
-               "document: they describe their need in their own everyday words, not the answer's wording. The "
-               "question must make sense on its own.",
+    "factoid": "Write the question a user would ask to get the given answer. Ask about what the answer says, "
+               "and name the thing it is about (the program, command, function or setting). The user has not "
+               "read the document: they describe the rest of their need in their own everyday words, not the "
+               "answer's wording. The question must make sense on its own.",
     "keyword": "Write the 2 to 6 words a user who has not read the document would type into a search box to "
-               "find the given answer: their own everyday words for the need, not the answer's wording.",
+               "find the given answer: the name of the thing it is about, and their own everyday words for the "
+               "need, not the answer's wording.",
     "vague": "Write a short, loosely worded question, in everyday words, that a user unsure of the right terms "
-             "might ask and that the given answer answers. Do not reuse the answer's wording.",
+             "might ask and that the given answer answers. Ask about what the answer says. Do not reuse the "
+             "answer's wording.",
 }
 # Written so that none copies its answer: each query names the need as someone who has not read the
 # answer would ("quits halfway" for "stops with error E24"), sharing at most the product's name.
