@@ -479,6 +479,8 @@ def _judge_derived(db, task: Task, candidate: dict, checks: _Checks) -> tuple[Op
     if task.query_type == "unanswerable":
         reason, found = unanswerable.judge(db, candidate["text"], task.option, checks.answer_check,
                                            checks.evidence_embedder())
+        if found:  # the model wrote for the original sentence; the row asks in the swapped setting
+            candidate["text"] = found["question"]
         return reason, {"unanswerable_evidence": found} if found else {}
     reason, found = multihop.judge(candidate["raw"], task.option, checks.answer_check)
     return reason, {"multi_hop": found}

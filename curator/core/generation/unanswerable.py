@@ -1,18 +1,31 @@
-"""Unanswerable rows as near misses: a sentence of the corpus with the setting it names swapped for
-one the corpus never mentions, and the question it would answer (issue 28).
+"""Unanswerable rows as near misses: a sentence of the corpus whose setting (the platform, editor,
+init system, toolkit... it holds for) is swapped for one the corpus never mentions, and the question
+that sentence answers, asked in the swapped setting (issue 28).
 
 Why: asked to invent a question its passage does not answer, the bundled 135M model wrote nonsense
 or a question the corpus does answer (2 of 9 and 0 of 9 usable in the labelled quality-bench runs).
 So the model is no longer asked to invent. A chunk's answer sentence that names the setting of what
-it says (a platform, an editor, an init system, a toolkit: SETTING_KINDS) has that thing swapped for
-the best-known one of its kind that no chunk mentions ("Emacs" -> "VS Code", "Windows" ->
-"Android"), and the model writes the question the swapped sentence answers (the answer-first
-factoid prompt). The question stays one a user of this corpus could ask (same topic, same kind of
-thing) while its key detail is absent from the whole corpus, which full-text search shows. The
-evidence (the swap, the replacement's zero mentions, the nearest chunks by full text and by the
-sentence embedder, and whether they hold the original detail) is stored with the row in its quality
-signals, so a reviewer sees why it is believed unanswerable; the reviewer still decides, since a
-corpus can answer a near miss in general terms.
+it says ("On Windows, use ...", "a Python mode for Emacs": SETTING_KINDS, after a setting preposition)
+is picked, and the best-known thing of its kind that no chunk mentions is its replacement
+("Emacs" -> "Vim", "Windows" -> "Android"). The model writes the question the ORIGINAL sentence
+answers (the answer-first factoid prompt: a real sentence, so a real question), and the question is
+then put in the swapped setting by rule: the original's name in it is replaced, or, when the model
+left the setting out, the sentence's own setting phrase ("on Android") is added. So every near miss
+names the replacement (asked to write from the swapped sentence, the model dropped it in most
+candidates), and the model is judged on the question it wrote for a sentence it read (the
+likelihood gain). Sentences whose swap the corpus still answers are not used: one that says a thing
+holds only in its setting ("winreg is only provided on Windows" answers "on Android?": no) or in any.
+
+The question stays one a user of this corpus could ask (same topic, a peer of its setting) while its
+key detail is absent from the whole corpus, which full-text search shows. The evidence (the swap,
+the replacement's zero mentions, the nearest chunks by full text and by the sentence embedder, and
+whether they hold the original detail) is stored with the row in its quality signals, so a reviewer
+sees why it is believed unanswerable; the reviewer still decides, since a corpus can answer a near
+miss in general terms. The evidence is never a filter: the full-text and dense retrievers are the
+ones under test.
+
+Versions are not swapped (the labelled runs: a later version is answered by the corpus's "3.10 and
+newer", an earlier one by "before 3.9" or never existed, "Python 2.9").
 """
 
 from __future__ import annotations
@@ -64,6 +77,8 @@ DETAIL_FAMILIES: dict[str, tuple[str, ...]] = {
     "mail_server": ("Postfix", "Exim", "Sendmail", "Dovecot", "qmail"),
     "version_control": ("git", "Mercurial", "Subversion", "CVS", "Bazaar"),
     "compiler": ("gcc", "clang", "MSVC", "MinGW", "icc"),
+    "display_server": ("Wayland", "X11", "Mir"),
+    "virtualization": ("Docker", "VirtualBox", "VMware", "QEMU", "KVM", "Xen", "LXC", "Podman", "Hyper-V"),
 }
 # Other spellings of a name: a corpus that says "Visual Studio Code" mentions VS Code (the first
 # labelled run's evidence said no chunk did).
@@ -71,25 +86,41 @@ ALIASES = {"VS Code": ("Visual Studio Code", "VSCode"), "macOS": ("Mac OS X", "O
            "PostgreSQL": ("Postgres",), "Homebrew": ("brew install",), "PyQt": ("PyQt5", "PyQt6"),
            "PySide": ("PySide2", "PySide6"), "Tkinter": ("Tk",), "GTK": ("GTK+", "PyGObject", "PyGTK"),
            "WSL": ("Windows Subsystem for Linux",), "Chrome": ("Chromium",), "Upstart": ("upstart",),
-           "Vim": ("vi",), "JavaScript": ("ECMAScript", "Node.js"), "Sublime Text": ("Sublime",)}
+           "Vim": ("vi",), "JavaScript": ("ECMAScript", "Node.js"), "Sublime Text": ("Sublime",),
+           "X11": ("Xorg", "X Window System", "X.Org"), "KVM": ("libvirt",)}
 # Kinds whose swap changes the setting of a question (where, in what, which release), not what it is
 # about. In the labelled runs the usable near misses swapped an editor, a platform and an init
 # system; swapping what the sentence is about (a language: "PHP scripts" in the Python FAQ; a package
 # tool: "pass --log-option to pip" in the Debian FAQ; a mail server, a Python implementation) made
-# 7 of the 9 rejected ones. Versions neither: a later version is answered by the corpus's "3.10 and
-# newer" (3 of 4 version near misses in a run on the Python FAQ), an earlier one may never have existed
-# ("Python 2.9"). Those kinds are still recognised (a sentence naming two things of one kind is
-# refused) but never swapped.
+# 7 of the 9 rejected ones. Those kinds are still recognised (a sentence naming two things of one
+# kind is refused) but never swapped. Versions are not details at all: a later version was answered by
+# the corpus's "3.10 and newer" (3 of 4 version near misses in a run on the Python FAQ), an earlier
+# one by "3.9 and older" or never existed ("Python 2.9"); the code that swapped them was removed.
 SETTING_KINDS = frozenset({"platform", "gui_toolkit", "editor", "shell", "database", "desktop", "init_system",
                            "bootloader", "filesystem", "architecture", "debian_release", "browser", "web_server",
-                           "compiler"})
+                           "compiler", "display_server", "virtualization"})
 _FAMILY_OF = {name: family for family, names in DETAIL_FAMILIES.items() for name in names}
 # A name inside a longer name is not that name ("Linux" in "Arch Linux", "C" in "C++", "apt" in "apt-get").
 _NAME = re.compile(r"(?<![\w+#/-])(" + "|".join(re.escape(n) for n in sorted(_FAMILY_OF, key=len, reverse=True))
                    + r")(?![\w+#/-])")
-# A version a question asks about: "3.11", "2.7.18" (not a word's part: "ext4", "utf-8" hold none).
-_VERSION = re.compile(r"(?<![\w.])(\d{1,2})\.(\d{1,2})(?:\.\d{1,3})?(?![\w.])")
-VERSION_STEPS = range(1, 10)  # minor versions tried above the one asked about
+# The sentence must hold FOR its detail, as its setting: the detail follows one of these ("On
+# Windows, use ...", "a Python mode for Emacs", "installs with systemd"). A detail that is what the
+# sentence is about made nonsense or answered swaps in the labelled runs: "Windows remember where the
+# cursor was" (curses windows), "cause Windows to require the DLL" (an .exe on Android).
+SETTING_PREPOSITIONS = ("on", "under", "in", "for", "with", "within", "inside", "from", "using", "to")
+# A sentence saying its statement holds only in its setting, or in every one, answers the swapped
+# question itself ("the winreg module is only provided on Windows": on Android, no; "works with any
+# init system ... not just with systemd": with Upstart too).
+# How a question a model wrote without its setting gets it: "How do I uninstall Python" + " on Android?".
+# One per kind, not the sentence's own ("the first argument to systemd" gave "to Upstart").
+SETTING_PHRASES = {"platform": "on", "gui_toolkit": "with", "editor": "in", "shell": "in", "database": "with",
+                   "desktop": "in", "init_system": "with", "bootloader": "with", "filesystem": "on",
+                   "architecture": "on", "debian_release": "in", "browser": "in", "web_server": "with",
+                   "compiler": "with", "display_server": "with", "virtualization": "in"}
+# A chunk naming its setting this often is about it (chunk_setting), so its other sentences hold there.
+CHUNK_SETTING_MENTIONS = 2
+EXCLUSIVE_WORDS = frozenset({"only", "just", "any", "all", "every", "except", "exclusively", "whichever",
+                             "regardless", "unlike", "besides"})
 NEAREST = 3  # nearest chunks kept as evidence, per retriever
 DENSE_POOL = 8  # chunks full-text search finds, per text, among which the embedder's nearest are taken
 # The question must be about its (swapped) sentence. H3's labelled runs measured this with MiniLM's
@@ -106,17 +137,15 @@ SUBJECT_MIN_CHUNKS = 3  # and in more chunks than this (in a corpus of a few chu
 
 @dataclass(frozen=True)
 class Detail:
-    """A key detail of a sentence or question: its spelling and its kind ('version' or a family)."""
+    """A key detail of a sentence or question: its spelling and its kind (a DETAIL_FAMILIES key)."""
 
     text: str
     kind: str
 
 
 def details(text: str) -> list[Detail]:
-    """The swappable details of a text, in order: named things of a known kind, then versions."""
-    found = [Detail(m.group(1), _FAMILY_OF[m.group(1)]) for m in _NAME.finditer(text or "")]
-    found += [Detail(m.group(0), "version") for m in _VERSION.finditer(text or "")]
-    return list(dict.fromkeys(found))
+    """The named things of a known kind in a text, in order of appearance."""
+    return list(dict.fromkeys(Detail(m.group(1), _FAMILY_OF[m.group(1)]) for m in _NAME.finditer(text or "")))
 
 
 _MENTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -149,26 +178,18 @@ def _count_mentions(db: sqlite_utils.Database, term: str) -> int:
     return count
 
 
-def _version_candidates(version: str) -> list[str]:
-    """Later versions of the same major release, nearest first: a release after the corpus's is one a
-    user asks about; an earlier one the corpus skips may never have existed (the first labelled run
-    asked about "Python 2.9")."""
-    major, minor = (int(p) for p in version.split(".")[:2])
-    return [f"{major}.{minor + step}" for step in VERSION_STEPS]
-
-
 def replacements(db: sqlite_utils.Database, detail: Detail, avoid: str = "") -> list[str]:
-    """Details of the same kind that no active chunk mentions (and ``avoid``, the question, does not
-    hold), in a fixed order: a version's nearest neighbours first, a family's members as listed."""
-    pool = _version_candidates(detail.text) if detail.kind == "version" else DETAIL_FAMILIES[detail.kind]
-    return [c for c in pool if c != detail.text and c.lower() not in avoid.lower() and corpus_mentions(db, c) == 0]
+    """Things of the same kind that no active chunk mentions (and ``avoid``, the sentence, does not
+    hold), best-known first (DETAIL_FAMILIES' order)."""
+    return [c for c in DETAIL_FAMILIES[detail.kind]
+            if c != detail.text and c.lower() not in avoid.lower() and corpus_mentions(db, c) == 0]
 
 
 def is_subject(db: sqlite_utils.Database, detail: Detail) -> bool:
     """Whether the detail is what the whole corpus is about (MAX_SUBJECT_SHARE of its chunks)."""
     total = _active_chunks(db)
     mentions = corpus_mentions(db, detail.text)
-    return detail.kind != "version" and mentions > SUBJECT_MIN_CHUNKS and mentions > MAX_SUBJECT_SHARE * total
+    return mentions > SUBJECT_MIN_CHUNKS and mentions > MAX_SUBJECT_SHARE * total
 
 
 def _active_chunks(db: sqlite_utils.Database) -> int:
@@ -178,34 +199,79 @@ def _active_chunks(db: sqlite_utils.Database) -> int:
     return cache["\0total"]
 
 
+def setting_preposition(text: str, detail: Detail) -> Optional[str]:
+    """The preposition that makes the detail the setting of ``text`` ("on" in "On Windows, use ..."),
+    lower-case, or None when the detail is not introduced by one (SETTING_PREPOSITIONS)."""
+    words = "|".join(SETTING_PREPOSITIONS)
+    found = re.search(r"\b(" + words + r")\s+(?:the\s+|a\s+|an\s+)?" + re.escape(detail.text) + r"(?![\w+#/-])",
+                      text, re.I)
+    return found.group(1).lower() if found else None
+
+
+def exclusive(text: str) -> bool:
+    """Whether the sentence says its statement holds only in its setting, or in any (EXCLUSIVE_WORDS)."""
+    return bool(EXCLUSIVE_WORDS & set(re.findall(r"[a-z]+", text.lower())))
+
+
 def swappable(db: sqlite_utils.Database, text: str) -> list[Detail]:
-    """Details of ``text`` a near miss may swap: not the corpus's subject, with a replacement the
-    corpus never mentions, and the only one of its kind in the text ("Windows or Linux": swapping
-    one leaves the other, still answered)."""
+    """Details of ``text`` a near miss may swap: the setting of what it says (after a setting
+    preposition, in a sentence that does not say "only" or "any"), not the corpus's subject, with a
+    replacement the corpus never mentions, and the only one of its kind in the text ("Windows or
+    Linux": swapping one leaves the other, still answered)."""
+    if exclusive(text):
+        return []
     found = details(text)
     return [d for d in found if d.kind in SETTING_KINDS and sum(o.kind == d.kind for o in found) == 1
-            and not is_subject(db, d) and replacements(db, d, text)]
+            and setting_preposition(text, d) and not is_subject(db, d) and replacements(db, d, text)]
 
 
-def swap_in(text: str, detail: Detail, replacement: str) -> str:
-    """``text`` with every standalone spelling of the detail replaced."""
-    return re.sub(r"(?<![\w+#/.-])" + re.escape(detail.text) + r"(?![\w+#/-])", replacement, text)
+def swap_in(text: str, detail: Detail, replacement: str, ignore_case: bool = False) -> str:
+    """``text`` with every standalone spelling of the detail replaced (in any case for a model's
+    question, which may write "windows"; a corpus sentence's "windows" may be another thing)."""
+    return re.sub(r"(?<![\w+#/.-])" + re.escape(detail.text) + r"(?![\w+#/-])", replacement, text,
+                  flags=re.I if ignore_case else 0)
+
+
+def chunk_setting(db: sqlite_utils.Database, chunk: dict) -> Optional[Detail]:
+    """The setting a whole chunk is about: a swappable detail its text names at
+    least CHUNK_SETTING_MENTIONS times, once after a setting preposition ("How do I run a Python
+    program under Windows?" and its answer), and no other thing of that kind. None otherwise: a
+    chunk that names Windows once in passing is not about Windows, and its other sentences say what
+    holds everywhere ("virtual environments ... on Android?": the corpus answers it)."""
+    text = " ".join((chunk.get("text") or "").split())
+    found = details(text)
+    for detail in found:
+        if detail.kind not in SETTING_KINDS or any(o.kind == detail.kind and o != detail for o in found):
+            continue
+        spelled = len(re.findall(r"(?<![\w+#/.-])" + re.escape(detail.text) + r"(?![\w+#/-])", text))
+        if setting_preposition(text, detail) and spelled >= CHUNK_SETTING_MENTIONS \
+                and not is_subject(db, detail) and replacements(db, detail, text):
+            return detail
+    return None
+
+
+def _option(db: sqlite_utils.Database, sentence: str, detail: Detail, scope: str, avoid: str) -> dict:
+    replacement = replacements(db, detail, avoid)[0]
+    return {"answer": sentence, "sentence": sentence, "swapped": swap_in(sentence, detail, replacement),
+            "original": detail.text, "kind": detail.kind, "replacement": replacement,
+            "setting": f"{SETTING_PHRASES[detail.kind]} {replacement}", "scope": scope}
 
 
 def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
     """What an unanswerable task about ``chunk`` may ask, in a seeded order: each answer sentence that
-    names a swappable detail, with that detail swapped for a replacement the corpus never mentions
-    (the model is shown the swapped sentence, so its question asks about the replacement)."""
+    names a swappable setting (scope 'sentence'), or, in a chunk about one setting (chunk_setting),
+    each sentence that names none (scope 'chunk'); with the replacement the corpus never mentions and
+    the setting phrase ("on Android") a question that leaves the setting out gets. The model is shown
+    the original sentence ("answer"): it writes the question a real sentence answers, which judge()
+    then puts in the swapped setting."""
     found = []
+    setting = chunk_setting(db, chunk)
     for sentence in answer_sentences(chunk["text"]):
         usable = swappable(db, sentence)
-        if not usable:
-            continue
-        detail = usable[0]
-        choices = replacements(db, detail, sentence)
-        replacement = choices[0]
-        found.append({"answer": swap_in(sentence, detail, replacement), "sentence": sentence,
-                      "original": detail.text, "kind": detail.kind, "replacement": replacement})
+        if usable:
+            found.append(_option(db, sentence, usable[0], "sentence", sentence))
+        elif setting and not exclusive(sentence) and not any(d.kind == setting.kind for d in details(sentence)):
+            found.append(_option(db, sentence, setting, "chunk", chunk["text"]))
     random.Random(f"{seed}:{chunk['id']}:unanswerable").shuffle(found)
     return found
 
@@ -241,7 +307,8 @@ def evidence(db: sqlite_utils.Database, question: str, option: dict, embedder=No
     nearest, scope = _dense_nearest(db, embedder, question, option["sentence"]) if embedder else ([], None)
     dense = [{"chunk": cid, "cosine": round(score, 3), "holds_original": _chunk_says(db, cid, original)}
              for cid, score in nearest]
-    return {"method": "near miss: a sentence of the corpus with its key detail swapped, asked about",
+    return {"method": "near miss: the question a sentence of the corpus answers, asked in a setting no chunk "
+                      "mentions",
             "sentence": option["sentence"], "detail_kind": option["kind"], "original": original,
             "replacement": option["replacement"], "replacement_mentions": corpus_mentions(db, option["replacement"]),
             "original_mentions": corpus_mentions(db, original), "nearest_fts": fts, "nearest_dense": dense,
@@ -252,24 +319,40 @@ def _holds(text: str, term: str) -> bool:
     return re.search(r"(?<![\w+#/.-])" + re.escape(term) + r"(?![\w+#/-])", text, re.I) is not None
 
 
+def near_miss_question(question: str, option: dict) -> tuple[str, str]:
+    """The model's question (written for the original sentence) put in the swapped setting, and how:
+    'swapped' when it named the original (every spelling replaced), 'kept' when it already named the
+    replacement, 'added' when it named neither (the setting phrase goes before the final '?')."""
+    detail = Detail(option["original"], option["kind"])
+    if _holds(question, option["original"]):
+        return swap_in(question, detail, option["replacement"], ignore_case=True), "swapped"
+    if _holds(question, option["replacement"]):
+        return question, "kept"
+    body = question.rstrip().rstrip("?").rstrip()
+    return f"{body} {option['setting']}?", "added"
+
+
 def judge(db: sqlite_utils.Database, question: str, option: dict, answer_check=None,
           embedder=None) -> tuple[Optional[str], Optional[dict]]:
-    """(None, evidence) for a near-miss question the model wrote from the swapped sentence, or (reason, None).
+    """(None, evidence) for the question the model wrote from the original sentence, or (reason, None).
 
-    It must ask about the replacement (a question that dropped it asks what the corpus answers) and
-    not name the original too, and be about its sentence (``answer_check``, the generating model's
-    likelihood gain of the sentence given the question, at least MIN_NEAR_MISS_GAIN): a near miss is
-    only as plausible as the real question it mirrors. ``embedder`` only finds the nearest chunks
-    shown as evidence."""
-    if not _holds(question, option["replacement"]):
-        return f"unanswerable: the question dropped the swapped detail ('{option['replacement']}')", None
-    if _holds(question, option["original"]):
-        return f"unanswerable: the question still names '{option['original']}'", None
-    gain = answer_check.gain(question, option["answer"]) if answer_check is not None else None
+    The question must be about its sentence (``answer_check``, the generating model's likelihood gain
+    of the sentence given the question, at least MIN_NEAR_MISS_GAIN; a near miss is only as plausible
+    as the real question it mirrors) and must not name another thing of the swapped kind ("on
+    Windows or Linux": the corpus answers the other). The near miss is that question in the swapped
+    setting (near_miss_question); it is in the evidence as "question", the model's own as
+    "model_question". ``embedder`` only finds the nearest chunks shown as evidence."""
+    others = [d.text for d in details(question) if d.kind == option["kind"]
+              and d.text not in (option["original"], option["replacement"])]
+    if others:
+        return f"unanswerable: the question names another {option['kind']} ('{others[0]}')", None
+    gain = answer_check.gain(question, option["sentence"]) if answer_check is not None else None
     if gain is not None and gain < MIN_NEAR_MISS_GAIN:
         return f"question does not lead to its answer sentence (likelihood gain {gain:.2f})", None
-    found = evidence(db, question, option, embedder)
-    found["answer_gain"] = round(gain, 3) if gain is not None else None
+    near, made = near_miss_question(question, option)
+    found = evidence(db, near, option, embedder)
+    found.update(question=near, model_question=question, setting_made=made,
+                 answer_gain=round(gain, 3) if gain is not None else None)
     return None, found
 
 

@@ -1,0 +1,145 @@
+"""Unanswerable near misses (issue 28, generation.unanswerable): which sentences a near miss may use,
+how the model's question is put in the swapped setting, and the evidence stored with the row. On a
+real SQLite project over a small corpus written here (fast); the whole run with the real bundled
+model is tests/core/test_derived_types.py::test_real_bundled_model_writes_derived_rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from curator.core.corpus.ingest import ingest
+from curator.core.generation import unanswerable
+from curator.core.generation.backends import FakeBackend
+from curator.core.generation.generate import GenerationConfig, generate, plan_tasks
+from curator.core.generation.unanswerable import Detail
+from curator.core.queries.rows import get_query
+from curator.core.store import open_project
+import scripted
+
+DOCS = {
+    # a chunk about Windows: its sentences that do not name it hold there too
+    "install.md": "# Installing\n\nOn Windows, the agent installs with the MSI package from the downloads page.\n\n"
+                  "Silent installs need the administrator account and a restart of the machine afterwards.\n\n"
+                  "The Windows service of the agent starts again after every reboot of the machine.\n",
+    "sync.md": "# Sync\n\nThe `sync_interval` option sets how often the agent uploads changed files to the server.\n\n"
+               "Uploads pause while the laptop runs on battery below twenty percent charge.\n",
+    "editors.md": "# Editors\n\nThe agent keeps its configuration syntax highlighting in a plugin for Emacs users.\n\n"
+                  "The command line client is only provided on Linux servers with a recent kernel version.\n",
+    "screen.md": "# Screen\n\nWindows remember where the cursor was left after the last operation on the screen.\n",
+}
+
+
+@pytest.fixture
+def small_db(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text)
+    db = open_project(tmp_path / "p.curator", create=True)
+    ingest(db, [folder])
+    yield db
+    db.close()
+
+
+def _chunk(db, like: str) -> dict:
+    return dict(zip(("id", "title", "text"), db.execute(
+        "SELECT id, title, text FROM chunks WHERE text LIKE ?", [f"%{like}%"]).fetchone()))
+
+
+def test_details_are_named_things_not_versions_nor_parts_of_longer_names():
+    found = unanswerable.details("Does it run on Windows and Arch Linux with C++ and version 3.11?")
+    assert Detail("Windows", "platform") in found and Detail("Arch Linux", "distribution") in found
+    assert Detail("Linux", "platform") not in found  # inside "Arch Linux"
+    assert not any(d.text == "C" or d.text == "3.11" for d in found)  # versions are never swapped
+
+
+def test_a_replacement_is_a_peer_the_corpus_never_mentions(small_db):
+    windows = Detail("Windows", "platform")
+    assert unanswerable.corpus_mentions(small_db, "Windows") == 2
+    choices = unanswerable.replacements(small_db, windows)
+    assert choices[0] == "macOS" and "Windows" not in choices and "Linux" not in choices  # best-known first
+    assert all(unanswerable.corpus_mentions(small_db, c) == 0 for c in choices)
+
+
+def test_only_a_setting_is_swapped(small_db):
+    assert unanswerable.swappable(small_db, "On Windows, the agent installs with the MSI package.") == \
+        [Detail("Windows", "platform")]
+    assert unanswerable.setting_preposition("a plugin for Emacs users", Detail("Emacs", "editor")) == "for"
+    # what the sentence is about, not where it holds: "curses windows", "Windows requires the DLL"
+    assert unanswerable.swappable(small_db, "Windows remember where the cursor was left on the screen.") == []
+    # a sentence that says only (or any) answers the swapped question itself
+    assert unanswerable.swappable(small_db, "The client is only provided on Windows servers.") == []
+    assert unanswerable.swappable(small_db, "It works with any init system, not just with systemd.") == []
+    # two of a kind: swapping one leaves the other, which the corpus answers
+    assert unanswerable.swappable(small_db, "The agent installs on Windows or macOS.") == []
+
+
+def test_the_corpus_subject_is_not_swapped(small_db):
+    with small_db.conn:  # every chunk names Windows: the corpus's subject
+        small_db.execute("UPDATE chunks SET text = text || ' On Windows.'")
+        small_db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+    unanswerable._MENTIONS.pop(small_db, None)
+    assert unanswerable.swappable(small_db, "On Windows, the agent installs with the MSI package.") == []
+
+
+def test_options_show_the_original_sentence_in_its_setting_or_its_chunks(small_db):
+    chunk = _chunk(small_db, "MSI")
+    assert unanswerable.chunk_setting(small_db, chunk) == Detail("Windows", "platform")
+    found = {o["sentence"]: o for o in unanswerable.options(small_db, chunk, seed=0)}
+    named = found["On Windows, the agent installs with the MSI package from the downloads page."]
+    assert named["scope"] == "sentence" and named["answer"] == named["sentence"]  # the model reads the real one
+    assert named["setting"] == "on macOS" and "macOS" in named["swapped"] and "Windows" not in named["swapped"]
+    silent = found["Silent installs need the administrator account and a restart of the machine afterwards."]
+    assert silent["scope"] == "chunk" and silent["original"] == "Windows" and silent["setting"] == "on macOS"
+    assert list(found.values()) == unanswerable.options(small_db, chunk, seed=0)  # seeded
+    # a chunk naming a setting once, or only as "only on Linux", offers nothing beyond its own sentence
+    editors = unanswerable.options(small_db, _chunk(small_db, "Emacs"), seed=0)
+    assert [(o["original"], o["scope"], o["setting"]) for o in editors] == [("Emacs", "sentence", "in VS Code")]
+    assert unanswerable.options(small_db, _chunk(small_db, "cursor"), seed=0) == []
+
+
+@pytest.mark.parametrize("question, near, made", [
+    ("How do I install the agent on Windows?", "How do I install the agent on macOS?", "swapped"),
+    ("How do I install the agent on windows?", "How do I install the agent on macOS?", "swapped"),
+    ("Does the agent install on macOS?", "Does the agent install on macOS?", "kept"),
+    ("What do silent installs need ?", "What do silent installs need on macOS?", "added"),
+])
+def test_the_models_question_is_put_in_the_swapped_setting(question, near, made):
+    option = {"original": "Windows", "kind": "platform", "replacement": "macOS", "setting": "on macOS"}
+    assert unanswerable.near_miss_question(question, option) == (near, made)
+
+
+def test_a_near_miss_is_about_its_sentence_and_carries_its_evidence(small_db):
+    option = {"answer": "On Windows, the agent installs with the MSI package.", "original": "Windows",
+              "sentence": "On Windows, the agent installs with the MSI package.", "kind": "platform",
+              "replacement": "FreeBSD", "setting": "on FreeBSD"}
+    reason, _ = unanswerable.judge(small_db, "Does the agent install on Linux?", option, scripted.Gains())
+    assert "names another platform ('Linux')" in reason
+    reason, _ = unanswerable.judge(small_db, "How do I install the agent on Windows?", option, scripted.Gains(0.1))
+    assert "does not lead to its answer sentence" in reason
+    reason, found = unanswerable.judge(small_db, "How do I install the agent?", option, scripted.Gains())
+    assert reason is None and found["question"] == "How do I install the agent on FreeBSD?"
+    assert found["model_question"] == "How do I install the agent?" and found["setting_made"] == "added"
+    assert found["replacement_mentions"] == 0 and found["original_mentions"] == 2
+    assert found["nearest_fts"] and found["nearest_fts"][0]["holds_original"]
+    assert "'Windows' swapped for 'FreeBSD'" in unanswerable.explain(found)
+
+
+def test_plan_asks_the_model_about_the_original_sentence(small_db):
+    tasks = [t for t in plan_tasks(small_db, {"unanswerable": 3}, 0, answers_mode="extractive")]
+    assert tasks and all(t.answer == t.option["sentence"] and t.option["original"] in DOCS["install.md"] + DOCS["editors.md"]
+                         for t in tasks)
+
+
+def test_a_scripted_run_stores_the_question_in_the_swapped_setting(small_db):
+    """The scripted model asks 'What is known about <the sentence's words>?', never naming a setting:
+    every stored row names the replacement, and the model's own question is kept as evidence."""
+    summary = generate(small_db, GenerationConfig(count=3, mix={"unanswerable": 1}, seed=0),
+                       backend=FakeBackend(scripted.good_reply))
+    rows = [get_query(small_db, r[0]) for r in small_db.execute("SELECT id FROM queries WHERE query_type = 'unanswerable'")]
+    assert summary["accepted"] == len(rows) >= 1
+    for row in rows:
+        found = row["quality_signals"]["unanswerable_evidence"]
+        assert row["text"] == found["question"] and found["replacement"] in row["text"]
+        assert found["model_question"] != row["text"] and found["replacement"] not in found["model_question"]
+        assert not row["answerable"] and row["gold_chunk_ids"] == [] and found["replacement_mentions"] == 0
