@@ -143,3 +143,15 @@ def test_a_scripted_run_stores_the_question_in_the_swapped_setting(small_db):
         assert row["text"] == found["question"] and found["replacement"] in row["text"]
         assert found["model_question"] != row["text"] and found["replacement"] not in found["model_question"]
         assert not row["answerable"] and row["gold_chunk_ids"] == [] and found["replacement_mentions"] == 0
+
+
+def test_a_question_off_its_sentence_is_not_a_near_miss(small_db):
+    """From a labelled run: questions sharing no word with their sentence but the setting or a
+    generic verb were off the sentence ("check if my home network is connected" from virus scanners)."""
+    option = {"sentence": "Try checking the configuration of virus scanning software on your systems.",
+              "original": "Windows", "replacement": "Android", "kind": "platform", "setting": "on Android"}
+    assert unanswerable.shared_words("How can I check if my home network is connected?", option) == set()
+    reason, _ = unanswerable.judge(small_db, "How can I check if my home network is connected?", option,
+                                   scripted.Gains())
+    assert "shares no word with its sentence" in reason
+    assert unanswerable.shared_words("Why do virus scanners slow Windows down?", option) == {"viru", "scann"}  # crude stems
