@@ -155,3 +155,32 @@ def test_a_question_off_its_sentence_is_not_a_near_miss(small_db):
                                    scripted.Gains())
     assert "shares no word with its sentence" in reason
     assert unanswerable.shared_words("Why do virus scanners slow Windows down?", option) == {"viru", "scann"}  # crude stems
+
+
+def test_a_question_left_without_its_sentences_setting_is_rejected(small_db):
+    option = {"sentence": "On Windows, the agent installs with the MSI package.", "original": "Windows",
+              "replacement": "FreeBSD", "kind": "platform", "setting": "on FreeBSD", "scope": "sentence"}
+    reason, _ = unanswerable.judge(small_db, "How does the agent install with the MSI package?", option, scripted.Gains())
+    assert "dropped its sentence's setting ('Windows')" in reason
+    reason, found = unanswerable.judge(small_db, "How does the agent install on Windows?", option, scripted.Gains())
+    assert reason is None and found["question"] == "How does the agent install on FreeBSD?" and found["scope"] == "sentence"
+
+
+def test_a_corpus_naming_no_software_swaps_countries_and_languages(tmp_path, small_db):
+    folder = tmp_path / "handbook"
+    folder.mkdir()
+    (folder / "leave.md").write_text("# Leave\n\nStaff employed in Germany get thirty days of paid leave each year.\n\n"
+                                     "Requests for leave go to the team lead two weeks before the first day off.\n")
+    db = open_project(tmp_path / "handbook.curator", create=True)
+    ingest(db, [folder])
+    assert unanswerable.setting_kinds(db) == unanswerable.FALLBACK_KINDS
+    found = unanswerable.options(db, _chunk(db, "thirty days"), seed=0)
+    assert [(o["original"], o["replacement"], o["setting"]) for o in found] == [("Germany", "United States", "in the United States")]
+    db.close()
+    # a technical corpus keeps to its technical settings: a country there is a fact, not a setting
+    assert unanswerable.setting_kinds(small_db) == unanswerable.SETTING_KINDS
+    assert unanswerable.swappable(small_db, "The agent company is based in Germany.") == []
+    assert unanswerable.swap_in("Staff in the United States get ten days.", Detail("United States", "country"),
+                                "Canada") == "Staff in Canada get ten days."
+    assert unanswerable.swap_in("Staff in Germany get ten days.", Detail("Germany", "country"),
+                                "United States") == "Staff in the United States get ten days."

@@ -109,8 +109,13 @@ ALIASES = {"VS Code": ("Visual Studio Code", "VSCode"), "macOS": ("Mac OS X", "O
 # one by "3.9 and older" or never existed ("Python 2.9"); the code that swapped them was removed.
 SETTING_KINDS = frozenset({"platform", "gui_toolkit", "editor", "shell", "database", "desktop", "init_system",
                            "bootloader", "filesystem", "architecture", "debian_release", "browser", "web_server",
-                           "compiler", "display_server", "virtualization", "country",
-                           "human_language"})
+                           "compiler", "display_server", "virtualization"})
+# Settings of any corpus, used only by one that names none of the above (a handbook, a policy): in
+# the Debian FAQ a country was a fact about a thing, not a setting ("SPI is incorporated in the United
+# States" gave "Who is the Software in the Public Interest in Canada?").
+FALLBACK_KINDS = frozenset({"country", "human_language"})
+# Names said with "the" ("in the United States"), so a swap to or from one keeps the sentence English.
+NAMES_WITH_THE = frozenset({"United States", "United Kingdom", "Netherlands"})
 _FAMILY_OF = {name: family for family, names in DETAIL_FAMILIES.items() for name in names}
 # A name inside a longer name is not that name ("Linux" in "Arch Linux", "C" in "C++", "apt" in "apt-get").
 _NAME = re.compile(r"(?<![\w+#/-])(" + "|".join(re.escape(n) for n in sorted(_FAMILY_OF, key=len, reverse=True))
@@ -212,6 +217,16 @@ def _active_chunks(db: sqlite_utils.Database) -> int:
     return cache["\0total"]
 
 
+def setting_kinds(db: sqlite_utils.Database) -> frozenset:
+    """The kinds a near miss swaps in this corpus: SETTING_KINDS, or FALLBACK_KINDS when no chunk
+    names any of their things (counted once per project connection)."""
+    cache = _MENTIONS.setdefault(db, {})
+    if "\0kinds" not in cache:
+        technical = any(corpus_mentions(db, name) for kind in sorted(SETTING_KINDS) for name in DETAIL_FAMILIES[kind])
+        cache["\0kinds"] = SETTING_KINDS if technical else FALLBACK_KINDS
+    return cache["\0kinds"]
+
+
 def setting_preposition(text: str, detail: Detail) -> Optional[str]:
     """The preposition that makes the detail the setting of ``text`` ("on" in "On Windows, use ..."),
     lower-case, or None when the detail is not introduced by one (SETTING_PREPOSITIONS)."""
@@ -234,15 +249,23 @@ def swappable(db: sqlite_utils.Database, text: str) -> list[Detail]:
     if exclusive(text):
         return []
     found = details(text)
-    return [d for d in found if d.kind in SETTING_KINDS and sum(o.kind == d.kind for o in found) == 1
+    kinds = setting_kinds(db)
+    return [d for d in found if d.kind in kinds and sum(o.kind == d.kind for o in found) == 1
             and setting_preposition(text, d) and not is_subject(db, d) and replacements(db, d, text)]
+
+
+def spelled(name: str) -> str:
+    """How a name is written after a preposition: "the United States", "Android"."""
+    return f"the {name}" if name in NAMES_WITH_THE else name
 
 
 def swap_in(text: str, detail: Detail, replacement: str, ignore_case: bool = False) -> str:
     """``text`` with every standalone spelling of the detail replaced (in any case for a model's
-    question, which may write "windows"; a corpus sentence's "windows" may be another thing)."""
-    return re.sub(r"(?<![\w+#/.-])" + re.escape(detail.text) + r"(?![\w+#/-])", replacement, text,
-                  flags=re.I if ignore_case else 0)
+    question, which may write "windows"; a corpus sentence's "windows" may be another thing), with
+    its "the" where one of the names takes it."""
+    the = r"(?:\bthe\s+)?" if detail.text in NAMES_WITH_THE else ""
+    found = re.compile(the + r"(?<![\w+#/.-])" + re.escape(detail.text) + r"(?![\w+#/-])", re.I if ignore_case else 0)
+    return found.sub(lambda _: spelled(replacement), text)
 
 
 def chunk_setting(db: sqlite_utils.Database, chunk: dict) -> Optional[Detail]:
@@ -254,7 +277,7 @@ def chunk_setting(db: sqlite_utils.Database, chunk: dict) -> Optional[Detail]:
     text = " ".join((chunk.get("text") or "").split())
     found = details(text)
     for detail in found:
-        if detail.kind not in SETTING_KINDS or any(o.kind == detail.kind and o != detail for o in found):
+        if detail.kind not in setting_kinds(db) or any(o.kind == detail.kind and o != detail for o in found):
             continue
         spelled = len(re.findall(r"(?<![\w+#/.-])" + re.escape(detail.text) + r"(?![\w+#/-])", text))
         if setting_preposition(text, detail) and spelled >= CHUNK_SETTING_MENTIONS \
@@ -267,7 +290,7 @@ def _option(db: sqlite_utils.Database, sentence: str, detail: Detail, scope: str
     replacement = replacements(db, detail, avoid)[0]
     return {"answer": sentence, "sentence": sentence, "swapped": swap_in(sentence, detail, replacement),
             "original": detail.text, "kind": detail.kind, "replacement": replacement,
-            "setting": f"{SETTING_PHRASES[detail.kind]} {replacement}", "scope": scope}
+            "setting": f"{SETTING_PHRASES[detail.kind]} {spelled(replacement)}", "scope": scope}
 
 
 def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
@@ -387,8 +410,12 @@ def judge(db: sqlite_utils.Database, question: str, option: dict, answer_check=N
     if gain is not None and gain < MIN_NEAR_MISS_GAIN:
         return f"question does not lead to its answer sentence (likelihood gain {gain:.2f})", None
     near, made = near_miss_question(question, option)
+    if made == "added" and option.get("scope") == "sentence":
+        # the sentence names its setting and the question left it out: the model did not ask about
+        # it, and an added one asked "was the 32-bit s390 port replaced on riscv64?" (trial run)
+        return f"unanswerable: the question dropped its sentence's setting ('{option['original']}')", None
     found = evidence(db, near, option, embedder)
-    found.update(question=near, model_question=question, setting_made=made,
+    found.update(question=near, model_question=question, setting_made=made, scope=option.get("scope"),
                  answer_gain=round(gain, 3) if gain is not None else None)
     return None, found
 
