@@ -184,3 +184,12 @@ def test_a_corpus_naming_no_software_swaps_countries_and_languages(tmp_path, sma
                                 "Canada") == "Staff in Canada get ten days."
     assert unanswerable.swap_in("Staff in Germany get ten days.", Detail("Germany", "country"),
                                 "United States") == "Staff in the United States get ten days."
+
+
+def test_a_thing_supported_or_built_on_is_not_a_setting():
+    eric = "Eric is an IDE built on PyQt and the Scintilla editing component."
+    assert unanswerable.setting_preposition(eric, Detail("PyQt", "gui_toolkit")) is None
+    m68k = "Support for the m68k architecture was dropped in the Etch release."
+    assert unanswerable.setting_preposition(m68k, Detail("m68k", "architecture")) is None
+    both = "Support for Windows was added; on Windows, use the installer."  # a later setting phrase still counts
+    assert unanswerable.setting_preposition(both, Detail("Windows", "platform")) == "on"

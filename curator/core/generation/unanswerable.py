@@ -50,7 +50,9 @@ from curator.core.generation.answers import MIN_ANSWER_GAIN, answer_sentences
 # mentions, so a near miss asks about a thing users of the corpus are likely to have (in the first
 # labelled run a seeded random choice asked about "COBOL scripts" and "Julia objects" in the Python FAQ).
 DETAIL_FAMILIES: dict[str, tuple[str, ...]] = {
-    "platform": ("Windows", "macOS", "Linux", "Android", "iOS", "FreeBSD", "ChromeOS", "WSL", "Solaris", "AIX",
+    # Desktop systems before phones: a near miss of "start the installer from Windows" asks about a
+    # peer ("from ChromeOS"), not a phone.
+    "platform": ("Windows", "macOS", "Linux", "ChromeOS", "FreeBSD", "Android", "iOS", "WSL", "Solaris", "AIX",
                  "OpenBSD", "NetBSD", "HP-UX", "Haiku", "z/OS", "QNX", "Cygwin"),
     "language": ("JavaScript", "Java", "C++", "C#", "Rust", "PHP", "Ruby", "Kotlin", "Perl", "Scala", "Lua",
                  "Haskell", "Julia", "Erlang", "Fortran", "Tcl", "Pascal", "COBOL"),
@@ -125,6 +127,11 @@ _NAME = re.compile(r"(?<![\w+#/-])(" + "|".join(re.escape(n) for n in sorted(_FA
 # sentence is about made nonsense or answered swaps in the labelled runs: "Windows remember where the
 # cursor was" (curses windows), "cause Windows to require the DLL" (an .exe on Android).
 SETTING_PREPOSITIONS = ("on", "under", "in", "for", "with", "within", "inside", "from", "using", "to")
+# After these the detail is what the sentence is about, not its setting: "support for the m68k
+# architecture was dropped" gave "...replaced on riscv64?" in a trial run, "Eric is an IDE built on
+# PyQt" answers "is Eric built on wxPython?" (no), "ported to FreeBSD", "replaced with s390x".
+OBJECT_VERBS = frozenset({"support", "supports", "supported", "port", "ports", "ported", "porting", "replaced",
+                          "built", "based", "written", "switched", "migrated", "moved", "converted"})
 # A sentence saying its statement holds only in its setting, or in every one, answers the swapped
 # question itself ("the winreg module is only provided on Windows": on Android, no; "works with any
 # init system ... not just with systemd": with Upstart too).
@@ -231,9 +238,11 @@ def setting_preposition(text: str, detail: Detail) -> Optional[str]:
     """The preposition that makes the detail the setting of ``text`` ("on" in "On Windows, use ..."),
     lower-case, or None when the detail is not introduced by one (SETTING_PREPOSITIONS)."""
     words = "|".join(SETTING_PREPOSITIONS)
-    found = re.search(r"\b(" + words + r")\s+(?:the\s+|a\s+|an\s+)?" + re.escape(detail.text) + r"(?![\w+#/-])",
-                      text, re.I)
-    return found.group(1).lower() if found else None
+    pattern = r"(\w+\s+)?\b(" + words + r")\s+(?:the\s+|a\s+|an\s+)?(?:Microsoft\s+|Apple\s+)?" + re.escape(detail.text) + r"(?![\w+#/-])"
+    for found in re.finditer(pattern, text, re.I):
+        if (found.group(1) or "").strip().lower() not in OBJECT_VERBS:
+            return found.group(2).lower()
+    return None
 
 
 def exclusive(text: str) -> bool:
