@@ -5,16 +5,20 @@ that sentence answers, asked in the swapped setting (issue 28).
 Why: asked to invent a question its passage does not answer, the bundled 135M model wrote nonsense
 or a question the corpus does answer (2 of 9 and 0 of 9 usable in the labelled quality-bench runs).
 So the model is no longer asked to invent. A chunk's answer sentence that names the setting of what
-it says ("On Windows, use ...", "a Python mode for Emacs": SETTING_KINDS, after a setting preposition)
-is picked, and the best-known thing of its kind that no chunk mentions is its replacement
-("Emacs" -> "Vim", "Windows" -> "Android"). The model writes the question the ORIGINAL sentence
-answers (the answer-first factoid prompt: a real sentence, so a real question), and the question is
-then put in the swapped setting by rule: the original's name in it is replaced, or, when the model
-left the setting out, the sentence's own setting phrase ("on Android") is added. So every near miss
-names the replacement (asked to write from the swapped sentence, the model dropped it in most
-candidates), and the model is judged on the question it wrote for a sentence it read (the
-likelihood gain). Sentences whose swap the corpus still answers are not used: one that says a thing
-holds only in its setting ("winreg is only provided on Windows" answers "on Android?": no) or in any.
+it says ("On Windows, use ...", "a Python mode for Emacs": SETTING_KINDS after a setting preposition,
+not a thing "supported" or "built on") is picked, or any sentence of a chunk about one setting (its
+name twice, once as a setting: the Python FAQ's Windows entries, the Debian FAQ's systemd entry);
+the best-known thing of its kind that no chunk mentions is the replacement ("Emacs" -> "Vim",
+"Windows" -> "ChromeOS"). The model writes the question the ORIGINAL sentence answers (the
+answer-first factoid prompt: a real sentence, so a real question), and a rule puts the question in
+the swapped setting: the original's name in it is replaced, or, for a sentence of a chunk about a
+setting, which the question may well leave out, the setting phrase ("on ChromeOS") is added. So
+every near miss names the replacement (asked to write from the swapped sentence, the model dropped
+it in 52 of 62 candidates), and the model is judged on the question it wrote for a sentence it read
+(a shared word, the likelihood gain). A sentence that says its statement holds only in its setting
+("winreg is only provided on Windows" answers "on Android?": no) or in any is not used. A corpus
+that names no technical setting at all (a handbook) swaps countries and languages instead
+(FALLBACK_KINDS).
 
 The question stays one a user of this corpus could ask (same topic, a peer of its setting) while its
 key detail is absent from the whole corpus, which full-text search shows. The evidence (the swap,
@@ -132,9 +136,6 @@ SETTING_PREPOSITIONS = ("on", "under", "in", "for", "with", "within", "inside", 
 # PyQt" answers "is Eric built on wxPython?" (no), "ported to FreeBSD", "replaced with s390x".
 OBJECT_VERBS = frozenset({"support", "supports", "supported", "port", "ports", "ported", "porting", "replaced",
                           "built", "based", "written", "switched", "migrated", "moved", "converted"})
-# A sentence saying its statement holds only in its setting, or in every one, answers the swapped
-# question itself ("the winreg module is only provided on Windows": on Android, no; "works with any
-# init system ... not just with systemd": with Upstart too).
 # How a question a model wrote without its setting gets it: "How do I uninstall Python" + " on Android?".
 # One per kind, not the sentence's own ("the first argument to systemd" gave "to Upstart").
 SETTING_PHRASES = {"platform": "on", "gui_toolkit": "with", "editor": "in", "shell": "in", "database": "with",
@@ -144,6 +145,9 @@ SETTING_PHRASES = {"platform": "on", "gui_toolkit": "with", "editor": "in", "she
                    "human_language": "in"}
 # A chunk naming its setting this often is about it (chunk_setting), so its other sentences hold there.
 CHUNK_SETTING_MENTIONS = 2
+# A sentence saying its statement holds only in its setting, or in every one, answers the swapped
+# question itself ("the winreg module is only provided on Windows": on Android, no; "works with any
+# init system ... not just with systemd": with Upstart too).
 EXCLUSIVE_WORDS = frozenset({"only", "just", "any", "all", "every", "except", "exclusively", "whichever",
                              "regardless", "unlike", "besides"})
 NEAREST = 3  # nearest chunks kept as evidence, per retriever
@@ -400,10 +404,10 @@ def judge(db: sqlite_utils.Database, question: str, option: dict, answer_check=N
           embedder=None) -> tuple[Optional[str], Optional[dict]]:
     """(None, evidence) for the question the model wrote from the original sentence, or (reason, None).
 
-    The question must be about its sentence: share a word with it besides the setting (in a labelled
-    run the 6 of 10 near misses that shared none were all off the sentence, and 5 of them useless:
-    "How can I check if my home network is connected on Android?" from a sentence about virus
-    scanners), and pass ``answer_check``, the generating model's likelihood gain of the sentence
+    The question must be about its sentence: share a word with it besides the setting and generic
+    verbs (of 10 labelled near misses from two earlier runs, the 6 that shared none were 2 usable,
+    the other 4 were 2 usable; "How can I check if my home network is connected on Android?" came
+    from a sentence about virus scanners), and pass ``answer_check``, the generating model's likelihood gain of the sentence
     given the question, at least MIN_NEAR_MISS_GAIN (a near miss is only as plausible as the real
     question it mirrors). It must not name another thing of the swapped kind ("on
     Windows or Linux": the corpus answers the other). The near miss is that question in the swapped
