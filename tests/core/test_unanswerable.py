@@ -193,3 +193,14 @@ def test_a_thing_supported_or_built_on_is_not_a_setting():
     assert unanswerable.setting_preposition(m68k, Detail("m68k", "architecture")) is None
     both = "Support for Windows was added; on Windows, use the installer."  # a later setting phrase still counts
     assert unanswerable.setting_preposition(both, Detail("Windows", "platform")) == "on"
+
+
+def test_a_near_miss_names_what_the_corpus_is_about(small_db):
+    assert unanswerable.corpus_subject(small_db) == "agent"  # in most chunks of the small corpus
+    option = {"sentence": "On Windows, the agent installs with the MSI package.", "original": "Windows",
+              "replacement": "FreeBSD", "kind": "platform", "setting": "on FreeBSD", "scope": "sentence"}
+    reason, _ = unanswerable.judge(small_db, "How does the MSI package install on Windows?", option, scripted.Gains())
+    assert "does not name what the corpus is about ('agent')" in reason
+    reason, found = unanswerable.judge(small_db, "How do agents install with the MSI package on Windows?", option,
+                                       scripted.Gains())
+    assert reason is None and found["question"] == "How do agents install with the MSI package on FreeBSD?"
