@@ -88,13 +88,13 @@ def test_options_show_the_original_sentence_in_its_setting_or_its_chunks(small_d
     found = {o["sentence"]: o for o in unanswerable.options(small_db, chunk, seed=0)}
     named = found["On Windows, the agent installs with the MSI package from the downloads page."]
     assert named["scope"] == "sentence" and named["answer"] == named["sentence"]  # the model reads the real one
-    assert named["setting"] == "on macOS" and "macOS" in named["swapped"] and "Windows" not in named["swapped"]
+    assert named["replacement"] == "macOS" and "macOS" in named["swapped"] and "Windows" not in named["swapped"]
     silent = found["Silent installs need the administrator account and a restart of the machine afterwards."]
-    assert silent["scope"] == "chunk" and silent["original"] == "Windows" and silent["setting"] == "on macOS"
+    assert silent["scope"] == "chunk" and silent["original"] == "Windows" and silent["replacement"] == "macOS"
     assert list(found.values()) == unanswerable.options(small_db, chunk, seed=0)  # seeded
     # a chunk naming a setting once, or only as "only on Linux", offers nothing beyond its own sentence
     editors = unanswerable.options(small_db, _chunk(small_db, "Emacs"), seed=0)
-    assert [(o["original"], o["scope"], o["setting"]) for o in editors] == [("Emacs", "sentence", "in VS Code")]
+    assert [(o["original"], o["scope"], o["replacement"]) for o in editors] == [("Emacs", "sentence", "VS Code")]
     assert unanswerable.options(small_db, _chunk(small_db, "cursor"), seed=0) == []
 
 
@@ -102,24 +102,27 @@ def test_options_show_the_original_sentence_in_its_setting_or_its_chunks(small_d
     ("How do I install the agent on Windows?", "How do I install the agent on macOS?", "swapped"),
     ("How do I install the agent on windows?", "How do I install the agent on macOS?", "swapped"),
     ("Does the agent install on macOS?", "Does the agent install on macOS?", "kept"),
-    ("What do silent installs need ?", "What do silent installs need on macOS?", "added"),
 ])
 def test_the_models_question_is_put_in_the_swapped_setting(question, near, made):
-    option = {"original": "Windows", "kind": "platform", "replacement": "macOS", "setting": "on macOS"}
+    option = {"original": "Windows", "kind": "platform", "replacement": "macOS"}
     assert unanswerable.near_miss_question(question, option) == (near, made)
+    # a question that leaves the setting out does not depend on it: the corpus answers it in general
+    assert unanswerable.near_miss_question("What do silent installs need?", option) is None
 
 
 def test_a_near_miss_is_about_its_sentence_and_carries_its_evidence(small_db):
     option = {"answer": "On Windows, the agent installs with the MSI package.", "original": "Windows",
               "sentence": "On Windows, the agent installs with the MSI package.", "kind": "platform",
-              "replacement": "FreeBSD", "setting": "on FreeBSD"}
+              "replacement": "FreeBSD"}
     reason, _ = unanswerable.judge(small_db, "Does the agent install on Linux?", option, scripted.Gains())
     assert "names another platform ('Linux')" in reason
     reason, _ = unanswerable.judge(small_db, "How do I install the agent on Windows?", option, scripted.Gains(0.1))
     assert "does not lead to its answer sentence" in reason
-    reason, found = unanswerable.judge(small_db, "How do I install the agent?", option, scripted.Gains())
+    reason, _ = unanswerable.judge(small_db, "How do I install the agent?", option, scripted.Gains())
+    assert "left out its setting ('Windows')" in reason
+    reason, found = unanswerable.judge(small_db, "How do I install the agent on windows?", option, scripted.Gains())
     assert reason is None and found["question"] == "How do I install the agent on FreeBSD?"
-    assert found["model_question"] == "How do I install the agent?" and found["setting_made"] == "added"
+    assert found["model_question"] == "How do I install the agent on windows?" and found["setting_made"] == "swapped"
     assert found["replacement_mentions"] == 0 and found["original_mentions"] == 2
     assert found["nearest_fts"] and found["nearest_fts"][0]["holds_original"]
     assert "'Windows' swapped for 'FreeBSD'" in unanswerable.explain(found)
@@ -132,8 +135,9 @@ def test_plan_asks_the_model_about_the_original_sentence(small_db):
 
 
 def test_a_scripted_run_stores_the_question_in_the_swapped_setting(small_db):
-    """The scripted model asks 'What is known about <the sentence's words>?', never naming a setting:
-    every stored row names the replacement, and the model's own question is kept as evidence."""
+    """The scripted model asks 'What is known about <the sentence's first words>?', which names
+    Windows for "On Windows, the agent installs ...": the stored row asks about the replacement
+    instead, and the model's own question is kept as evidence."""
     summary = generate(small_db, GenerationConfig(count=3, mix={"unanswerable": 1}, seed=0),
                        backend=FakeBackend(scripted.good_reply))
     rows = [get_query(small_db, r[0]) for r in small_db.execute("SELECT id FROM queries WHERE query_type = 'unanswerable'")]
@@ -149,19 +153,17 @@ def test_a_question_off_its_sentence_is_not_a_near_miss(small_db):
     """From a labelled run: questions sharing no word with their sentence but the setting or a
     generic verb were off the sentence ("check if my home network is connected" from virus scanners)."""
     option = {"sentence": "Try checking the configuration of virus scanning software on your systems.",
-              "original": "Windows", "replacement": "Android", "kind": "platform", "setting": "on Android"}
+              "original": "Windows", "replacement": "Android", "kind": "platform"}
     assert unanswerable.shared_words("How can I check if my home network is connected?", option) == set()
-    reason, _ = unanswerable.judge(small_db, "How can I check if my home network is connected?", option,
+    reason, _ = unanswerable.judge(small_db, "How can I check if my home network is connected on Windows?", option,
                                    scripted.Gains())
     assert "shares no word with its sentence" in reason
     assert unanswerable.shared_words("Why do virus scanners slow Windows down?", option) == {"viru", "scann"}  # crude stems
 
 
-def test_a_question_left_without_its_sentences_setting_is_rejected(small_db):
+def test_the_scope_of_the_option_is_in_the_evidence(small_db):
     option = {"sentence": "On Windows, the agent installs with the MSI package.", "original": "Windows",
-              "replacement": "FreeBSD", "kind": "platform", "setting": "on FreeBSD", "scope": "sentence"}
-    reason, _ = unanswerable.judge(small_db, "How does the agent install with the MSI package?", option, scripted.Gains())
-    assert "dropped its sentence's setting ('Windows')" in reason
+              "replacement": "FreeBSD", "kind": "platform", "scope": "sentence"}
     reason, found = unanswerable.judge(small_db, "How does the agent install on Windows?", option, scripted.Gains())
     assert reason is None and found["question"] == "How does the agent install on FreeBSD?" and found["scope"] == "sentence"
 
@@ -175,7 +177,8 @@ def test_a_corpus_naming_no_software_swaps_countries_and_languages(tmp_path, sma
     ingest(db, [folder])
     assert unanswerable.setting_kinds(db) == unanswerable.FALLBACK_KINDS
     found = unanswerable.options(db, _chunk(db, "thirty days"), seed=0)
-    assert [(o["original"], o["replacement"], o["setting"]) for o in found] == [("Germany", "United States", "in the United States")]
+    assert [(o["original"], o["replacement"], o["swapped"]) for o in found] == [
+        ("Germany", "United States", "Staff employed in the United States get thirty days of paid leave each year.")]
     db.close()
     # a technical corpus keeps to its technical settings: a country there is a fact, not a setting
     assert unanswerable.setting_kinds(small_db) == unanswerable.SETTING_KINDS
@@ -198,7 +201,7 @@ def test_a_thing_supported_or_built_on_is_not_a_setting():
 def test_a_near_miss_names_what_the_corpus_is_about(small_db):
     assert unanswerable.corpus_subject(small_db) == "agent"  # in most chunks of the small corpus
     option = {"sentence": "On Windows, the agent installs with the MSI package.", "original": "Windows",
-              "replacement": "FreeBSD", "kind": "platform", "setting": "on FreeBSD", "scope": "sentence"}
+              "replacement": "FreeBSD", "kind": "platform", "scope": "sentence"}
     reason, _ = unanswerable.judge(small_db, "How does the MSI package install on Windows?", option, scripted.Gains())
     assert "does not name what the corpus is about ('agent')" in reason
     reason, found = unanswerable.judge(small_db, "How do agents install with the MSI package on Windows?", option,

@@ -11,11 +11,11 @@ name twice, once as a setting: the Python FAQ's Windows entries, the Debian FAQ'
 the best-known thing of its kind that no chunk mentions is the replacement ("Emacs" -> "Vim",
 "Windows" -> "ChromeOS"). The model writes the question the ORIGINAL sentence answers (the
 answer-first factoid prompt: a real sentence, so a real question), and a rule puts the question in
-the swapped setting: the original's name in it is replaced, or, for a sentence of a chunk about a
-setting, which the question may well leave out, the setting phrase ("on ChromeOS") is added. So
-every near miss names the replacement (asked to write from the swapped sentence, the model dropped
-it in 52 of 62 candidates), and the model is judged on the question it wrote for a sentence it read
-(a shared word, the likelihood gain). A sentence that says its statement holds only in its setting
+the swapped setting: the original's name in it is replaced by the replacement's. So every near miss
+names the replacement (asked to write from the swapped sentence, the model dropped it in 52 of 62
+candidates), and the model is judged on the question it wrote for a sentence it read (a shared
+word, the likelihood gain). A question that leaves the setting out is no near miss: it does not
+depend on the setting, and the corpus answers it in general terms (near_miss_question). A sentence that says its statement holds only in its setting
 ("winreg is only provided on Windows" answers "on Android?": no) or in any is not used. A corpus
 that names no technical setting at all (a handbook) swaps countries and languages instead
 (FALLBACK_KINDS).
@@ -136,13 +136,6 @@ SETTING_PREPOSITIONS = ("on", "under", "in", "for", "with", "within", "inside", 
 # PyQt" answers "is Eric built on wxPython?" (no), "ported to FreeBSD", "replaced with s390x".
 OBJECT_VERBS = frozenset({"support", "supports", "supported", "port", "ports", "ported", "porting", "replaced",
                           "built", "based", "written", "switched", "migrated", "moved", "converted"})
-# How a question a model wrote without its setting gets it: "How do I uninstall Python" + " on Android?".
-# One per kind, not the sentence's own ("the first argument to systemd" gave "to Upstart").
-SETTING_PHRASES = {"platform": "on", "gui_toolkit": "with", "editor": "in", "shell": "in", "database": "with",
-                   "desktop": "in", "init_system": "with", "bootloader": "with", "filesystem": "on",
-                   "architecture": "on", "debian_release": "in", "browser": "in", "web_server": "with",
-                   "compiler": "with", "display_server": "with", "virtualization": "in", "country": "in",
-                   "human_language": "in"}
 # A chunk naming its setting this often is about it (chunk_setting), so its other sentences hold there.
 CHUNK_SETTING_MENTIONS = 2
 # A sentence saying its statement holds only in its setting, or in every one, answers the swapped
@@ -292,8 +285,8 @@ def chunk_setting(db: sqlite_utils.Database, chunk: dict) -> Optional[Detail]:
     for detail in found:
         if detail.kind not in setting_kinds(db) or any(o.kind == detail.kind and o != detail for o in found):
             continue
-        spelled = len(re.findall(r"(?<![\w+#/.-])" + re.escape(detail.text) + r"(?![\w+#/-])", text))
-        if setting_preposition(text, detail) and spelled >= CHUNK_SETTING_MENTIONS \
+        named = len(re.findall(r"(?<![\w+#/.-])" + re.escape(detail.text) + r"(?![\w+#/-])", text))
+        if setting_preposition(text, detail) and named >= CHUNK_SETTING_MENTIONS \
                 and not is_subject(db, detail) and replacements(db, detail, text):
             return detail
     return None
@@ -303,7 +296,7 @@ def _option(db: sqlite_utils.Database, sentence: str, detail: Detail, scope: str
     replacement = replacements(db, detail, avoid)[0]
     return {"answer": sentence, "sentence": sentence, "swapped": swap_in(sentence, detail, replacement),
             "original": detail.text, "kind": detail.kind, "replacement": replacement,
-            "setting": f"{SETTING_PHRASES[detail.kind]} {spelled(replacement)}", "scope": scope}
+            "scope": scope}
 
 
 def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
@@ -368,17 +361,19 @@ def _holds(text: str, term: str) -> bool:
     return re.search(r"(?<![\w+#/.-])" + re.escape(term) + r"(?![\w+#/-])", text, re.I) is not None
 
 
-def near_miss_question(question: str, option: dict) -> tuple[str, str]:
+def near_miss_question(question: str, option: dict) -> Optional[tuple[str, str]]:
     """The model's question (written for the original sentence) put in the swapped setting, and how:
     'swapped' when it named the original (every spelling replaced), 'kept' when it already named the
-    replacement, 'added' when it named neither (the setting phrase goes before the final '?')."""
+    replacement; None when it names neither. Such a question does not depend on its setting, so the
+    corpus answers it in general terms: with the setting added ("How to use non-blocking sockets
+    with Python on ChromeOS?") 4 of 8 labelled ones were usable, against 8 of 9 whose question
+    named the setting itself (bench/quality_labels_issue28.jsonl, code issue28_v7)."""
     detail = Detail(option["original"], option["kind"])
     if _holds(question, option["original"]):
         return swap_in(question, detail, option["replacement"], ignore_case=True), "swapped"
     if _holds(question, option["replacement"]):
         return question, "kept"
-    body = question.rstrip().rstrip("?").rstrip()
-    return f"{body} {option['setting']}?", "added"
+    return None
 
 
 # Words any how-to question and sentence share, which say nothing about what is asked ("How can I
@@ -445,18 +440,17 @@ def judge(db: sqlite_utils.Database, question: str, option: dict, answer_check=N
               and d.text not in (option["original"], option["replacement"])]
     if others:
         return f"unanswerable: the question names another {option['kind']} ('{others[0]}')", None
+    asked = near_miss_question(question, option)
+    if asked is None:
+        return f"unanswerable: the question left out its setting ('{option['original']}')", None
+    near, made = asked
     if not shared_words(question, option):
         return "unanswerable: the question shares no word with its sentence besides the setting", None
-    gain = answer_check.gain(question, option["sentence"]) if answer_check is not None else None
-    if gain is not None and gain < MIN_NEAR_MISS_GAIN:
-        return f"question does not lead to its answer sentence (likelihood gain {gain:.2f})", None
-    near, made = near_miss_question(question, option)
     if not names_subject(db, near):
         return f"unanswerable: the question does not name what the corpus is about ('{corpus_subject(db)}')", None
-    if made == "added" and option.get("scope") == "sentence":
-        # the sentence names its setting and the question left it out: the model did not ask about
-        # it, and an added one asked "was the 32-bit s390 port replaced on riscv64?" (trial run)
-        return f"unanswerable: the question dropped its sentence's setting ('{option['original']}')", None
+    gain = answer_check.gain(question, option["sentence"]) if answer_check is not None else None
+    if gain is not None and gain < MIN_NEAR_MISS_GAIN:  # last: it costs a pass of the model
+        return f"question does not lead to its answer sentence (likelihood gain {gain:.2f})", None
     found = evidence(db, near, option, embedder)
     found.update(question=near, model_question=question, setting_made=made, scope=option.get("scope"),
                  answer_gain=round(gain, 3) if gain is not None else None)
