@@ -207,3 +207,13 @@ def test_a_near_miss_names_what_the_corpus_is_about(small_db):
     reason, found = unanswerable.judge(small_db, "How do agents install with the MSI package on Windows?", option,
                                        scripted.Gains())
     assert reason is None and found["question"] == "How do agents install with the MSI package on FreeBSD?"
+
+
+def test_the_model_is_shown_the_setting_in_the_title(small_db):
+    from curator.core.generation.generate import GenerationConfig, _request
+
+    task = next(plan_tasks(small_db, {"unanswerable": 1}, 0, answers_mode="extractive"))
+    # a one-word title is a file name the prompt leaves out: the corpus's subject stands in
+    assert " " not in task.chunks[0]["title"] and task.option["title"] == f"Agent ({task.option['original']})"
+    prompt = _request(task, GenerationConfig(count=1, seed=0)).messages[-1]["content"]
+    assert task.option["title"] in prompt and task.option["sentence"] in prompt

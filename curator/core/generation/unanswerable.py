@@ -292,11 +292,20 @@ def chunk_setting(db: sqlite_utils.Database, chunk: dict) -> Optional[Detail]:
     return None
 
 
-def _option(db: sqlite_utils.Database, sentence: str, detail: Detail, scope: str, avoid: str) -> dict:
-    replacement = replacements(db, detail, avoid)[0]
+def _option(db: sqlite_utils.Database, chunk: dict, sentence: str, detail: Detail, scope: str) -> dict:
+    """One near miss a chunk offers. "title" is the title the model is shown with the sentence, with
+    the setting named ("Python (Windows)", "Logging Cookbook > A Qt GUI for logging (Qt)"), since
+    only a question that names its setting makes a near miss (near_miss_question). A file name
+    ("entry-003") says nothing and the prompt leaves it out, so the corpus's subject stands in."""
+    replacement = replacements(db, detail, sentence if scope == "sentence" else chunk["text"])[0]
     return {"answer": sentence, "sentence": sentence, "swapped": swap_in(sentence, detail, replacement),
-            "original": detail.text, "kind": detail.kind, "replacement": replacement,
-            "scope": scope}
+            "original": detail.text, "kind": detail.kind, "replacement": replacement, "scope": scope,
+            "title": f"{_topic(db, chunk)} ({detail.text})"}
+
+
+def _topic(db: sqlite_utils.Database, chunk: dict) -> str:
+    title = (chunk.get("title") or "").strip()
+    return title if " " in title else corpus_subject(db).capitalize()
 
 
 def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
@@ -311,9 +320,9 @@ def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
     for sentence in answer_sentences(chunk["text"]):
         usable = swappable(db, sentence)
         if usable:
-            found.append(_option(db, sentence, usable[0], "sentence", sentence))
+            found.append(_option(db, chunk, sentence, usable[0], "sentence"))
         elif setting and not exclusive(sentence) and not any(d.kind == setting.kind for d in details(sentence)):
-            found.append(_option(db, sentence, setting, "chunk", chunk["text"]))
+            found.append(_option(db, chunk, sentence, setting, "chunk"))
     random.Random(f"{seed}:{chunk['id']}:unanswerable").shuffle(found)
     return found
 
