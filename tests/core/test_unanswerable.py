@@ -88,7 +88,7 @@ def test_options_show_the_original_sentence_in_its_setting_or_its_chunks(small_d
     found = {o["sentence"]: o for o in unanswerable.options(small_db, chunk, seed=0)}
     named = found["On Windows, the agent installs with the MSI package from the downloads page."]
     assert named["scope"] == "sentence" and named["answer"] == named["sentence"]  # the model reads the real one
-    assert named["replacement"] == "macOS" and "macOS" in named["swapped"] and "Windows" not in named["swapped"]
+    assert named["setting"] == "on macOS" and "macOS" in named["swapped"] and "Windows" not in named["swapped"]
     silent = found["Silent installs need the administrator account and a restart of the machine afterwards."]
     assert silent["scope"] == "chunk" and silent["original"] == "Windows" and silent["replacement"] == "macOS"
     assert list(found.values()) == unanswerable.options(small_db, chunk, seed=0)  # seeded
@@ -104,10 +104,14 @@ def test_options_show_the_original_sentence_in_its_setting_or_its_chunks(small_d
     ("Does the agent install on macOS?", "Does the agent install on macOS?", "kept"),
 ])
 def test_the_models_question_is_put_in_the_swapped_setting(question, near, made):
-    option = {"original": "Windows", "kind": "platform", "replacement": "macOS"}
+    option = {"original": "Windows", "kind": "platform", "replacement": "macOS", "setting": "on macOS",
+              "scope": "sentence"}
     assert unanswerable.near_miss_question(question, option) == (near, made)
-    # a question that leaves the setting out does not depend on it: the corpus answers it in general
+    # a question that leaves out the setting its sentence names did not ask about it
     assert unanswerable.near_miss_question("What do silent installs need?", option) is None
+    # a sentence of a chunk about the setting need not name it: the setting is added
+    assert unanswerable.near_miss_question("What do silent installs need ?", {**option, "scope": "chunk"}) == \
+        ("What do silent installs need on macOS?", "added")
 
 
 def test_a_near_miss_is_about_its_sentence_and_carries_its_evidence(small_db):

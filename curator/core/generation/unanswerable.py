@@ -136,6 +136,14 @@ SETTING_PREPOSITIONS = ("on", "under", "in", "for", "with", "within", "inside", 
 # PyQt" answers "is Eric built on wxPython?" (no), "ported to FreeBSD", "replaced with s390x".
 OBJECT_VERBS = frozenset({"support", "supports", "supported", "port", "ports", "ported", "porting", "replaced",
                           "built", "based", "written", "switched", "migrated", "moved", "converted"})
+# How a question about a sentence of a chunk about a setting (scope 'chunk'), which need not name it,
+# gets it: "How do I install a new Python interpreter on my computer" + " on ChromeOS?". One per kind,
+# not the sentence's own preposition ("the first argument to systemd" gave "to Upstart").
+SETTING_PHRASES = {"platform": "on", "gui_toolkit": "with", "editor": "in", "shell": "in", "database": "with",
+                   "desktop": "in", "init_system": "with", "bootloader": "with", "filesystem": "on",
+                   "architecture": "on", "debian_release": "in", "browser": "in", "web_server": "with",
+                   "compiler": "with", "display_server": "with", "virtualization": "in", "country": "in",
+                   "human_language": "in"}
 # A chunk naming its setting this often is about it (chunk_setting), so its other sentences hold there.
 CHUNK_SETTING_MENTIONS = 2
 # A sentence saying its statement holds only in its setting, or in every one, answers the swapped
@@ -300,6 +308,7 @@ def _option(db: sqlite_utils.Database, chunk: dict, sentence: str, detail: Detai
     replacement = replacements(db, detail, sentence if scope == "sentence" else chunk["text"])[0]
     return {"answer": sentence, "sentence": sentence, "swapped": swap_in(sentence, detail, replacement),
             "original": detail.text, "kind": detail.kind, "replacement": replacement, "scope": scope,
+            "setting": f"{SETTING_PHRASES[detail.kind]} {spelled(replacement)}",
             "title": f"{_topic(db, chunk)} ({detail.text})"}
 
 
@@ -373,16 +382,22 @@ def _holds(text: str, term: str) -> bool:
 def near_miss_question(question: str, option: dict) -> Optional[tuple[str, str]]:
     """The model's question (written for the original sentence) put in the swapped setting, and how:
     'swapped' when it named the original (every spelling replaced), 'kept' when it already named the
-    replacement; None when it names neither. Such a question does not depend on its setting, so the
-    corpus answers it in general terms: with the setting added ("How to use non-blocking sockets
-    with Python on ChromeOS?") 4 of 8 labelled ones were usable, against 8 of 9 whose question
-    named the setting itself (bench/quality_labels_issue28.jsonl, code issue28_v7)."""
+    replacement, 'added' when it names neither and its sentence comes from a chunk about the setting
+    (scope 'chunk'; the setting phrase goes before the final '?'). None for a question that leaves
+    out the setting its own sentence names: the model did not ask about it, and added it made 0 of
+    10 labelled near misses usable ("was the 32-bit s390 port replaced on riscv64?"). Labelled
+    (bench/quality_labels_issue28.jsonl, code issue28_v7): 8 of 9 usable when the question named the
+    setting itself, 4 of 8 when a chunk's setting was added ("How to use non-blocking sockets with
+    Python on ChromeOS?" is answered in general terms), so the model is shown the setting (title)."""
     detail = Detail(option["original"], option["kind"])
     if _holds(question, option["original"]):
         return swap_in(question, detail, option["replacement"], ignore_case=True), "swapped"
     if _holds(question, option["replacement"]):
         return question, "kept"
-    return None
+    if option.get("scope") != "chunk":
+        return None
+    body = question.rstrip().rstrip("?").rstrip()
+    return f"{body} {option['setting']}?", "added"
 
 
 # Words any how-to question and sentence share, which say nothing about what is asked ("How can I
