@@ -218,6 +218,6 @@ def test_the_model_is_shown_the_setting_in_the_title(small_db):
 
     task = next(plan_tasks(small_db, {"unanswerable": 1}, 0, answers_mode="extractive"))
     # a one-word title is a file name the prompt leaves out: the corpus's subject stands in
-    assert " " not in task.chunks[0]["title"] and task.option["title"] == f"Agent ({task.option['original']})"
+    assert " " not in task.chunks[0]["title"] and task.option["title"] == f"Agent {task.option['setting'].split()[0]} {task.option['original']}"
     prompt = _request(task, GenerationConfig(count=1, seed=0)).messages[-1]["content"]
     assert task.option["title"] in prompt and task.option["sentence"] in prompt

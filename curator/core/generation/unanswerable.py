@@ -302,14 +302,15 @@ def chunk_setting(db: sqlite_utils.Database, chunk: dict) -> Optional[Detail]:
 
 def _option(db: sqlite_utils.Database, chunk: dict, sentence: str, detail: Detail, scope: str) -> dict:
     """One near miss a chunk offers. "title" is the title the model is shown with the sentence, with
-    the setting named ("Python (Windows)", "Logging Cookbook > A Qt GUI for logging (Qt)"), since
-    only a question that names its setting makes a near miss (near_miss_question). A file name
+    the setting named ("Python on Windows", "Logging Cookbook > A Qt GUI for logging with Qt"), since
+    a question that names its setting makes the best near miss (near_miss_question). In brackets,
+    "Debian (Windows)", the model copied them: "How to install Debian (ChromeOS) on Ubuntu?". A file name
     ("entry-003") says nothing and the prompt leaves it out, so the corpus's subject stands in."""
     replacement = replacements(db, detail, sentence if scope == "sentence" else chunk["text"])[0]
     return {"answer": sentence, "sentence": sentence, "swapped": swap_in(sentence, detail, replacement),
             "original": detail.text, "kind": detail.kind, "replacement": replacement, "scope": scope,
             "setting": f"{SETTING_PHRASES[detail.kind]} {spelled(replacement)}",
-            "title": f"{_topic(db, chunk)} ({detail.text})"}
+            "title": f"{_topic(db, chunk)} {SETTING_PHRASES[detail.kind]} {spelled(detail.text)}"}
 
 
 def _topic(db: sqlite_utils.Database, chunk: dict) -> str:
