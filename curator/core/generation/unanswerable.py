@@ -10,15 +10,17 @@ not a thing "supported" or "built on") is picked, or any sentence of a chunk abo
 name twice, once as a setting: the Python FAQ's Windows entries, the Debian FAQ's systemd entry);
 the best-known thing of its kind that no chunk mentions is the replacement ("Emacs" -> "Vim",
 "Windows" -> "ChromeOS"). The model writes the question the ORIGINAL sentence answers (the
-answer-first factoid prompt: a real sentence, so a real question), and a rule puts the question in
-the swapped setting: the original's name in it is replaced by the replacement's. So every near miss
-names the replacement (asked to write from the swapped sentence, the model dropped it in 52 of 62
-candidates), and the model is judged on the question it wrote for a sentence it read (a shared
-word, the likelihood gain). A question that leaves the setting out is no near miss: it does not
-depend on the setting, and the corpus answers it in general terms (near_miss_question). A sentence that says its statement holds only in its setting
-("winreg is only provided on Windows" answers "on Android?": no) or in any is not used. A corpus
-that names no technical setting at all (a handbook) swaps countries and languages instead
-(FALLBACK_KINDS).
+answer-first factoid prompt: a real sentence, so a real question; its document title names the
+setting, "Python on Windows"), and a rule puts the question in the swapped setting: the original's
+name in it is replaced by the replacement's; a question about a sentence of a chunk about the
+setting, which need not name it, gets the setting phrase added ("... on ChromeOS?"); a question
+that leaves out the setting its own sentence names is rejected. So every near miss names the
+replacement (asked to write from the swapped sentence, the model dropped it in 52 of 62 candidates),
+and the model is judged on the question it wrote for a sentence it read (a shared word, the
+likelihood gain), and the near miss must name what the corpus is about ("Python"). A sentence that
+says its statement holds only in its setting ("winreg is only provided on Windows" answers "on
+Android?": no) or in any is not used. A corpus that names no technical setting at all (a handbook)
+swaps countries and languages instead (FALLBACK_KINDS).
 
 The question stays one a user of this corpus could ask (same topic, a peer of its setting) while its
 key detail is absent from the whole corpus, which full-text search shows. The evidence (the swap,
