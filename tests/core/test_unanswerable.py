@@ -221,3 +221,13 @@ def test_the_model_is_shown_the_setting_in_the_title(small_db):
     assert " " not in task.chunks[0]["title"] and task.option["title"] == f"Agent {task.option['setting'].split()[0]} {task.option['original']}"
     prompt = _request(task, GenerationConfig(count=1, seed=0)).messages[-1]["content"]
     assert task.option["title"] in prompt and task.option["sentence"] in prompt
+
+
+def test_a_near_miss_asks_to_do_something_that_depends_on_its_setting(small_db):
+    """Opening a file or exiting a script works alike everywhere: the corpus answers it in general."""
+    option = {"sentence": "On Windows, the agent installs with the MSI package and opens its log.", "original": "Windows",
+              "replacement": "FreeBSD", "kind": "platform", "scope": "sentence"}
+    reason, _ = unanswerable.judge(small_db, "How does the agent open its log on Windows?", option, scripted.Gains())
+    assert "asks nothing that depends on its setting" in reason
+    reason, found = unanswerable.judge(small_db, "How do I set up the agent on Windows?", option, scripted.Gains())
+    assert reason is None and found["question"] == "How do I set up the agent on FreeBSD?"
