@@ -441,10 +441,13 @@ def corpus_subject(db: sqlite_utils.Database) -> str:
 # exiting a script, speed), the corpus answers it in general terms wherever it runs. Of the labelled
 # near misses naming the corpus's subject (codes v6 to v9), on the Python FAQ 9 of the 12 asking one
 # of these were usable, 8 of the 26 that did not; on the Debian FAQ 19 of 22 and 1 of 2. Counted on
-# the rows the rule was read from; the fresh rows since are code issue28_v12.
+# the rows the rule was read from; the fresh rows since are code issue28_v12. "run" is in too ("the
+# server runs under systemd"), though it let in 3 usable and 4 rejected ones ("run a Python script on
+# a ChromeOS laptop", answered in general terms).
 SETTING_ACTIONS = frozenset({"install", "installs", "installed", "installing", "uninstall", "reinstall", "set",
                              "setup", "configure", "configuring", "start", "starts", "starting", "boot",
-                             "enable", "disable", "upgrade", "upgrading", "remove", "removing"})
+                             "enable", "disable", "upgrade", "upgrading", "remove", "removing", "run", "runs",
+                             "running", "launch"})
 
 
 def asks_setting_action(question: str) -> bool:
