@@ -10,7 +10,6 @@ import pytest
 from curator.core.corpus.ingest import ingest
 from curator.core.generation import multihop, prompts, unanswerable
 from curator.core.generation.generate import GenerationConfig, generate, plan_tasks
-from curator.core.generation.unanswerable import Detail
 from curator.core.queries.rows import get_query
 from curator.core.store import open_project
 import scripted
@@ -38,56 +37,7 @@ def small_db(tmp_path):
     db.close()
 
 
-def test_details_find_named_things_and_versions_but_not_parts_of_longer_names():
-    found = unanswerable.details("Does it run on Windows and Arch Linux with C++ and version 3.11?")
-    assert Detail("Windows", "platform") in found and Detail("3.11", "version") in found
-    assert Detail("Arch Linux", "distribution") in found
-    assert Detail("Linux", "platform") not in found  # inside "Arch Linux"
-    assert not any(d.text == "C" for d in found)
-
-
-def test_a_replacement_is_one_the_corpus_never_mentions(small_db):
-    windows = Detail("Windows", "platform")
-    assert unanswerable.corpus_mentions(small_db, "Windows") == 1
-    choices = unanswerable.replacements(small_db, windows)
-    assert choices and "Windows" not in choices
-    assert all(unanswerable.corpus_mentions(small_db, c) == 0 for c in choices)
-    assert unanswerable.replacements(small_db, Detail("4.2", "version"))[0] == "4.3"
-
-
-def test_the_corpus_subject_and_two_things_of_a_kind_are_not_swapped(small_db):
-    assert unanswerable.swappable(small_db, "Does the agent install on Windows?") == [Detail("Windows", "platform")]
-    # naming two platforms: swapping one leaves a question the corpus still answers
-    assert unanswerable.swappable(small_db, "Does the agent install on Windows or macOS?") == []
-    with small_db.conn:  # now every chunk names it: the corpus's subject
-        small_db.execute("UPDATE chunks SET text = text || ' Windows'")
-        small_db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
-    unanswerable._MENTIONS.pop(small_db, None)
-    assert unanswerable.swappable(small_db, "Does the agent install on Windows?") == []
-
-
-def test_options_show_the_model_the_swapped_sentence(small_db):
-    chunk = dict(zip(("id", "text"), small_db.execute(
-        "SELECT id, text FROM chunks WHERE text LIKE '%MSI%'").fetchone()))
-    found = {o["original"]: o for o in unanswerable.options(small_db, chunk, seed=0)}
-    assert set(found) == {"Windows"}  # a version is not swapped: a later one is what "4.2 and newer" answers
-    assert found["Windows"]["replacement"] in found["Windows"]["answer"] and "Windows" not in found["Windows"]["answer"]
-    assert list(found.values()) == unanswerable.options(small_db, chunk, seed=0)  # seeded
-
-
-def test_a_near_miss_must_keep_the_swapped_detail_and_carries_its_evidence(small_db):
-    option = {"answer": "The agent installs on FreeBSD with the MSI package.", "sentence": "...", "original": "Windows",
-              "kind": "platform", "replacement": "FreeBSD"}
-    reason, _ = unanswerable.judge(small_db, "How do I install the agent?", option, scripted.Gains())
-    assert "dropped the swapped detail" in reason
-    reason, _ = unanswerable.judge(small_db, "Is the agent for FreeBSD like Windows?", option, scripted.Gains())
-    assert "still names" in reason
-    reason, found = unanswerable.judge(small_db, "How do I install the agent on FreeBSD?", option, scripted.Gains(0.1))
-    assert "does not lead to its answer sentence" in reason
-    reason, found = unanswerable.judge(small_db, "How do I install the agent on FreeBSD?", option, scripted.Gains())
-    assert reason is None and found["replacement_mentions"] == 0 and found["original_mentions"] == 1
-    assert found["nearest_fts"] and found["nearest_fts"][0]["holds_original"]
-    assert "'Windows' swapped for 'FreeBSD'" in unanswerable.explain(found)
+# The near-miss selection and judging tests are in test_unanswerable.py.
 
 
 def test_multi_hop_pairs_two_chunks_naming_one_entity(small_db):
@@ -194,7 +144,7 @@ def test_a_sentence_that_points_elsewhere_is_no_fact(small_db):
 def test_plan_gives_derived_tasks_their_own_sentences(small_db):
     tasks = list(plan_tasks(small_db, {"unanswerable": 1, "multi_hop": 1}, 0, answers_mode="extractive"))
     kinds = {t.query_type: t for t in tasks}
-    assert kinds["unanswerable"].option["replacement"] in kinds["unanswerable"].answer
+    assert kinds["unanswerable"].answer == kinds["unanswerable"].option["sentence"]  # the model reads the real one
     assert len(kinds["multi_hop"].chunks) == 2 and kinds["multi_hop"].option["entity"]
 
 

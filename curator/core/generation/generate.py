@@ -353,8 +353,8 @@ def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.
         asked_type = "factoid" if task.query_type == "unanswerable" else task.query_type
         shots = shown.shots(asked_type, task.chunks[0]) if shown else None
         log_queries = shown.log_queries if shown else ()
-        return Request(prompts.build_answer_first_messages(asked_type, task.chunks[0]["title"], task.answer,
-                                                           shots, log_queries),
+        title = (task.option or {}).get("title") or task.chunks[0]["title"]  # a near miss names its setting
+        return Request(prompts.build_answer_first_messages(asked_type, title, task.answer, shots, log_queries),
                        max_tokens=min(config.max_tokens, prompts.ASKED_MAX_TOKENS), temperature=config.temperature,
                        seed=seed, grammar=prompts.asked_grammar(asked_type), tag=task)
     passages = [_truncate(c["text"]) for c in task.chunks]
@@ -499,6 +499,8 @@ def _judge_derived(db, task: Task, candidate: dict, checks: _Checks) -> tuple[Op
     if task.query_type == "unanswerable":
         reason, found = unanswerable.judge(db, candidate["text"], task.option, checks.answer_check,
                                            checks.evidence_embedder())
+        if found:  # the model wrote for the original sentence; the row asks in the swapped setting
+            candidate["text"] = found["question"]
         return reason, {"unanswerable_evidence": found} if found else {}
     reason, found = multihop.judge(candidate["raw"], task.option, checks.answer_check)
     return reason, {"multi_hop": found}

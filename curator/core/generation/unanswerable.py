@@ -1,18 +1,37 @@
-"""Unanswerable rows as near misses: a sentence of the corpus with the setting it names swapped for
-one the corpus never mentions, and the question it would answer (issue 28).
+"""Unanswerable rows as near misses: a sentence of the corpus whose setting (the platform, editor,
+init system, toolkit... it holds for) is swapped for one the corpus never mentions, and the question
+that sentence answers, asked in the swapped setting (issue 28).
 
 Why: asked to invent a question its passage does not answer, the bundled 135M model wrote nonsense
 or a question the corpus does answer (2 of 9 and 0 of 9 usable in the labelled quality-bench runs).
 So the model is no longer asked to invent. A chunk's answer sentence that names the setting of what
-it says (a platform, an editor, an init system, a toolkit: SETTING_KINDS) has that thing swapped for
-the best-known one of its kind that no chunk mentions ("Emacs" -> "VS Code", "Windows" ->
-"Android"), and the model writes the question the swapped sentence answers (the answer-first
-factoid prompt). The question stays one a user of this corpus could ask (same topic, same kind of
-thing) while its key detail is absent from the whole corpus, which full-text search shows. The
-evidence (the swap, the replacement's zero mentions, the nearest chunks by full text and by the
-sentence embedder, and whether they hold the original detail) is stored with the row in its quality
-signals, so a reviewer sees why it is believed unanswerable; the reviewer still decides, since a
-corpus can answer a near miss in general terms.
+it says ("On Windows, use ...", "a Python mode for Emacs": SETTING_KINDS after a setting preposition,
+not a thing "supported" or "built on") is picked, or any sentence of a chunk about one setting (its
+name twice, once as a setting: the Python FAQ's Windows entries, the Debian FAQ's systemd entry);
+the best-known thing of its kind that no chunk mentions is the replacement ("Emacs" -> "Vim",
+"Windows" -> "ChromeOS"). The model writes the question the ORIGINAL sentence answers (the
+answer-first factoid prompt: a real sentence, so a real question; its document title names the
+setting, "Python on Windows"), and a rule puts the question in the swapped setting: the original's
+name in it is replaced by the replacement's; a question about a sentence of a chunk about the
+setting, which need not name it, gets the setting phrase added ("... on ChromeOS?"); a question
+that leaves out the setting its own sentence names is rejected. So every near miss names the
+replacement (asked to write from the swapped sentence, the model dropped it in 52 of 62 candidates),
+and the model is judged on the question it wrote for a sentence it read (a shared word, the
+likelihood gain), and the near miss must name what the corpus is about ("Python"). A sentence that
+says its statement holds only in its setting ("winreg is only provided on Windows" answers "on
+Android?": no) or in any is not used. A corpus that names no technical setting at all (a handbook)
+swaps countries and languages instead (FALLBACK_KINDS).
+
+The question stays one a user of this corpus could ask (same topic, a peer of its setting) while its
+key detail is absent from the whole corpus, which full-text search shows. The evidence (the swap,
+the replacement's zero mentions, the nearest chunks by full text and by the sentence embedder, and
+whether they hold the original detail) is stored with the row in its quality signals, so a reviewer
+sees why it is believed unanswerable; the reviewer still decides, since a corpus can answer a near
+miss in general terms. The evidence is never a filter: the full-text and dense retrievers are the
+ones under test.
+
+Versions are not swapped (the labelled runs: a later version is answered by the corpus's "3.10 and
+newer", an earlier one by "before 3.9" or never existed, "Python 2.9").
 """
 
 from __future__ import annotations
@@ -27,6 +46,7 @@ import numpy as np
 import sqlite_utils
 
 from curator.core.corpus.search import search_chunks
+from curator.core.queries.words import content_words, stem
 from curator.core.generation.answers import MIN_ANSWER_GAIN, answer_sentences
 
 # Things of one kind a user might ask about, in the spelling a question uses. Only names that are
@@ -36,7 +56,9 @@ from curator.core.generation.answers import MIN_ANSWER_GAIN, answer_sentences
 # mentions, so a near miss asks about a thing users of the corpus are likely to have (in the first
 # labelled run a seeded random choice asked about "COBOL scripts" and "Julia objects" in the Python FAQ).
 DETAIL_FAMILIES: dict[str, tuple[str, ...]] = {
-    "platform": ("Windows", "macOS", "Linux", "Android", "iOS", "FreeBSD", "ChromeOS", "WSL", "Solaris", "AIX",
+    # Desktop systems before phones: a near miss of "start the installer from Windows" asks about a
+    # peer ("from ChromeOS"), not a phone.
+    "platform": ("Windows", "macOS", "Linux", "ChromeOS", "FreeBSD", "Android", "iOS", "WSL", "Solaris", "AIX",
                  "OpenBSD", "NetBSD", "HP-UX", "Haiku", "z/OS", "QNX", "Cygwin"),
     "language": ("JavaScript", "Java", "C++", "C#", "Rust", "PHP", "Ruby", "Kotlin", "Perl", "Scala", "Lua",
                  "Haskell", "Julia", "Erlang", "Fortran", "Tcl", "Pascal", "COBOL"),
@@ -64,6 +86,17 @@ DETAIL_FAMILIES: dict[str, tuple[str, ...]] = {
     "mail_server": ("Postfix", "Exim", "Sendmail", "Dovecot", "qmail"),
     "version_control": ("git", "Mercurial", "Subversion", "CVS", "Bazaar"),
     "compiler": ("gcc", "clang", "MSVC", "MinGW", "icc"),
+    "display_server": ("Wayland", "X11", "Mir"),
+    "virtualization": ("Docker", "VirtualBox", "VMware", "QEMU", "KVM", "Xen", "LXC", "Podman", "Hyper-V"),
+    # Settings of any corpus, technical or not (a handbook's "staff in Germany", a manual "available in
+    # Spanish"): a corpus that names no software still gets near misses. Countries and languages whose
+    # names are everyday words ("Turkey", "Chad", "Georgia") are left out.
+    "country": ("United States", "Canada", "United Kingdom", "Germany", "France", "India", "Japan", "Australia",
+                "Brazil", "Spain", "Italy", "Mexico", "Netherlands", "Sweden", "Switzerland", "Ireland",
+                "South Korea", "Singapore", "New Zealand", "Austria", "Belgium", "Norway", "Denmark", "Finland",
+                "Poland", "Portugal"),
+    "human_language": ("English", "Spanish", "French", "German", "Chinese", "Japanese", "Portuguese", "Russian",
+                       "Arabic", "Hindi", "Italian", "Korean", "Dutch", "Swedish", "Polish", "Turkish"),
 }
 # Other spellings of a name: a corpus that says "Visual Studio Code" mentions VS Code (the first
 # labelled run's evidence said no chunk did).
@@ -71,25 +104,55 @@ ALIASES = {"VS Code": ("Visual Studio Code", "VSCode"), "macOS": ("Mac OS X", "O
            "PostgreSQL": ("Postgres",), "Homebrew": ("brew install",), "PyQt": ("PyQt5", "PyQt6"),
            "PySide": ("PySide2", "PySide6"), "Tkinter": ("Tk",), "GTK": ("GTK+", "PyGObject", "PyGTK"),
            "WSL": ("Windows Subsystem for Linux",), "Chrome": ("Chromium",), "Upstart": ("upstart",),
-           "Vim": ("vi",), "JavaScript": ("ECMAScript", "Node.js"), "Sublime Text": ("Sublime",)}
+           "Vim": ("vi",), "JavaScript": ("ECMAScript", "Node.js"), "Sublime Text": ("Sublime",),
+           "X11": ("Xorg", "X Window System", "X.Org"), "KVM": ("libvirt",),
+           "United States": ("USA", "U.S."), "United Kingdom": ("UK", "Britain")}
 # Kinds whose swap changes the setting of a question (where, in what, which release), not what it is
 # about. In the labelled runs the usable near misses swapped an editor, a platform and an init
 # system; swapping what the sentence is about (a language: "PHP scripts" in the Python FAQ; a package
 # tool: "pass --log-option to pip" in the Debian FAQ; a mail server, a Python implementation) made
-# 7 of the 9 rejected ones. Versions neither: a later version is answered by the corpus's "3.10 and
-# newer" (3 of 4 version near misses in a run on the Python FAQ), an earlier one may never have existed
-# ("Python 2.9"). Those kinds are still recognised (a sentence naming two things of one kind is
-# refused) but never swapped.
+# 7 of the 9 rejected ones. Those kinds are still recognised (a sentence naming two things of one
+# kind is refused) but never swapped. Versions are not details at all: a later version was answered by
+# the corpus's "3.10 and newer" (3 of 4 version near misses in a run on the Python FAQ), an earlier
+# one by "3.9 and older" or never existed ("Python 2.9"); the code that swapped them was removed.
 SETTING_KINDS = frozenset({"platform", "gui_toolkit", "editor", "shell", "database", "desktop", "init_system",
                            "bootloader", "filesystem", "architecture", "debian_release", "browser", "web_server",
-                           "compiler"})
+                           "compiler", "display_server", "virtualization"})
+# Settings of any corpus, used only by one that names none of the above (a handbook, a policy): in
+# the Debian FAQ a country was a fact about a thing, not a setting ("SPI is incorporated in the United
+# States" gave "Who is the Software in the Public Interest in Canada?").
+FALLBACK_KINDS = frozenset({"country", "human_language"})
+# Names said with "the" ("in the United States"), so a swap to or from one keeps the sentence English.
+NAMES_WITH_THE = frozenset({"United States", "United Kingdom", "Netherlands"})
 _FAMILY_OF = {name: family for family, names in DETAIL_FAMILIES.items() for name in names}
 # A name inside a longer name is not that name ("Linux" in "Arch Linux", "C" in "C++", "apt" in "apt-get").
 _NAME = re.compile(r"(?<![\w+#/-])(" + "|".join(re.escape(n) for n in sorted(_FAMILY_OF, key=len, reverse=True))
                    + r")(?![\w+#/-])")
-# A version a question asks about: "3.11", "2.7.18" (not a word's part: "ext4", "utf-8" hold none).
-_VERSION = re.compile(r"(?<![\w.])(\d{1,2})\.(\d{1,2})(?:\.\d{1,3})?(?![\w.])")
-VERSION_STEPS = range(1, 10)  # minor versions tried above the one asked about
+# The sentence must hold FOR its detail, as its setting: the detail follows one of these ("On
+# Windows, use ...", "a Python mode for Emacs", "installs with systemd"). A detail that is what the
+# sentence is about made nonsense or answered swaps in the labelled runs: "Windows remember where the
+# cursor was" (curses windows), "cause Windows to require the DLL" (an .exe on Android).
+SETTING_PREPOSITIONS = ("on", "under", "in", "for", "with", "within", "inside", "from", "using", "to")
+# After these the detail is what the sentence is about, not its setting: "support for the m68k
+# architecture was dropped" gave "...replaced on riscv64?" in a trial run, "Eric is an IDE built on
+# PyQt" answers "is Eric built on wxPython?" (no), "ported to FreeBSD", "replaced with s390x".
+OBJECT_VERBS = frozenset({"support", "supports", "supported", "port", "ports", "ported", "porting", "replaced",
+                          "built", "based", "written", "switched", "migrated", "moved", "converted"})
+# How a question about a sentence of a chunk about a setting (scope 'chunk'), which need not name it,
+# gets it: "How do I install a new Python interpreter on my computer" + " on ChromeOS?". One per kind,
+# not the sentence's own preposition ("the first argument to systemd" gave "to Upstart").
+SETTING_PHRASES = {"platform": "on", "gui_toolkit": "with", "editor": "in", "shell": "in", "database": "with",
+                   "desktop": "in", "init_system": "with", "bootloader": "with", "filesystem": "on",
+                   "architecture": "on", "debian_release": "in", "browser": "in", "web_server": "with",
+                   "compiler": "with", "display_server": "with", "virtualization": "in", "country": "in",
+                   "human_language": "in"}
+# A chunk naming its setting this often is about it (chunk_setting), so its other sentences hold there.
+CHUNK_SETTING_MENTIONS = 2
+# A sentence saying its statement holds only in its setting, or in every one, answers the swapped
+# question itself ("the winreg module is only provided on Windows": on Android, no; "works with any
+# init system ... not just with systemd": with Upstart too).
+EXCLUSIVE_WORDS = frozenset({"only", "just", "any", "all", "every", "except", "exclusively", "whichever",
+                             "regardless", "unlike", "besides"})
 NEAREST = 3  # nearest chunks kept as evidence, per retriever
 DENSE_POOL = 8  # chunks full-text search finds, per text, among which the embedder's nearest are taken
 # The question must be about its (swapped) sentence. H3's labelled runs measured this with MiniLM's
@@ -106,17 +169,15 @@ SUBJECT_MIN_CHUNKS = 3  # and in more chunks than this (in a corpus of a few chu
 
 @dataclass(frozen=True)
 class Detail:
-    """A key detail of a sentence or question: its spelling and its kind ('version' or a family)."""
+    """A key detail of a sentence or question: its spelling and its kind (a DETAIL_FAMILIES key)."""
 
     text: str
     kind: str
 
 
 def details(text: str) -> list[Detail]:
-    """The swappable details of a text, in order: named things of a known kind, then versions."""
-    found = [Detail(m.group(1), _FAMILY_OF[m.group(1)]) for m in _NAME.finditer(text or "")]
-    found += [Detail(m.group(0), "version") for m in _VERSION.finditer(text or "")]
-    return list(dict.fromkeys(found))
+    """The named things of a known kind in a text, in order of appearance."""
+    return list(dict.fromkeys(Detail(m.group(1), _FAMILY_OF[m.group(1)]) for m in _NAME.finditer(text or "")))
 
 
 _MENTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -149,26 +210,18 @@ def _count_mentions(db: sqlite_utils.Database, term: str) -> int:
     return count
 
 
-def _version_candidates(version: str) -> list[str]:
-    """Later versions of the same major release, nearest first: a release after the corpus's is one a
-    user asks about; an earlier one the corpus skips may never have existed (the first labelled run
-    asked about "Python 2.9")."""
-    major, minor = (int(p) for p in version.split(".")[:2])
-    return [f"{major}.{minor + step}" for step in VERSION_STEPS]
-
-
 def replacements(db: sqlite_utils.Database, detail: Detail, avoid: str = "") -> list[str]:
-    """Details of the same kind that no active chunk mentions (and ``avoid``, the question, does not
-    hold), in a fixed order: a version's nearest neighbours first, a family's members as listed."""
-    pool = _version_candidates(detail.text) if detail.kind == "version" else DETAIL_FAMILIES[detail.kind]
-    return [c for c in pool if c != detail.text and c.lower() not in avoid.lower() and corpus_mentions(db, c) == 0]
+    """Things of the same kind that no active chunk mentions (and ``avoid``, the sentence, does not
+    hold), best-known first (DETAIL_FAMILIES' order)."""
+    return [c for c in DETAIL_FAMILIES[detail.kind]
+            if c != detail.text and c.lower() not in avoid.lower() and corpus_mentions(db, c) == 0]
 
 
 def is_subject(db: sqlite_utils.Database, detail: Detail) -> bool:
     """Whether the detail is what the whole corpus is about (MAX_SUBJECT_SHARE of its chunks)."""
     total = _active_chunks(db)
     mentions = corpus_mentions(db, detail.text)
-    return detail.kind != "version" and mentions > SUBJECT_MIN_CHUNKS and mentions > MAX_SUBJECT_SHARE * total
+    return mentions > SUBJECT_MIN_CHUNKS and mentions > MAX_SUBJECT_SHARE * total
 
 
 def _active_chunks(db: sqlite_utils.Database) -> int:
@@ -178,34 +231,110 @@ def _active_chunks(db: sqlite_utils.Database) -> int:
     return cache["\0total"]
 
 
+def setting_kinds(db: sqlite_utils.Database) -> frozenset:
+    """The kinds a near miss swaps in this corpus: SETTING_KINDS, or FALLBACK_KINDS when no chunk
+    names any of their things (counted once per project connection)."""
+    cache = _MENTIONS.setdefault(db, {})
+    if "\0kinds" not in cache:
+        technical = any(corpus_mentions(db, name) for kind in sorted(SETTING_KINDS) for name in DETAIL_FAMILIES[kind])
+        cache["\0kinds"] = SETTING_KINDS if technical else FALLBACK_KINDS
+    return cache["\0kinds"]
+
+
+def setting_preposition(text: str, detail: Detail) -> Optional[str]:
+    """The preposition that makes the detail the setting of ``text`` ("on" in "On Windows, use ..."),
+    lower-case, or None when the detail is not introduced by one (SETTING_PREPOSITIONS)."""
+    words = "|".join(SETTING_PREPOSITIONS)
+    pattern = r"(\w+\s+)?\b(" + words + r")\s+(?:the\s+|a\s+|an\s+)?(?:Microsoft\s+|Apple\s+)?" + re.escape(detail.text) + r"(?![\w+#/-])"
+    for found in re.finditer(pattern, text, re.I):
+        if (found.group(1) or "").strip().lower() not in OBJECT_VERBS:
+            return found.group(2).lower()
+    return None
+
+
+def exclusive(text: str) -> bool:
+    """Whether the sentence says its statement holds only in its setting, or in any (EXCLUSIVE_WORDS)."""
+    return bool(EXCLUSIVE_WORDS & set(re.findall(r"[a-z]+", text.lower())))
+
+
 def swappable(db: sqlite_utils.Database, text: str) -> list[Detail]:
-    """Details of ``text`` a near miss may swap: not the corpus's subject, with a replacement the
-    corpus never mentions, and the only one of its kind in the text ("Windows or Linux": swapping
-    one leaves the other, still answered)."""
+    """Details of ``text`` a near miss may swap: the setting of what it says (after a setting
+    preposition, in a sentence that does not say "only" or "any"), not the corpus's subject, with a
+    replacement the corpus never mentions, and the only one of its kind in the text ("Windows or
+    Linux": swapping one leaves the other, still answered)."""
+    if exclusive(text):
+        return []
     found = details(text)
-    return [d for d in found if d.kind in SETTING_KINDS and sum(o.kind == d.kind for o in found) == 1
-            and not is_subject(db, d) and replacements(db, d, text)]
+    kinds = setting_kinds(db)
+    return [d for d in found if d.kind in kinds and sum(o.kind == d.kind for o in found) == 1
+            and setting_preposition(text, d) and not is_subject(db, d) and replacements(db, d, text)]
 
 
-def swap_in(text: str, detail: Detail, replacement: str) -> str:
-    """``text`` with every standalone spelling of the detail replaced."""
-    return re.sub(r"(?<![\w+#/.-])" + re.escape(detail.text) + r"(?![\w+#/-])", replacement, text)
+def spelled(name: str) -> str:
+    """How a name is written after a preposition: "the United States", "Android"."""
+    return f"the {name}" if name in NAMES_WITH_THE else name
+
+
+def swap_in(text: str, detail: Detail, replacement: str, ignore_case: bool = False) -> str:
+    """``text`` with every standalone spelling of the detail replaced (in any case for a model's
+    question, which may write "windows"; a corpus sentence's "windows" may be another thing), with
+    its "the" where one of the names takes it."""
+    the = r"(?:\bthe\s+)?" if detail.text in NAMES_WITH_THE else ""
+    found = re.compile(the + r"(?<![\w+#/.-])" + re.escape(detail.text) + r"(?![\w+#/-])", re.I if ignore_case else 0)
+    return found.sub(lambda _: spelled(replacement), text)
+
+
+def chunk_setting(db: sqlite_utils.Database, chunk: dict) -> Optional[Detail]:
+    """The setting a whole chunk is about: a swappable detail its text names at
+    least CHUNK_SETTING_MENTIONS times, once after a setting preposition ("How do I run a Python
+    program under Windows?" and its answer), and no other thing of that kind. None otherwise: a
+    chunk that names Windows once in passing is not about Windows, and its other sentences say what
+    holds everywhere ("virtual environments ... on Android?": the corpus answers it)."""
+    text = " ".join((chunk.get("text") or "").split())
+    found = details(text)
+    for detail in found:
+        if detail.kind not in setting_kinds(db) or any(o.kind == detail.kind and o != detail for o in found):
+            continue
+        named = len(re.findall(r"(?<![\w+#/.-])" + re.escape(detail.text) + r"(?![\w+#/-])", text))
+        if setting_preposition(text, detail) and named >= CHUNK_SETTING_MENTIONS \
+                and not is_subject(db, detail) and replacements(db, detail, text):
+            return detail
+    return None
+
+
+def _option(db: sqlite_utils.Database, chunk: dict, sentence: str, detail: Detail, scope: str) -> dict:
+    """One near miss a chunk offers. "title" is the title the model is shown with the sentence, with
+    the setting named ("Python on Windows", "Logging Cookbook > A Qt GUI for logging with Qt"), since
+    a question that names its setting makes the best near miss (near_miss_question). In brackets,
+    "Debian (Windows)", the model copied them: "How to install Debian (ChromeOS) on Ubuntu?". A file name
+    ("entry-003") says nothing and the prompt leaves it out, so the corpus's subject stands in."""
+    replacement = replacements(db, detail, sentence if scope == "sentence" else chunk["text"])[0]
+    return {"answer": sentence, "sentence": sentence, "swapped": swap_in(sentence, detail, replacement),
+            "original": detail.text, "kind": detail.kind, "replacement": replacement, "scope": scope,
+            "setting": f"{SETTING_PHRASES[detail.kind]} {spelled(replacement)}",
+            "title": f"{_topic(db, chunk)} {SETTING_PHRASES[detail.kind]} {spelled(detail.text)}"}
+
+
+def _topic(db: sqlite_utils.Database, chunk: dict) -> str:
+    title = (chunk.get("title") or "").strip()
+    return title if " " in title else corpus_subject(db).capitalize()
 
 
 def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
     """What an unanswerable task about ``chunk`` may ask, in a seeded order: each answer sentence that
-    names a swappable detail, with that detail swapped for a replacement the corpus never mentions
-    (the model is shown the swapped sentence, so its question asks about the replacement)."""
+    names a swappable setting (scope 'sentence'), or, in a chunk about one setting (chunk_setting),
+    each sentence that names none (scope 'chunk'); with the replacement the corpus never mentions and
+    the setting phrase ("on Android") a question that leaves the setting out gets. The model is shown
+    the original sentence ("answer"): it writes the question a real sentence answers, which judge()
+    then puts in the swapped setting."""
     found = []
+    setting = chunk_setting(db, chunk)
     for sentence in answer_sentences(chunk["text"]):
         usable = swappable(db, sentence)
-        if not usable:
-            continue
-        detail = usable[0]
-        choices = replacements(db, detail, sentence)
-        replacement = choices[0]
-        found.append({"answer": swap_in(sentence, detail, replacement), "sentence": sentence,
-                      "original": detail.text, "kind": detail.kind, "replacement": replacement})
+        if usable:
+            found.append(_option(db, chunk, sentence, usable[0], "sentence"))
+        elif setting and not exclusive(sentence) and not any(d.kind == setting.kind for d in details(sentence)):
+            found.append(_option(db, chunk, sentence, setting, "chunk"))
     random.Random(f"{seed}:{chunk['id']}:unanswerable").shuffle(found)
     return found
 
@@ -241,7 +370,8 @@ def evidence(db: sqlite_utils.Database, question: str, option: dict, embedder=No
     nearest, scope = _dense_nearest(db, embedder, question, option["sentence"]) if embedder else ([], None)
     dense = [{"chunk": cid, "cosine": round(score, 3), "holds_original": _chunk_says(db, cid, original)}
              for cid, score in nearest]
-    return {"method": "near miss: a sentence of the corpus with its key detail swapped, asked about",
+    return {"method": "near miss: the question a sentence of the corpus answers, asked in a setting no chunk "
+                      "mentions",
             "sentence": option["sentence"], "detail_kind": option["kind"], "original": original,
             "replacement": option["replacement"], "replacement_mentions": corpus_mentions(db, option["replacement"]),
             "original_mentions": corpus_mentions(db, original), "nearest_fts": fts, "nearest_dense": dense,
@@ -252,24 +382,125 @@ def _holds(text: str, term: str) -> bool:
     return re.search(r"(?<![\w+#/.-])" + re.escape(term) + r"(?![\w+#/-])", text, re.I) is not None
 
 
+def near_miss_question(question: str, option: dict) -> Optional[tuple[str, str]]:
+    """The model's question (written for the original sentence) put in the swapped setting, and how:
+    'swapped' when it named the original (every spelling replaced), 'kept' when it already named the
+    replacement, 'added' when it names neither and its sentence comes from a chunk about the setting
+    (scope 'chunk'; the setting phrase goes before the final '?'). None for a question that leaves
+    out the setting its own sentence names: the model did not ask about it, and added it made 0 of
+    10 labelled near misses usable ("was the 32-bit s390 port replaced on riscv64?"). Labelled
+    (bench/quality_labels_issue28.jsonl, code issue28_v7): 8 of 9 usable when the question named the
+    setting itself, 4 of 8 when a chunk's setting was added ("How to use non-blocking sockets with
+    Python on ChromeOS?" is answered in general terms), so the model is shown the setting (title)."""
+    detail = Detail(option["original"], option["kind"])
+    if _holds(question, option["original"]):
+        return swap_in(question, detail, option["replacement"], ignore_case=True), "swapped"
+    if _holds(question, option["replacement"]):
+        return question, "kept"
+    if option.get("scope") != "chunk":
+        return None
+    body = question.rstrip().rstrip("?").rstrip()
+    return f"{body} {option['setting']}?", "added"
+
+
+# Words any how-to question and sentence share, which say nothing about what is asked ("How can I
+# check if my home network is connected?" shared only "check" with a sentence about virus scanners).
+GENERIC_WORDS = frozenset({"check", "checking", "use", "using", "used", "make", "get", "find", "know", "need",
+                           "want", "try", "way", "work", "works", "new", "good", "best"})
+
+
+def _stems(text: str, leave_out: tuple[str, ...]) -> set[str]:
+    """Content words of ``text`` (crude stems: "scripts"/"script" meet) but generic ones and the words
+    of ``leave_out``."""
+    names = {w for name in leave_out for w in re.findall(r"\w+", name.lower())}
+    return {stem(w) for w in content_words(text) if w not in names and w not in GENERIC_WORDS}
+
+
+# Words frequent in any corpus that are not what it is about.
+NOT_SUBJECTS = frozenset({"but", "have", "has", "more", "see", "other", "one", "not", "org", "https", "http", "www",
+                          "com", "example", "also", "like", "each", "such", "most", "many", "must", "may", "used",
+                          "following", "first", "default", "note"})
+
+
+def corpus_subject(db: sqlite_utils.Database) -> str:
+    """What the corpus is about, as one word: the content word in most active chunks ("python" in the
+    Python FAQ, 37% of its chunks; "debian" in the Debian FAQ, 78%), counted once per connection."""
+    cache = _MENTIONS.setdefault(db, {})
+    if "\0subject" not in cache:
+        counts: dict[str, int] = {}
+        for (text,) in db.execute("SELECT text FROM chunks WHERE active = 1"):
+            for word in content_words(text):
+                if len(word) > 3 and word.isalpha() and word not in NOT_SUBJECTS and word not in GENERIC_WORDS:
+                    counts[word] = counts.get(word, 0) + 1
+        cache["\0subject"] = max(sorted(counts), key=counts.get) if counts else ""
+    return cache["\0subject"]
+
+
+# What a user does that depends on where: a near miss about a technical setting must ask to do one
+# of these ("How do I install Python on ChromeOS?"). Asked about anything else (opening a file,
+# exiting a script, speed), the corpus answers it in general terms wherever it runs. Of the labelled
+# near misses naming the corpus's subject (codes v6 to v9), on the Python FAQ 9 of the 12 asking one
+# of these were usable, 8 of the 26 that did not; on the Debian FAQ 19 of 22 and 1 of 2. Counted on
+# the rows the rule was read from; the fresh rows since are code issue28_v12. "run" is in too ("the
+# server runs under systemd"), though it let in 3 usable and 4 rejected ones ("run a Python script on
+# a ChromeOS laptop", answered in general terms).
+SETTING_ACTIONS = frozenset({"install", "installs", "installed", "installing", "uninstall", "reinstall", "set",
+                             "setup", "configure", "configuring", "start", "starts", "starting", "boot",
+                             "enable", "disable", "upgrade", "upgrading", "remove", "removing", "run", "runs",
+                             "running", "launch"})
+
+
+def asks_setting_action(question: str) -> bool:
+    return bool(SETTING_ACTIONS & set(re.findall(r"[a-z]+", question.lower())))
+
+
+def names_subject(db: sqlite_utils.Database, question: str) -> bool:
+    subject = corpus_subject(db)
+    return not subject or stem(subject) in {stem(w) for w in content_words(question)}
+
+
+def shared_words(question: str, option: dict) -> set[str]:
+    """The stems the question shares with its sentence, the setting's names left out."""
+    names = (option["original"], option["replacement"])
+    return _stems(question, names) & _stems(option["sentence"], names)
+
+
 def judge(db: sqlite_utils.Database, question: str, option: dict, answer_check=None,
           embedder=None) -> tuple[Optional[str], Optional[dict]]:
-    """(None, evidence) for a near-miss question the model wrote from the swapped sentence, or (reason, None).
+    """(None, evidence) for the question the model wrote from the original sentence, or (reason, None).
 
-    It must ask about the replacement (a question that dropped it asks what the corpus answers) and
-    not name the original too, and be about its sentence (``answer_check``, the generating model's
-    likelihood gain of the sentence given the question, at least MIN_NEAR_MISS_GAIN): a near miss is
-    only as plausible as the real question it mirrors. ``embedder`` only finds the nearest chunks
-    shown as evidence."""
-    if not _holds(question, option["replacement"]):
-        return f"unanswerable: the question dropped the swapped detail ('{option['replacement']}')", None
-    if _holds(question, option["original"]):
-        return f"unanswerable: the question still names '{option['original']}'", None
-    gain = answer_check.gain(question, option["answer"]) if answer_check is not None else None
-    if gain is not None and gain < MIN_NEAR_MISS_GAIN:
+    The question must be about its sentence: share a word with it besides the setting and generic
+    verbs (of 10 labelled near misses from two earlier runs, the 6 that shared none were 2 usable,
+    the other 4 were 2 usable; "How can I check if my home network is connected on Android?" came
+    from a sentence about virus scanners), and pass ``answer_check``, the generating model's likelihood gain of the sentence
+    given the question, at least MIN_NEAR_MISS_GAIN (a near miss is only as plausible as the real
+    question it mirrors). It must name what the corpus is about (corpus_subject): of the 46 near misses
+    labelled before this rule (bench/quality_labels_issue28.jsonl, codes v1 to v6), 10 of the 17 that
+    named it were usable ("How to install Python on Android?"), 2 of the 29 that did not ("How do I
+    stop running Android in a bug report?"). It must not name another thing of the swapped kind ("on
+    Windows or Linux": the corpus answers the other). The near miss is that question in the swapped
+    setting (near_miss_question); it is in the evidence as "question", the model's own as
+    "model_question". ``embedder`` only finds the nearest chunks shown as evidence."""
+    others = [d.text for d in details(question) if d.kind == option["kind"]
+              and d.text not in (option["original"], option["replacement"])]
+    if others:
+        return f"unanswerable: the question names another {option['kind']} ('{others[0]}')", None
+    asked = near_miss_question(question, option)
+    if asked is None:
+        return f"unanswerable: the question left out its setting ('{option['original']}')", None
+    near, made = asked
+    if not shared_words(question, option):
+        return "unanswerable: the question shares no word with its sentence besides the setting", None
+    if not names_subject(db, near):
+        return f"unanswerable: the question does not name what the corpus is about ('{corpus_subject(db)}')", None
+    if option["kind"] in SETTING_KINDS and not asks_setting_action(near):
+        return "unanswerable: the question asks nothing that depends on its setting (install, configure, start...)", None
+    gain = answer_check.gain(question, option["sentence"]) if answer_check is not None else None
+    if gain is not None and gain < MIN_NEAR_MISS_GAIN:  # last: it costs a pass of the model
         return f"question does not lead to its answer sentence (likelihood gain {gain:.2f})", None
-    found = evidence(db, question, option, embedder)
-    found["answer_gain"] = round(gain, 3) if gain is not None else None
+    found = evidence(db, near, option, embedder)
+    found.update(question=near, model_question=question, setting_made=made, scope=option.get("scope"),
+                 answer_gain=round(gain, 3) if gain is not None else None)
     return None, found
 
 
