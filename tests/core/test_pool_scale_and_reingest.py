@@ -164,12 +164,18 @@ def test_a_passage_edited_in_place_offers_its_not_relevant_again_and_stales_its_
     assert "judged not relevant before its text changed" in pool.found_by_text(again[first])
     row = get_query(db, qid)
     assert row["gold_grades"] == {"d0": 1, first: 0, second: 1} and row["stale"] == 1
+    decisions.decide(db, qid, "approve", "ana")  # reads today's gold (settles it), not the changed 0
+    assert get_query(db, qid)["stale"] == 0
+    assert [e["changed_since_judged"] for e in pool.pooled(db, qid) if e["chunk_id"] == first] == [True]
     pool.grade(db, qid, first, 0, "ana")  # judged against today's text: settled
     assert first not in [e["chunk_id"] for e in pool.pooled(db, qid)]
     assert get_query(db, qid)["gold_grades"][first] == 0
     decisions.undo(db, "ana")  # the settling is journaled: undo offers the changed 0 again
     assert [e["changed_since_judged"] for e in pool.pooled(db, qid) if e["chunk_id"] == first] == [True]
-    decisions.redo(db, "ana")
+    pool.grade(db, qid, first, 1, "ana")  # graded relevant against today's text: gold, the row current
+    assert get_query(db, qid)["stale"] == 0
+    decisions.undo(db, "ana")
+    pool.grade(db, qid, first, 0, "ana")
     assert first not in [e["chunk_id"] for e in pool.pooled(db, qid)]
     assert pool.refresh(db)["queries"] == 1 and pool.outdated(db) == []
     assert get_query(db, qid)["gold_grades"] == {"d0": 1, first: 0, second: 1}  # the grades outlive the pool

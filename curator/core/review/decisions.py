@@ -128,8 +128,10 @@ def decide(
         _write(db, query_id, after)
         if text is not None:
             db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(text), query_id])
-        pending = labelled_changes(db, query_id)
-        cleared = pending if relabel and action == "approve" else [c for c in pending if c[0] in set(settles)]
+        # An approval reads today's text of the row's gold; ``settles`` names other chunks read again
+        # (a grade). A 0-graded chunk's change is offered in the pool until it is graded again.
+        read_again = set(settles) | (set(after["gold_chunk_ids"]) if relabel and action == "approve" else set())
+        cleared = [c for c in labelled_changes(db, query_id) if c[0] in read_again]
         if cleared:
             clear_labelled_changes(db, query_id, cleared)
             before, after = {**before, CLEARED_CHANGES: cleared}, {**after, CLEARED_CHANGES: cleared}

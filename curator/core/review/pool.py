@@ -314,8 +314,8 @@ def found_by_text(entry: dict) -> str:
 def grade(db: sqlite_utils.Database, query_id: str, chunk_id: str, value: int, reviewer: str) -> dict:
     """Grade one chunk for one query (a journaled, undoable 'gold' decision, committed at once):
     1 or 2 make it gold with that grade, 0 records it as not relevant (and drops it from the gold
-    if it was gold); the scale is store.gold.GRADES. A 0 given again to a chunk whose text changed
-    since it was judged settles that change (the reviewer read today's text). Raises GoldMissing
+    if it was gold); the scale is store.gold.GRADES. Any grade of a chunk whose text changed since
+    it was judged settles that change (the reviewer read today's text). Raises GoldMissing
     rather than leave an approved row without gold."""
     if value not in GRADES:
         raise InputError(f"grade {value!r} is not on the scale ({scale_text()})")
@@ -331,10 +331,8 @@ def grade(db: sqlite_utils.Database, query_id: str, chunk_id: str, value: int, r
     grades = {c: int(g) for c, g in state["gold_grades"].items()}
     grades.update({c: 1 for c in gold if c not in grades})  # a gold chunk without a grade counts 1 (gold_qrels)
     grades[chunk_id] = value
-    # a 0 read against today's text settles that chunk's change; a gold chunk's change is settled by
-    # approving the row, as for any gold label
-    return decide(db, query_id, "gold", reviewer, gold=gold, grades=grades,
-                  settles=[chunk_id] if value == 0 else ())
+    # any grade is given against today's text, so it settles that chunk's change (journaled)
+    return decide(db, query_id, "gold", reviewer, gold=gold, grades=grades, settles=[chunk_id])
 
 
 def summary(db: sqlite_utils.Database, query_ids: Optional[Iterable[str]] = None) -> dict:
