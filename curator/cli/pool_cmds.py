@@ -50,10 +50,13 @@ def pool_command(project_path, query_ids, k, retrievers, run_files, everywhere, 
 
     names = [n.strip() for n in retrievers.split(",") if n.strip()]
     with project(project_path) as db:
-        # the rows asked for, or the queue's (--all: every row's) and every other pool a re-ingest left out of date
+        # the rows asked for, or the queue's (--all: every row's) and every other pool a re-ingest left
+        # out of date of a row still to grade (pending or approved, answerable)
+        stale = pool.outdated(db)
+        gradable = {qid for qid, _ in pool.pool_targets(db, everywhere=True)}
         ids = list(query_ids) or list(dict.fromkeys([qid for qid, _ in pool.pool_targets(db, everywhere)]
-                                                    + pool.outdated(db)))
-        refreshed = len(pool.outdated(db, ids))
+                                                    + [qid for qid in stale if qid in gradable]))
+        refreshed = len(set(stale) & set(ids))
         result = pool.compute(db, ids, k, names, list(run_files) or None, everywhere, embedder,
                               on_progress=progress_printer("pool"))
         listed = {qid: [{**e, "found_by_text": pool.found_by_text(e)} for e in pool.pooled(db, qid)] for qid in ids}

@@ -32,6 +32,8 @@ OUTDATED_TEXT = {
     "stopped": ("The corpus changed since this row was pooled and pooling again was stopped: "
                 "curator pool PROJECT computes it, or reopen the tab."),
     "failed": "The corpus changed since this row was pooled; pooling again failed: {error}.",
+    "not_queued": ("The corpus changed since this row was pooled; it is not in the review queue, so "
+                   "curator pool PROJECT --all computes it again."),
 }
 
 
@@ -103,7 +105,10 @@ class PoolBox(ChunkListBox):
             return "computing"
         if self.last_error is not None:
             return "failed"
-        return "stopped" if self.stopped else "waiting"
+        if self.stopped:
+            return "stopped"
+        # the worker pools the queue's rows only (fill_missing); a row opened from elsewhere waits for nothing
+        return "waiting" if query["id"] in pool.needing_pool(self.db) else "not_queued"
 
     def _reason(self, query: dict) -> str:
         if query["id"] in self.computing:

@@ -78,3 +78,20 @@ def test_stats_counts_pools_a_reingest_left_out_of_date_and_pool_computes_them_a
     assert db.execute("SELECT gold_grades FROM queries WHERE id = ?", [qid]).fetchone()[0] == json.dumps(
         {gold: 1, judged: 0}, sort_keys=True, separators=(",", ":"))
     db.close()
+
+
+def test_pool_leaves_the_out_of_date_pool_of_a_rejected_row_alone(sample_project_path, tmp_path):
+    """A row rejected since it was pooled has nothing left to grade: curator pool (no ids) does not
+    compute its pool again after a re-ingest, and counts no refresh."""
+    runner = CliRunner()
+    qid, _ = _seed(sample_project_path)
+    p = str(sample_project_path)
+    assert runner.invoke(cli, ["pool", p, qid, "--retrievers", "bm25"]).exit_code == 0
+    assert runner.invoke(cli, ["label", p, qid, "reject", "--reviewer", "ana"]).exit_code == 0
+    extra = tmp_path / "added"
+    extra.mkdir()
+    (extra / "more.md").write_text("# More\n\nA page added after the pools were computed.\n")
+    assert runner.invoke(cli, ["ingest", p, str(extra)]).exit_code == 0
+    again = json.loads(runner.invoke(cli, ["pool", p, "--retrievers", "bm25", "--json"]).stdout)
+    assert again["refreshed"] == 0 and qid not in again["pooled"]
+    assert json.loads(runner.invoke(cli, ["stats", p, "--json"]).stdout)["pools"]["out_of_date"] == 1
