@@ -33,18 +33,52 @@ _SAID: set[str] = set()  # cache folders already warned about in this process
 
 
 def file_sha256(path: Union[str, Path]) -> str:
-    """SHA-256 of a file, remembered for this process while the file's inode, size, mtime and ctime
-    stay the same (ctime cannot be set back, so a rewrite that restores mtime is still seen)."""
-    path = Path(path)
+    """SHA-256 of a file, remembered while the file's inode, size, mtime and ctime stay the same (ctime
+    cannot be set back, so a rewrite that restores mtime is still seen): in this process, and on disk
+    (``cache_dir()/hashes/files.json``), because a user's 8 GB GGUF took tens of seconds to hash in
+    every process that looked up its cached engine choice or recorded a run's model."""
+    path = Path(path).resolve()
     st = path.stat()
-    key = (str(path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    stamp = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    key = (str(path), *stamp)
     if key not in _HASHES:
-        digest = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        _HASHES[key] = digest.hexdigest()
+        known = _known_hashes()
+        entry = known.get(str(path))
+        if isinstance(entry, dict) and entry.get("stamp") == stamp and entry.get("sha256"):
+            _HASHES[key] = entry["sha256"]
+        else:
+            _HASHES[key] = _digest(path)
+            known[str(path)] = {"stamp": stamp, "sha256": _HASHES[key]}
+            _write_known_hashes(known)
     return _HASHES[key]
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _hashes_file() -> Path:
+    return usable_dir("hashes") / "files.json"
+
+
+def _known_hashes() -> dict:
+    try:
+        known = json.loads(_hashes_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # none yet, or damaged: hashed again and written whole
+    return known if isinstance(known, dict) else {}
+
+
+def _write_known_hashes(known: dict) -> None:
+    from curator.core.files import atomic_file
+
+    with contextlib.suppress(OSError):  # a cache that cannot be written costs a hash, nothing else
+        with atomic_file(_hashes_file()) as tmp:
+            tmp.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
 
 
 def _writable(folder: Path) -> Optional[str]:

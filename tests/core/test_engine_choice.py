@@ -117,33 +117,39 @@ def test_a_probe_stops_on_cancel_before_timing_a_candidate(bundled_model):
                                  "extractive", threads=1, cancel=token)
 
 
-def test_a_model_file_is_hashed_once_per_path_size_and_mtime(own_cache, tmp_path, monkeypatch):
-    """The probe's cache key names each file by its SHA-256; a big user GGUF is hashed once, not in
-    every process, and again only when the file changes (its size or mtime)."""
+def test_a_model_file_is_hashed_once_until_it_changes_even_across_processes(own_cache, tmp_path, monkeypatch):
+    """The probe's cache key and a run's record name a model file by its SHA-256; a big user GGUF is
+    hashed once, not in every process (the per-process memory is cleared here), and again only when
+    the file changes or the cache file is damaged."""
     import os
 
-    from curator.core.generation import repack
+    from curator.core import cachefiles
 
     hashed = []
-    real_hash = repack.file_sha256
-    monkeypatch.setattr(repack, "file_sha256", lambda path: hashed.append(path) or real_hash(path))
+    real_digest = cachefiles._digest
+    monkeypatch.setattr(cachefiles, "_digest", lambda path: hashed.append(path) or real_digest(path))
+    monkeypatch.setattr(cachefiles, "_HASHES", {})
     model = tmp_path / "model.gguf"
     model.write_bytes(b"GGUF" + b"\0" * 64)
-    first = optimize.file_identity(model)
-    assert first == real_hash(model) and len(hashed) == 1
-    assert optimize.file_identity(model) == first and len(hashed) == 1  # cached by path, size and mtime
+    first = cachefiles.file_sha256(model)
+    assert first == real_digest(model) and len(hashed) == 1
+    cachefiles._HASHES.clear()  # a new process
+    assert cachefiles.file_sha256(model) == first and len(hashed) == 1  # read from the disk cache
     model.write_bytes(b"GGUF" + b"\1" * 64)  # same size, new bytes and mtime
     stat = model.stat()
     os.utime(model, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
-    assert optimize.file_identity(model) == real_hash(model) != first and len(hashed) == 2
-    (own_cache / "engine" / "file_hashes.json").write_text("{not json", encoding="utf-8")
-    assert optimize.file_identity(model) == real_hash(model) and len(hashed) == 3  # damaged cache: hashed again
+    assert cachefiles.file_sha256(model) == real_digest(model) != first and len(hashed) == 2
+    cachefiles._HASHES.clear()
+    (own_cache / "hashes" / "files.json").write_text("{not json", encoding="utf-8")
+    assert cachefiles.file_sha256(model) == real_digest(model) and len(hashed) == 3  # damaged cache: hashed again
 
 
 def test_the_engine_choice_key_does_not_rehash_a_known_file(own_cache, bundled_model, monkeypatch):
-    from curator.core.generation import repack
+    from curator.core import cachefiles
 
+    monkeypatch.setattr(cachefiles, "_HASHES", {})  # a fresh process: nothing remembered yet
     candidates = [EngineCandidate(bundled_model, p) for p in (1, 4)]
     key = optimize._choice_key(candidates, "extractive", 1)
-    monkeypatch.setattr(repack, "file_sha256", lambda path: pytest.fail(f"{path} hashed again"))
+    cachefiles._HASHES.clear()  # the next process
+    monkeypatch.setattr(cachefiles, "_digest", lambda path: pytest.fail(f"{path} hashed again"))
     assert optimize._choice_key(candidates, "extractive", 1) == key

@@ -248,24 +248,12 @@ def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, clust
                 wanted[query_type] = 0
 
 
-def _file_sha256(path: Path, db: sqlite_utils.Database) -> str:
-    """SHA-256 of a model file, cached in the project by path, size and mtime."""
-    stat = path.stat()
-    key = f"sha256:{path}:{stat.st_size}:{int(stat.st_mtime)}"
-    cached = store.meta_get(db, key)
-    if cached:
-        return cached
-    digest = file_sha256(path)
-    store.meta_set(db, key, digest)
-    return digest
-
-
 def _source_model(db: sqlite_utils.Database, described: dict) -> dict:
     """The file a repacked model was made from, with its hash (empty when the model ran as it is)."""
     source = described.get("source_model_path")
     if not source:
         return {}
-    return {"source_model_path": source, "source_model_sha256": _file_sha256(Path(source), db),
+    return {"source_model_path": source, "source_model_sha256": file_sha256(source),
             "source_model_size": Path(source).stat().st_size}
 
 
@@ -275,7 +263,7 @@ def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Bac
     model_path = described.get("model_path")
     size = sha = None
     if model_path:
-        size, sha = Path(model_path).stat().st_size, _file_sha256(Path(model_path), db)
+        size, sha = Path(model_path).stat().st_size, file_sha256(model_path)
     # model_path/model_sha256 name the file that ran; a repacked copy's original is in params too.
     params = {"temperature": config.temperature, "max_tokens": config.max_tokens, "n_ctx": config.n_ctx,
               "retries": config.retries, "threads": described.get("n_threads"), "cluster": config.cluster,
@@ -703,7 +691,7 @@ def _check_same_model(db, run: dict, backend: Backend) -> None:
         raise InputError(f"run {run['id']} was made with the {run['backend']} backend, not {backend.id}: "
                          "resume it with the same --model or --endpoint, or start a new run without --resume")
     model_path = described.get("model_path")
-    if model_path and run["model_sha256"] and _file_sha256(Path(model_path), db) != run["model_sha256"]:
+    if model_path and run["model_sha256"] and file_sha256(model_path) != run["model_sha256"]:
         raise InputError(f"run {run['id']} was made with {run['model_path']} (sha256 {run['model_sha256'][:12]}), "
                          f"not {model_path}: resume it with that model file, or start a new run without --resume")
     recorded = store.loads(run["params"], {}).get("endpoint")

@@ -240,39 +240,11 @@ def _write_choice(key: str, record: dict) -> None:
         tmp.write_text(json.dumps(choices, indent=1, sort_keys=True), encoding="utf-8")
 
 
-def _hashes_file() -> Path:
-    return cachefiles.usable_dir("engine") / "file_hashes.json"
-
-
-def file_identity(path: Union[str, Path]) -> str:
-    """The SHA-256 of a model file, hashed once per (path, size, mtime): a user's 8 GB GGUF took
-    tens of seconds to hash in every process that looked up its cached engine choice. A file
-    rewritten in place changes its size or mtime, and is hashed again."""
-    import json
-
-    from curator.core.files import atomic_file
-
-    path = Path(path).resolve()
-    stat = path.stat()
-    stamp = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-    try:
-        known = json.loads(_hashes_file().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        known = {}  # none yet, or damaged: hashed again and written whole
-    entry = known.get(str(path))
-    if isinstance(entry, dict) and {k: entry.get(k) for k in stamp} == stamp and entry.get("sha256"):
-        return entry["sha256"]
-    known[str(path)] = {**stamp, "sha256": repack.file_sha256(path)}
-    with atomic_file(_hashes_file()) as tmp:
-        tmp.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
-    return known[str(path)]["sha256"]
-
-
 def _choice_key(candidates: list[EngineCandidate], mode: str, threads: int) -> str:
     """The cache key: what the candidates' files hold (hashes), the mode, threads and llama.cpp build."""
     import llama_cpp
 
-    files = sorted({f"{c.path.name}={file_identity(c.path)[:16]}" for c in candidates})
+    files = sorted({f"{path.name}={repack.file_sha256(path)[:16]}" for path in {c.path for c in candidates}})
     parallels = sorted({c.parallel for c in candidates})
     return (f"v{ENGINE_PROBE_FORMAT} {mode} threads={threads} llama_cpp={llama_cpp.__version__} "
             f"parallel={parallels} files={','.join(files)}")
