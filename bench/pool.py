@@ -5,7 +5,8 @@ On a project with generated rows (e.g. bench/validity.py's on the Python FAQ set
 2. pools the top ``--k`` of bm25, tfidf, dense and hybrid for every answerable generated row (and
    the real rows, for comparison) and prints how many chunks per row a reviewer is offered;
 3. writes a labelling sheet for ``--sample`` generated rows (question, reference, gold chunk,
-   each pooled chunk with who found it) to ``--sheet``;
+   each pooled chunk with who found it) to ``--sheet``; with ``--blind``, without who found it and
+   in a shuffled order, so the grader cannot favour a retriever;
 4. with ``--labels FILE`` (JSONL ``{"query_id", "chunk_id", "grade"}``, 0/1/2, written by a person
    reading the sheet), records them through ``pool.grade`` and prints, on the sampled rows,
    recall@5 and hit@5 of each retriever against the gold before and after the grades, and how many
@@ -16,6 +17,7 @@ is exactly what ``curator eval`` gives at k <= --k.
 
 Usage:
     .venv/bin/python bench/pool.py --project /tmp/validity-bench.curator --sheet /tmp/pool-sheet.jsonl
+    .venv/bin/python bench/pool.py --project ... --sheet /tmp/sheet.jsonl --blind   # for a blind grader
     .venv/bin/python bench/pool.py --project ... --labels bench/pool_labels.jsonl
 """
 
@@ -79,7 +81,10 @@ def offered_stats(db, ids: list[str]) -> str:
             f"{counts[len(counts) // 2]}, min {counts[0]}, max {counts[-1]}")
 
 
-def write_sheet(db, ids: list[str], path: Path) -> None:
+def write_sheet(db, ids: list[str], path: Path, blind: bool = False, seed: int = 0) -> None:
+    """One JSON line per row. BLIND drops who found each chunk and shuffles the chunks (seeded per
+    row), because the pool's own order (best rank first) and the found_by marks tell the grader
+    which retriever a chunk helps; the chunk ids still tie each grade to its chunk."""
     with open(path, "w", encoding="utf-8") as fh:
         for qid in ids:
             q = db.execute("SELECT text, reference, query_type FROM queries WHERE id = ?", [qid]).fetchone()
@@ -87,6 +92,9 @@ def write_sheet(db, ids: list[str], path: Path) -> None:
             gold_text = [db.execute("SELECT text FROM chunks WHERE id = ?", [c]).fetchone()[0][:400] for c in gold]
             entries = [{"chunk_id": e["chunk_id"], "found_by": pool.found_by_text(e), "path": e["path"],
                         "title": e["title"], "text": " ".join(e["text"].split())[:600]} for e in pool.pooled(db, qid)]
+            if blind:
+                entries = [{k: v for k, v in e.items() if k != "found_by"} for e in entries]
+                random.Random(f"{seed}:{qid}").shuffle(entries)
             fh.write(json.dumps({"query_id": qid, "type": q[2], "question": q[0], "reference": q[1],
                                  "gold": gold_text, "pooled": entries}, ensure_ascii=False) + "\n")
 
@@ -120,6 +128,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sample", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sheet", help="Write the labelling sheet of the sampled rows here (JSONL).")
+    parser.add_argument("--blind", action="store_true",
+                        help="Sheet without who found each chunk, chunks in a seeded random order.")
     parser.add_argument("--labels", help="Grades to record (JSONL query_id, chunk_id, grade).")
     args = parser.parse_args(argv)
     db = open_project(args.project)
@@ -135,7 +145,7 @@ def main(argv=None) -> int:
     print("real rows:     ", offered_stats(db, real))
     sample = sorted(random.Random(args.seed).sample(synthetic, min(args.sample, len(synthetic))))
     if args.sheet:
-        write_sheet(db, sample, Path(args.sheet))
+        write_sheet(db, sample, Path(args.sheet), args.blind, args.seed)
         print(f"labelling sheet of {len(sample)} rows: {args.sheet}")
     before = scores(db, sample, args.k)
     after = None
