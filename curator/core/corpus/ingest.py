@@ -16,6 +16,7 @@ from curator.core import store
 from curator.core.corpus.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP, Chunk, chunk_document
 from curator.core.errors import InputError
 from curator.core.store.gold import STALE_SQL
+from curator.core.store.stats import store_corpus_key
 from curator.core.corpus.loaders import SUPPORTED_SUFFIXES, LoadedDoc, load_file
 from curator.core.progress import CancelToken, ProgressCallback, report
 
@@ -415,6 +416,7 @@ def _commit(db, result: IngestReport) -> None:
     store.index_new_chunks(db, result.indexed_up_to)  # the group's new rows, in one statement
     refresh_stale(db, result.touched_chunks)
     result.touched_chunks.clear()
+    store_corpus_key(db)  # what pools compare against (review.pool), kept so a render need not scan chunks
     db.conn.commit()
 
 

@@ -46,12 +46,24 @@ def project_stats(db: sqlite_utils.Database) -> dict:
 
 
 def corpus_key(db: sqlite_utils.Database) -> str:
-    """What a pool (review.pool) is computed against: the active chunks (how many, and the sum of their
-    row numbers, which any chunk added, retired or brought back changes) and the last document write
-    (a passage edited in place keeps its row, but its document is written again). One scan of chunks."""
+    """What a pool (review.pool) is computed against, as the last ingest left it (meta, m013): read on
+    every Review render, so it must not scan the corpus."""
+    row = db.execute("SELECT value FROM meta WHERE key = 'corpus_key'").fetchone()
+    return row[0] if row else compute_corpus_key(db)
+
+
+def compute_corpus_key(db: sqlite_utils.Database) -> str:
+    """The active chunks (how many, and the sum of their row numbers, which any chunk added, retired
+    or brought back changes) and the last document write (a passage edited in place keeps its row,
+    but its document is written again). One scan of chunks."""
     count, rowids = db.execute("SELECT COUNT(*), TOTAL(rowid) FROM chunks WHERE active = 1").fetchone()
     last = db.execute("SELECT MAX(ingested_at) FROM documents").fetchone()[0]
     return f"{count}:{int(rowids)}:{last or ''}"
+
+
+def store_corpus_key(db: sqlite_utils.Database) -> None:
+    """Record today's corpus key (inside the caller's transaction: ingest's commit)."""
+    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('corpus_key', ?)", [compute_corpus_key(db)])
 
 
 def pool_counts(db: sqlite_utils.Database) -> dict[str, int]:
