@@ -10,7 +10,8 @@ Who writes the two parts. With answer-first rows a reviewer approved in the proj
 is one of those questions and the model writes only the second, answer-first, for B's sentence, the
 entity spelled in it by the grammar (built_on_rows). Without any, the model is asked for both
 questions at once (sentence_pairs); the bundled 135M model keeps about one such pair in 70 and the
-ones it keeps are muddled (docs/benchmarks.md, "Multi-hop rows").
+ones it keeps are muddled (docs/benchmarks.md, "Multi-hop rows"). A run reads the corpus's names and
+the approved rows once (RunScope, made by generate.plan_tasks) and gives each approved row to one task.
 
 A question is kept only when neither sentence alone answers it: each part names the entity, the
 joined question holds words only sentence A holds and words only sentence B holds, and each part
@@ -94,6 +95,7 @@ class RunScope:
         self._names: Optional[frozenset[str]] = None
         self._total: Optional[int] = None
         self._first_parts: Optional[list[dict]] = None
+        self._builds_on_rows: Optional[bool] = None
         self.claimed: set[str] = set()  # first_row ids a task of this run already asks with
 
     @property
@@ -114,6 +116,14 @@ class RunScope:
         if self._first_parts is None:
             self._first_parts = _first_part_rows(self.db)
         return self._first_parts
+
+    @property
+    def builds_on_rows(self) -> bool:
+        """Whether the project holds any approved row of a first-part type (then the run builds on
+        them and asks no sentence pairs)."""
+        if self._builds_on_rows is None:
+            self._builds_on_rows = _has_first_parts(self.db)
+        return self._builds_on_rows
 
     def claim(self, found: list[dict]) -> list[dict]:
         """``found`` without options whose first row another task of this run claimed; claims the rest.
@@ -188,7 +198,7 @@ def options(db: sqlite_utils.Database, chunk: dict, seed: int, scope: Optional[R
     pair of sentences for the model to write both questions of (sentence_pairs). Seeded order.
     ``scope``: the run's shared reads and claims (a one-task scope without it)."""
     scope = scope or RunScope(db)
-    if _has_first_parts(db):  # a chunk with no row to build on is skipped, not asked the weak way
+    if scope.builds_on_rows:  # a chunk with no row to build on is skipped, not asked the weak way
         return scope.claim(built_on_rows(db, chunk, seed, scope))
     return sentence_pairs(db, chunk, seed, scope)
 
