@@ -265,3 +265,90 @@ def test_real_bundled_model_builds_multi_hop_rows_on_kept_answer_first_rows(smal
         assert len(json.loads(ids)) == 2
         assert any(text.startswith(q.rstrip("?") + ", and ") for q in factoid), text
         assert "sync_interval" in raw  # the only entity two chunks of this corpus share
+
+
+# Review findings on the row-based path (issue 28, session 36).
+
+def _ingest_more(db, tmp_path, name, text):
+    folder = tmp_path / f"more_{name}"
+    folder.mkdir()
+    (folder / name).write_text(text)
+    ingest(db, [folder])
+
+
+def test_corpus_names_see_chunks_ingested_later_and_hold_no_connection(tmp_path):
+    import gc
+    import weakref
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Tools\n\nSee dpkg(1) for details.\n")
+    db = open_project(tmp_path / "p.curator", create=True)
+    ingest(db, [folder])
+    assert "dpkg" in multihop.corpus_names(db) and "apt-get" not in multihop.corpus_names(db)
+    _ingest_more(db, tmp_path, "b.md", "# More\n\nSee apt-get(8) for the rest.\n")
+    assert "apt-get" in multihop.corpus_names(db)  # a stale per-connection cache missed it
+    assert "apt-get" in multihop.RunScope(db).names
+    gone = weakref.ref(db)
+    db.close()
+    del db
+    gc.collect()
+    assert gone() is None  # nothing module-level keeps a project connection alive
+
+
+def _approved_first_row(db, tmp_path):
+    """A third chunk about sync_interval, and one approved factoid row (about the sync.md sentence)
+    that could start a multi-hop row for both tuning.md's and limits.md's chunks."""
+    _ingest_more(db, tmp_path, "limits.md", "# Limits\n\nThe free plan of the hosted service limits `sync_interval` to one "
+                 "minute or longer.\n\nPaid plans upload changes at once, whatever the setting says about timing.\n")
+    generate(db, GenerationConfig(count=6, mix={"factoid": 1}, seed=0, answers="extractive"), backend=scripted_backend())
+    from curator.core.review.decisions import decide
+
+    row = db.execute("SELECT id FROM queries WHERE query_type = 'factoid' AND reference LIKE '%sets how often%'").fetchone()
+    assert row, "the scripted factoid run kept no row about the sync.md sentence"
+    decide(db, row[0], "approve", "tester")
+    return row[0]
+
+
+def _chunk(db, like):
+    return dict(zip(("id", "doc_id", "title", "text"), db.execute(
+        "SELECT id, doc_id, title, text FROM chunks WHERE text LIKE ?", [like]).fetchone()))
+
+
+def test_one_approved_row_starts_one_multi_hop_task_per_run(small_db, tmp_path):
+    first_row = _approved_first_row(small_db, tmp_path)
+    for like in ("%metered%", "%free plan%"):  # each chunk alone would be offered the row
+        assert any(o["first_row"] == first_row for o in multihop.options(small_db, _chunk(small_db, like), seed=0))
+    tasks = list(plan_tasks(small_db, {"multi_hop": 3}, 0, answers_mode="extractive"))
+    starts = [o["first_row"] for t in tasks for o in t.options]
+    assert starts.count(first_row) == 1, [t.chunks[0]["id"] for t in tasks]
+    scope = multihop.RunScope(small_db)
+    found = [multihop.options(small_db, _chunk(small_db, like), 0, scope) for like in ("%metered%", "%free plan%")]
+    assert [o["first_row"] for options in found for o in options] == [first_row]
+
+
+def test_approved_rows_are_read_once_per_run(small_db, tmp_path):
+    _approved_first_row(small_db, tmp_path)
+    scope, statements = multihop.RunScope(small_db), []
+    small_db.conn.set_trace_callback(statements.append)
+    try:
+        for like in ("%metered%", "%free plan%", "%sets how often%"):
+            multihop.options(small_db, _chunk(small_db, like), 0, scope)
+    finally:
+        small_db.conn.set_trace_callback(None)
+    # one look whether any approved row exists, one load of them; no LIKE scan per sentence and entity
+    reads = [s for s in statements if "FROM queries" in s and "LIKE" not in s]
+    assert len(reads) == 2 and not [s for s in statements if "FROM queries" in s and "LIKE" in s], statements
+
+
+def test_second_part_grammar_shares_the_answer_first_opener_and_length():
+    import re
+
+    for entity in ("sync_interval", "apt-get", "x" * 40):
+        grammar = multihop.second_part_grammar(entity)
+        assert prompts.QUESTION_OPENER_RULE in grammar and prompts.QUESTION_OPENER_RULE in prompts.ASKED_QUESTION_GRAMMAR
+        assert '"Will "' in grammar  # the copied opener list lacked it
+        units = sum(int(n) for n in re.findall(r"unit\{\d+,(\d+)\}", grammar))
+        longest_opener = max(len(w) + 1 for w in prompts.QUESTION_OPENERS)
+        # the most the grammar lets the question run: opener, words, space, entity, one tail character, '?'
+        assert longest_opener + units + 1 + len(entity) + 1 + 1 <= prompts.QUESTION_CHARS, (entity, units)

@@ -197,9 +197,12 @@ def derived(query_type: str, answers_mode: str) -> bool:
     return answers_mode == "extractive" and query_type in DERIVED_TYPES
 
 
-def _derived_task(db: sqlite_utils.Database, query_type: str, chunk: dict, seed: int) -> Optional[Task]:
-    """A derived-type task about ``chunk`` (None when the chunk offers nothing for the type)."""
-    found = DERIVED_TYPES[query_type].options(db, chunk, seed)
+def _derived_task(db: sqlite_utils.Database, query_type: str, chunk: dict, seed: int,
+                  scope: Optional[multihop.RunScope] = None) -> Optional[Task]:
+    """A derived-type task about ``chunk`` (None when the chunk offers nothing for the type).
+    ``scope``: what the run's multi-hop tasks share (names read once, approved rows claimed once)."""
+    found = (multihop.options(db, chunk, seed, scope) if query_type == "multi_hop"
+             else DERIVED_TYPES[query_type].options(db, chunk, seed))
     return _task_option(Task(query_type, [chunk], options=found), 0) if found else None
 
 
@@ -216,6 +219,7 @@ def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, clust
     An answer-first type skips chunks that hold no sentence fit to be an answer."""
     chunks = eligible_chunks(db, seed, cluster_chunk_ids)
     used = _used_pairs(db)
+    multi_hop_scope = multihop.RunScope(db)  # one per run: no two tasks start from one approved row
     # Each type starts at a different point of the interleaved order, so types spread over chunks.
     cursors = {t: i * len(chunks) // max(1, len(plan)) for i, t in enumerate(plan)}
     wanted = {t: n * ATTEMPTS_PER_ROW for t, n in plan.items()}
@@ -230,7 +234,7 @@ def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, clust
                     continue
                 used.add((query_type, chunk["id"]))
                 if derived(query_type, answers_mode):
-                    task = _derived_task(db, query_type, chunk, seed)
+                    task = _derived_task(db, query_type, chunk, seed, multi_hop_scope)
                     if task is None:
                         continue
                     yield task

@@ -10,7 +10,8 @@ Who writes the two parts. With answer-first rows a reviewer approved in the proj
 is one of those questions and the model writes only the second, answer-first, for B's sentence, the
 entity spelled in it by the grammar (built_on_rows). Without any, the model is asked for both
 questions at once (sentence_pairs); the bundled 135M model keeps about one such pair in 70 and the
-ones it keeps are muddled (docs/benchmarks.md, "Multi-hop rows").
+ones it keeps are muddled (docs/benchmarks.md, "Multi-hop rows"). A run reads the corpus's names and
+the approved rows once (RunScope, made by generate.plan_tasks) and gives each approved row to one task.
 
 A question is kept only when neither sentence alone answers it: each part names the entity, the
 joined question holds words only sentence A holds and words only sentence B holds, and each part
@@ -31,7 +32,8 @@ import sqlite_utils
 from curator.core import store
 from curator.core.generation import filters
 from curator.core.generation.answers import MIN_ANSWER_GAIN, answer_sentences
-from curator.core.generation.prompts import _UNIT_RULE, parse_query, parse_question_pair
+from curator.core.generation.prompts import (ASKED_QUESTION_UNITS, QUESTION_OPENER_RULE, _UNIT_RULE, parse_query,
+                                             parse_question_pair)
 from curator.core.generation.unanswerable import DETAIL_FAMILIES, corpus_mentions
 from curator.core.queries.words import STOPWORDS, content_words, stems
 
@@ -64,27 +66,71 @@ MIN_SENTENCE_GAIN = MIN_ANSWER_GAIN  # each question of the pair against its sen
 # How much more a part must raise its own sentence's likelihood than the other sentence's (nats per
 # answer token): above zero, so a part both sentences answer alike does not count as needing its own.
 MIN_OWN_MARGIN = 0.0
-_OPENER = ('opener ::= "What " | "How " | "Why " | "When " | "Which " | "Where " | "Who " | "Can " | "Does " | "Do " '
-           '| "Is " | "Are " | "Should "\n')
 _NOT_NAMES = {"i.e", "e.g", "etc", "vs"}  # abbreviations the dotted-name pattern takes for names
-_NAMES: dict = {}  # per project connection: the words the corpus writes as names
 
 
 def corpus_names(db: sqlite_utils.Database) -> frozenset[str]:
-    """Words the corpus writes as command or program names (it cites their manual page, "x(8)"),
-    read once per project connection (chunks do not change while a run generates)."""
-    if db not in _NAMES:
-        found, capitalised, lower = set(), set(), set()
-        for (text,) in db.execute("SELECT text FROM chunks WHERE active = 1"):
-            text = _URL.sub(" ", text)
-            found.update(m.group(1) for m in _NAME_IN_USE.finditer(text))
-            capitalised.update(_MID_SENTENCE_CAPITAL.findall(text))
-            lower.update(re.findall(r"\b[a-z]\w+", text))
-        # A proper name: written capitalised after a lowercase word, never in lower case ("Jessie",
-        # "Hurd", "Tkinter"; not "Package" in a title-cased heading that also says "package").
-        found |= {w for w in capitalised if w.lower() not in lower}
-        _NAMES[db] = frozenset(n for n in found if n.lower() not in STOPWORDS and len(n) >= 3)
-    return _NAMES[db]
+    """Words the corpus writes as command or program names (it cites their manual page, "x(8)"), read
+    from the active chunks as they are now (a run reads them once: RunScope)."""
+    found, capitalised, lower = set(), set(), set()
+    for (text,) in db.execute("SELECT text FROM chunks WHERE active = 1"):
+        text = _URL.sub(" ", text)
+        found.update(m.group(1) for m in _NAME_IN_USE.finditer(text))
+        capitalised.update(_MID_SENTENCE_CAPITAL.findall(text))
+        lower.update(re.findall(r"\b[a-z]\w+", text))
+    # A proper name: written capitalised after a lowercase word, never in lower case ("Jessie",
+    # "Hurd", "Tkinter"; not "Package" in a title-cased heading that also says "package").
+    found |= {w for w in capitalised if w.lower() not in lower}
+    return frozenset(n for n in found if n.lower() not in STOPWORDS and len(n) >= 3)
+
+
+class RunScope:
+    """What one generation run reads once and shares among its multi-hop tasks: the corpus's names,
+    the chunk count, the approved rows that may start a row, and the ones a task of this run has
+    claimed. Made per run (generate.plan_tasks), so chunks ingested or rows approved between runs
+    are seen by the next one, and no module-level cache keeps a project connection alive."""
+
+    def __init__(self, db: sqlite_utils.Database):
+        self.db = db
+        self._names: Optional[frozenset[str]] = None
+        self._total: Optional[int] = None
+        self._first_parts: Optional[list[dict]] = None
+        self._builds_on_rows: Optional[bool] = None
+        self.claimed: set[str] = set()  # first_row ids a task of this run already asks with
+
+    @property
+    def names(self) -> frozenset[str]:
+        if self._names is None:
+            self._names = corpus_names(self.db)
+        return self._names
+
+    @property
+    def total(self) -> int:
+        if self._total is None:
+            self._total = self.db.execute("SELECT COUNT(*) FROM chunks WHERE active = 1").fetchone()[0]
+        return self._total
+
+    @property
+    def first_parts(self) -> list[dict]:
+        """Approved answer-first rows not yet the first part of a stored multi-hop row, by quality."""
+        if self._first_parts is None:
+            self._first_parts = _first_part_rows(self.db)
+        return self._first_parts
+
+    @property
+    def builds_on_rows(self) -> bool:
+        """Whether the project holds any approved row of a first-part type (then the run builds on
+        them and asks no sentence pairs)."""
+        if self._builds_on_rows is None:
+            self._builds_on_rows = _has_first_parts(self.db)
+        return self._builds_on_rows
+
+    def claim(self, found: list[dict]) -> list[dict]:
+        """``found`` without options whose first row another task of this run claimed; claims the rest.
+        Two tasks in flight asking with one approved question made two rows with the same first part."""
+        kept = [o for o in found if o.get("first_row") not in self.claimed]
+        self.claimed.update(o["first_row"] for o in kept if o.get("first_row"))
+        return kept
 
 
 def entities(sentence: str, names: frozenset[str] = frozenset()) -> list[str]:
@@ -145,14 +191,16 @@ def second_fact(first: str, second: str) -> bool:
     return len(b - a) >= MIN_NEW_WORDS and len(a - b) >= MIN_NEW_WORDS
 
 
-def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
+def options(db: sqlite_utils.Database, chunk: dict, seed: int, scope: Optional[RunScope] = None) -> list[dict]:
     """What a multi-hop task about ``chunk`` may ask: when the project holds approved answer-first rows,
     one of those questions (about another chunk's sentence) joined to the question the model writes
     for a sentence of ``chunk`` about the same entity (built_on_rows); in a project without any, a
-    pair of sentences for the model to write both questions of (sentence_pairs). Seeded order."""
-    if _has_first_parts(db):  # a chunk with no row to build on is skipped, not asked the weak way
-        return built_on_rows(db, chunk, seed)
-    return sentence_pairs(db, chunk, seed)
+    pair of sentences for the model to write both questions of (sentence_pairs). Seeded order.
+    ``scope``: the run's shared reads and claims (a one-task scope without it)."""
+    scope = scope or RunScope(db)
+    if scope.builds_on_rows:  # a chunk with no row to build on is skipped, not asked the weak way
+        return scope.claim(built_on_rows(db, chunk, seed, scope))
+    return sentence_pairs(db, chunk, seed, scope)
 
 
 def _has_first_parts(db: sqlite_utils.Database) -> bool:
@@ -172,21 +220,23 @@ FIRST_PART_TYPES = ("factoid",)
 FIRST_PART_STATUS = "approved"
 
 
-def built_on_rows(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
+def built_on_rows(db: sqlite_utils.Database, chunk: dict, seed: int, scope: Optional[RunScope] = None) -> list[dict]:
     """Options joining a kept answer-first row of another chunk (its question and answer sentence)
-    to a sentence of ``chunk`` about the same entity that says something else."""
-    total = db.execute("SELECT COUNT(*) FROM chunks WHERE active = 1").fetchone()[0]
-    names, found = corpus_names(db), []
+    to a sentence of ``chunk`` about the same entity that says something else; rows ``scope``
+    claimed for other tasks are not offered, and one row starts one option at most."""
+    scope = scope or RunScope(db)
+    found, offered = [], set(scope.claimed)
     for second in filter(_fact, answer_sentences(chunk["text"])):
-        for entity in (e for e in entities(second, names) if about(e, second) and _specific(db, e, total)):
-            row = next((r for r in _rows_about(db, entity, chunk["id"])
-                        if _fact(r["reference"]) and about(entity, r["reference"])
+        for entity in (e for e in entities(second, scope.names) if about(e, second) and _specific(db, e, scope.total)):
+            row = next((r for r in _rows_about(scope.first_parts, entity, chunk["id"])
+                        if r["id"] not in offered and _fact(r["reference"]) and about(entity, r["reference"])
                         and same_sense(entity, r["reference"], second)
                         and second_fact(r["reference"], second)), None)
             if row is None:
                 continue
             partner = store.rows(db, "SELECT id, title, text FROM chunks WHERE id = ?", [row["chunk_id"]])
             if partner:
+                offered.add(row["id"])
                 found.append({"answer": f"{row['reference']} {second}", "sentences": [row["reference"], second],
                               "entity": entity, "first_question": row["text"], "first_row": row["id"],
                               "partner": partner[0]})
@@ -194,43 +244,57 @@ def built_on_rows(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dic
     return found[:MAX_OPTIONS]
 
 
-def _rows_about(db: sqlite_utils.Database, entity: str, exclude_chunk: str) -> list[dict]:
-    """Kept answer-first rows whose question names the entity, from one chunk other than
-    ``exclude_chunk``, approved by a reviewer and not yet the first part of a multi-hop row, by
-    quality score."""
+def _first_part_rows(db: sqlite_utils.Database) -> list[dict]:
+    """Approved answer-first rows from one chunk each, not yet the first part of a stored multi-hop
+    row, by quality score: read once per run (RunScope), then matched to entities in Python."""
     marks = ",".join("?" * len(FIRST_PART_TYPES))
     rows = store.rows(db, f"""SELECT id, text, reference, source_chunk_ids FROM queries q
                              WHERE source = 'synthetic' AND answerable = 1 AND status = ?
-                             AND query_type IN ({marks}) AND reference LIKE ? AND text LIKE ?
+                             AND query_type IN ({marks})
                              AND NOT EXISTS (SELECT 1 FROM queries m WHERE m.query_type = 'multi_hop'
                                              AND instr(m.quality_signals, '"first_row":"' || q.id || '"'))
-                             ORDER BY quality DESC, id""",
-                      [FIRST_PART_STATUS, *FIRST_PART_TYPES, f"%{entity}%", f"%{entity}%"])
+                             ORDER BY quality DESC, id""", [FIRST_PART_STATUS, *FIRST_PART_TYPES])
     kept = []
     for row in rows:
         sources = json.loads(row["source_chunk_ids"] or "[]")
-        if len(sources) == 1 and sources[0] != exclude_chunk and names_entity(row["text"], entity):
+        if len(sources) == 1 and row["reference"]:
             kept.append({**row, "chunk_id": sources[0]})
     return kept
 
 
+def _rows_about(rows: list[dict], entity: str, exclude_chunk: str) -> list[dict]:
+    """Of ``rows`` (_first_part_rows), those whose question names the entity and whose answer
+    spells it, from a chunk other than ``exclude_chunk``, in their order."""
+    spelled = entity.lower()
+    return [r for r in rows if r["chunk_id"] != exclude_chunk and spelled in r["reference"].lower()
+            and names_entity(r["text"], entity)]
+
+
+# The second part's words before and after the entity, in grammar units: together with the opener, the
+# entity, the space before it and the '?' they fit an answer-first question (ASKED_QUESTION_GRAMMAR,
+# QUESTION_CHARS). Unbounded (80 + 80) they let a part run to about 330 characters.
+SECOND_PART_MIN_BEFORE = 4
+
+
 def second_part_grammar(entity: str) -> str:
     """The answer-first question grammar with the entity spelled as a word of its own: shown it in
-    the heading, the model still left it out of 11 of 18 (Debian) and 16 of 27 (Python) second parts."""
+    the heading, the model still left it out of 11 of 18 (Debian) and 16 of 27 (Python) second parts.
+    The words around the entity share the answer-first question's length: half before, half after."""
     literal = '"' + entity.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return (f'\nroot ::= "Question: " opener unit{{4,80}} " " {literal} tail "?\\n"\n'
-            f'tail ::= "" | [ ,\'] unit{{0,80}}\n' + _OPENER + _UNIT_RULE + "\n")
+    room = max(2 * SECOND_PART_MIN_BEFORE, ASKED_QUESTION_UNITS - len(entity) - 1)
+    before = max(SECOND_PART_MIN_BEFORE, room // 2)
+    return (f'\nroot ::= "Question: " opener unit{{{SECOND_PART_MIN_BEFORE},{before}}} " " {literal} tail "?\\n"\n'
+            f'tail ::= "" | [ ,\'] unit{{0,{room - before - 1}}}\n' + QUESTION_OPENER_RULE + _UNIT_RULE + "\n")
 
 
-def sentence_pairs(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
+def sentence_pairs(db: sqlite_utils.Database, chunk: dict, seed: int, scope: Optional[RunScope] = None) -> list[dict]:
     """Sentence pairs a multi-hop task may ask the model both questions of: a sentence of ``chunk`` and one of another chunk,
     both about the same specific entity (naming it near their start), chunks of other documents
     first; seeded order."""
-    total = db.execute("SELECT COUNT(*) FROM chunks WHERE active = 1").fetchone()[0]
-    names = corpus_names(db)
+    scope = scope or RunScope(db)
     found = []
     for first in filter(_fact, answer_sentences(chunk["text"])):
-        for entity in (e for e in entities(first, names) if about(e, first) and _specific(db, e, total)):
+        for entity in (e for e in entities(first, scope.names) if about(e, first) and _specific(db, e, scope.total)):
             partners = _chunks_naming(db, entity, chunk["id"])
             partners.sort(key=lambda p: p.get("doc_id") == chunk.get("doc_id"))
             for partner in partners:

@@ -107,10 +107,14 @@ ANSWER_FIRST_SHOTS = [  # (document title, answer sentence, {type: query})
      "the light blinks.", {"factoid": "How do I wipe everything I changed on my router?",
                            "keyword": "wipe router start over", "vague": "How do I start over with my internet box?"}),
 ]
+# The words an answer-first question may open with: one rule for every grammar that asks one
+# (ASKED_QUESTION_GRAMMAR and the second part of a multi-hop row, generation.multihop).
+QUESTION_OPENERS = ("What", "How", "Why", "When", "Which", "Where", "Who", "Can", "Does", "Do", "Is", "Are", "Should",
+                    "Will")
+QUESTION_OPENER_RULE = "opener ::= " + " | ".join(f'"{word} "' for word in QUESTION_OPENERS) + "\n"
+ASKED_QUESTION_UNITS = QUESTION_CHARS - 10  # after the opener: the opener and the '?' keep it within QUESTION_CHARS
 ASKED_QUESTION_GRAMMAR = (
-    f'\nroot ::= "Question: " opener unit{{6,{QUESTION_CHARS - 10}}} "?\\n"\n'
-    + r"""opener ::= "What " | "How " | "Why " | "When " | "Which " | "Where " | "Who " | "Can " | "Does " | "Do " | "Is " | "Are " | "Should " | "Will "
-""" + _UNIT_RULE + "\n")
+    f'\nroot ::= "Question: " opener unit{{6,{ASKED_QUESTION_UNITS}}} "?\\n"\n' + QUESTION_OPENER_RULE + _UNIT_RULE + "\n")
 ASKED_VAGUE_GRAMMAR = f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 1}}} "?\\n"\n' + _UNIT_RULE + "\n"
 # No dotted names in an answer-first keyword query: given the chance, the bundled model glued words
 # into names that exist nowhere ("systems.inboundmailrc"), 60 of 337 rejections in one quality-bench
