@@ -355,6 +355,23 @@ def test_generate_when_every_chunk_is_used_says_so_and_names_the_types(sample_db
     assert _runs(sample_db) == 2  # the chunks are still free for another type: that run is not refused
 
 
+def test_multi_hop_with_approved_rows_that_name_nothing_shared_says_what_to_approve(sample_db):
+    """With approved factoid rows, multi-hop rows build only on them; when none names a thing another
+    chunk also names there is nothing to ask, and the refusal says so rather than 'every chunk was
+    already used' (the Debian FAQ run of 2026-12-05)."""
+    from curator.core.queries.rows import add_query
+
+    chunk_id = sample_db.execute("SELECT id FROM chunks WHERE active = 1 LIMIT 1").fetchone()[0]
+    with sample_db.conn:
+        qid = add_query(sample_db, "How do I do this at home?", "synthetic", gold_chunk_ids=[chunk_id],
+                        source_chunk_ids=[chunk_id], query_type="factoid")
+        sample_db.execute("UPDATE queries SET status = 'approved' WHERE id = ?", [qid])
+    with pytest.raises(NothingToGenerate, match="no multi-hop row to build.*approve factoid rows") as refused:
+        generate(sample_db, GenerationConfig(count=2, seed=4, mix={"multi_hop": 1}, answers="extractive"),
+                 backend=FakeBackend(good_reply))
+    assert "already used" not in str(refused.value)
+
+
 def test_generate_when_no_chunk_has_enough_prose_says_so(empty_db, tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "short.md").write_text("# Title\n\nToo short to ask about.\n")

@@ -717,10 +717,23 @@ def _why_nothing_to_ask(db, plan: dict[str, int], seed: int, cluster_chunk_ids: 
         return (f"none of the {total} chunks is worth asking about (each needs {MIN_CHUNK_TOKENS}+ tokens of prose, "
                 "not tables or code): ingest documents with more running text")
     if next(plan_tasks(db, plan, seed, cluster_chunk_ids, answers_mode), None) is None:
-        types = ", ".join(t for t, n in plan.items() if n > 0)
-        return (f"every chunk was already used for {types} queries (each chunk is asked once per type): ingest more "
-                "documents, or ask for other types with --mix")
+        wanted = [t for t, n in plan.items() if n > 0]
+        hints = [_NOTHING_DERIVED[t] for t in wanted if derived(t, answers_mode) and t in _NOTHING_DERIVED]
+        if hints and not {t for t, _ in _used_pairs(db)} & set(wanted):  # never asked: nothing to build from
+            return "; ".join(hints)
+        return (f"every chunk was already used for {', '.join(wanted)} queries (each chunk is asked once per type): "
+                "ingest more documents, or ask for other types with --mix")
     return None
+
+
+# Why a type built from the corpus found nothing to ask (no chunk was ever asked for it).
+_NOTHING_DERIVED = {
+    "multi_hop": ("no multi-hop row to build: each joins a factoid question a reviewer approved to another "
+                  "chunk's sentence naming the same specific thing; approve factoid rows that name one "
+                  "(a command, an option, a module), then generate again"),
+    "unanswerable": ("no near miss to build: no sentence names a setting (platform, editor, init system...) "
+                     "with a peer the corpus never mentions; ask for other types with --mix"),
+}
 
 
 def _plan(db, config: GenerationConfig) -> tuple[Optional[dict], dict, dict[str, int]]:
