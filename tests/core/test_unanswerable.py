@@ -53,6 +53,15 @@ def test_details_are_named_things_not_versions_nor_parts_of_longer_names():
     assert not any(d.text == "C" or d.text == "3.11" for d in found)  # versions are never swapped
 
 
+def test_mentions_are_counted_again_after_an_ingest_on_the_same_connection(small_db, tmp_path):
+    """The window ingests and generates on one connection: a replacement the corpus mentions since
+    must not still count as absent (its near misses would be answerable)."""
+    assert unanswerable.corpus_mentions(small_db, "ChromeOS") == 0
+    (tmp_path / "docs" / "chromeos.md").write_text("# ChromeOS\n\nPython runs on ChromeOS in the Linux container.\n")
+    ingest(small_db, [tmp_path / "docs"])
+    assert unanswerable.corpus_mentions(small_db, "ChromeOS") == 1
+
+
 def test_a_replacement_is_a_peer_the_corpus_never_mentions(small_db):
     windows = Detail("Windows", "platform")
     assert unanswerable.corpus_mentions(small_db, "Windows") == 2

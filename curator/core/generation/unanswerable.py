@@ -48,6 +48,7 @@ import sqlite_utils
 from curator.core.corpus.search import search_chunks
 from curator.core.queries.words import content_words, stem
 from curator.core.generation.answers import MIN_ANSWER_GAIN, answer_sentences
+from curator.core.store.stats import corpus_key
 
 # Things of one kind a user might ask about, in the spelling a question uses. Only names that are
 # not also everyday words ("Go", "R", "Edge", "dash" are left out): a swap must change the detail,
@@ -183,11 +184,22 @@ def details(text: str) -> list[Detail]:
 _MENTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+def _corpus_cache(db: sqlite_utils.Database) -> dict:
+    """What this module counted over the corpus (mentions, chunk total, subject, kinds), per project
+    connection and corpus: an ingest on the same connection, as the window makes, starts it again."""
+    key = corpus_key(db)
+    stamp, cache = _MENTIONS.get(db, (None, {}))
+    if stamp != key:
+        cache = {}
+        _MENTIONS[db] = (key, cache)
+    return cache
+
+
 def corpus_mentions(db: sqlite_utils.Database, term: str) -> int:
     """Active chunks that spell ``term`` or one of its ALIASES (summed: an overcount only makes a
-    replacement look mentioned, never absent), counted once per project connection (chunks do not
-    change while a run generates)."""
-    cache = _MENTIONS.setdefault(db, {})
+    replacement look mentioned, never absent), counted once per project connection and corpus (an
+    ingest on the same connection, as the window makes, counts again)."""
+    cache = _corpus_cache(db)
     if term not in cache:
         cache[term] = sum(_count_mentions(db, t) for t in (term, *ALIASES.get(term, ())))
     return cache[term]
@@ -225,7 +237,7 @@ def is_subject(db: sqlite_utils.Database, detail: Detail) -> bool:
 
 
 def _active_chunks(db: sqlite_utils.Database) -> int:
-    cache = _MENTIONS.setdefault(db, {})
+    cache = _corpus_cache(db)
     if "\0total" not in cache:
         cache["\0total"] = db.execute("SELECT COUNT(*) FROM chunks WHERE active = 1").fetchone()[0]
     return cache["\0total"]
@@ -234,7 +246,7 @@ def _active_chunks(db: sqlite_utils.Database) -> int:
 def setting_kinds(db: sqlite_utils.Database) -> frozenset:
     """The kinds a near miss swaps in this corpus: SETTING_KINDS, or FALLBACK_KINDS when no chunk
     names any of their things (counted once per project connection)."""
-    cache = _MENTIONS.setdefault(db, {})
+    cache = _corpus_cache(db)
     if "\0kinds" not in cache:
         technical = any(corpus_mentions(db, name) for kind in sorted(SETTING_KINDS) for name in DETAIL_FAMILIES[kind])
         cache["\0kinds"] = SETTING_KINDS if technical else FALLBACK_KINDS
@@ -425,7 +437,7 @@ NOT_SUBJECTS = frozenset({"but", "have", "has", "more", "see", "other", "one", "
 def corpus_subject(db: sqlite_utils.Database) -> str:
     """What the corpus is about, as one word: the content word in most active chunks ("python" in the
     Python FAQ, 37% of its chunks; "debian" in the Debian FAQ, 78%), counted once per connection."""
-    cache = _MENTIONS.setdefault(db, {})
+    cache = _corpus_cache(db)
     if "\0subject" not in cache:
         counts: dict[str, int] = {}
         for (text,) in db.execute("SELECT text FROM chunks WHERE active = 1"):
