@@ -2,7 +2,7 @@
 (the bundled Q4_1 file, one request at a time: `generate --parallel 1 --no-repack`), on a corpus.
 
 Run from the repository root: PYTHONPATH=. .venv/bin/python bench/generate.py [--corpus DIR] [--rows 20]
-[--rounds 2] [--free] [--before] [--engine-details] (without PYTHONPATH=. an installed curator is imported).
+[--rounds 2] [--free] [--before] [--old-evidence] [--engine-details] (without PYTHONPATH=. an installed curator is imported).
 
 Prints, in one run: the Q8_0 copy (made or reused); the engine setting generation chooses for each mode
 (optimize.choose_engine: probed, or cached from an earlier probe) and why; raw prompt and decode tokens/s
@@ -303,7 +303,8 @@ def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, answ
         print(f"pipeline round {round_no + 1} ({rows} rows, seed {round_no}; {load_average()}):")
         for name, (backend, parallel, answers, *legacy) in runners.items():
             raw = raw_decode_rate(backend, parallel)
-            with as_before_issue_33(backend, bool(legacy)) as check:
+            with as_before_issue_33(backend, "issue 33" in legacy) as check, \
+                    evidence_on_every_core("evidence" in legacy):
                 run = pipeline(template, backend, parallel, rows, seed=round_no, answers=answers,
                                answer_check=check or answer_check)
             _print_run(name, run, raw)
@@ -336,6 +337,39 @@ def as_before_issue_33(backend: LlamaCppBackend, legacy: bool):
         llama_batch.KEEP_PROMPTS, backend._decoder = kept, None
 
 
+def ceiling(reference: dict, candidate: dict) -> str:
+    """What the engine alone can buy: the reference's share of time in the engine (``model``: its
+    forward passes, sampling and grammar) and the rest (the likelihood check, near-miss evidence,
+    other checks, SQLite), which the default pays alike per candidate. With the candidate's engine
+    speedup s per candidate, accepted rows/min can reach at most 1 / (engine share / s + rest share)
+    at the same acceptance, and 1 / rest share with an engine that took no time."""
+    engine = reference["model"] / reference["seconds"]
+    per_candidate = {name: t["model"] / max(1, t["candidates"]) for name, t in (("ref", reference), ("new", candidate))}
+    speedup = per_candidate["ref"] / per_candidate["new"] if per_candidate["new"] else float("inf")
+    return (f"  ceiling: the reference spent {engine:.0%} of its time in the engine, {1 - engine:.0%} outside it; "
+            f"the default's engine is {speedup:.2f}x faster per candidate; at equal acceptance "
+            f"that speedup buys {1 / (engine / speedup + 1 - engine):.2f}x accepted rows/min "
+            f"({1 / max(1e-9, 1 - engine):.2f}x with an engine that took no time)")
+
+
+@contextlib.contextmanager
+def evidence_on_every_core(legacy: bool):
+    """With ``legacy``: near-miss evidence as it ran before, MiniLM on every core (its own default)
+    and loaded again for each run; else as generate() runs it (the engine's threads, one per process)."""
+    from curator.core.embedding.embed import get_embedder
+    from curator.core.generation import unanswerable
+
+    if not legacy:
+        yield
+        return
+    current = unanswerable.evidence_embedder
+    unanswerable.evidence_embedder = lambda n_threads=None: get_embedder("minilm")
+    try:
+        yield
+    finally:
+        unanswerable.evidence_embedder = current
+
+
 def _print_totals(totals: dict) -> None:
     def per_min(t, key):
         return 60 * t[key] / t["seconds"]
@@ -352,6 +386,8 @@ def _print_totals(totals: dict) -> None:
               f"{per_min_without_check(reference, 'accepted'):.1f} accepted rows/min, "
               f"{per_min_without_check(candidate, 'candidates') / per_min_without_check(reference, 'candidates'):.2f}x "
               "candidates/min")
+    for name, candidate in candidates:
+        print(ceiling(reference, candidate))
     for name, t in totals.items():
         raw = sum(t["raw"]) / len(t["raw"])
         print(f"  {name}: acceptance {t['accepted'] / max(1, t['candidates']):.0%} ({t['accepted']:.0f} of "
@@ -370,7 +406,9 @@ def _engine_runners(args, q4: LlamaCppBackend, engines: dict) -> dict:
         label = "answer-first" if mode == "extractive" else "model writes both"
         runners[f"Q4_1 x1 (--parallel 1 --no-repack), {label}"] = (q4, 1, mode)
         if args.before and mode == "extractive":
-            runners[f"Q4_1 x1 as before issue 33 (check on a second load, no kept prompts), {label}"] = (q4, 1, mode, True)
+            runners[f"Q4_1 x1 as before issue 33 (check on a second load, no kept prompts), {label}"] = (q4, 1, mode, "issue 33")
+        if args.old_evidence and mode == "extractive":
+            runners[f"Q4_1 x1, near-miss evidence on every core as before, {label}"] = (q4, 1, mode, "evidence")
         backend = engines[mode]
         described = f"{backend.engine_choice.get('chosen', '')} by {backend.engine_choice['chosen_by']}"
         runners[f"default ({described}), {label}"] = (backend, backend.parallel, mode)
@@ -399,6 +437,8 @@ def main() -> None:
     parser.add_argument("--free", action="store_true", help="also compare the mode where the model writes both")
     parser.add_argument("--before", action="store_true",
                         help="also run the reference as the engine ran before issue 33's changes (A/B of them)")
+    parser.add_argument("--old-evidence", action="store_true",
+                        help="also run the reference with near-miss evidence as before (MiniLM on every core)")
     parser.add_argument("--engine-details", action="store_true",
                         help="also greedy replies of the copy against the source, and thread counts")
     args = parser.parse_args()

@@ -240,3 +240,35 @@ def test_a_near_miss_asks_to_do_something_that_depends_on_its_setting(small_db):
     assert "asks nothing that depends on its setting" in reason
     reason, found = unanswerable.judge(small_db, "How do I set up the agent on Windows?", option, scripted.Gains())
     assert reason is None and found["question"] == "How do I set up the agent on FreeBSD?"
+
+
+def test_the_evidence_embedder_runs_on_the_engines_threads_and_is_loaded_once(small_db):
+    """MiniLM finds the nearest chunks on the generating engine's thread count (on a busy 2-core
+    machine its default of every core was up to 10x slower) and is loaded once per process; the
+    nearest chunks it finds are those MiniLM finds on every core (the real MiniLM)."""
+    from curator.core.embedding.minilm_gguf import MiniLMLlamaEmbedder
+
+    one = unanswerable.evidence_embedder(1)
+    if one is None:
+        pytest.skip("MiniLM package not installed")
+    assert one.n_threads == 1 and unanswerable.evidence_embedder(1) is one
+    assert unanswerable.evidence_embedder(2) is not one and unanswerable.evidence_embedder(2).n_threads == 2
+    option = {"original": "Windows", "replacement": "FreeBSD", "kind": "platform",
+              "sentence": "On Windows, the agent installs with the MSI package from the downloads page."}
+    question = "How do I install the agent on FreeBSD?"
+    on_one = unanswerable.evidence(small_db, question, option, one)
+    small_db.execute("DELETE FROM embeddings")  # every vector made again, on all cores
+    on_all = unanswerable.evidence(small_db, question, option, MiniLMLlamaEmbedder())
+    assert on_one["nearest_dense"] and on_one["embedder"] == on_all["embedder"]
+    assert [c["chunk"] for c in on_one["nearest_dense"]] == [c["chunk"] for c in on_all["nearest_dense"]]
+    assert [c["cosine"] for c in on_one["nearest_dense"]] == pytest.approx([c["cosine"] for c in on_all["nearest_dense"]], abs=1e-3)
+
+
+def test_a_run_finds_near_miss_evidence_on_its_engines_threads(small_db, monkeypatch):
+    """generate() asks for the evidence embedder with the backend's thread count."""
+    asked = []
+    monkeypatch.setattr(unanswerable, "evidence_embedder", lambda n_threads=None: asked.append(n_threads))
+    backend = FakeBackend(scripted.good_reply)
+    backend.n_threads = 1
+    generate(small_db, GenerationConfig(count=2, mix={"unanswerable": 1}, seed=0), backend=backend)
+    assert asked == [1]

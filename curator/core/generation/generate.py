@@ -371,14 +371,13 @@ class _Checks:
     overlap_basis: str = ""
     examples: Optional[examples_mod.ExampleSet] = None
     _evidence: Optional[list] = None  # [the sentence embedder or None], loaded on the first near miss
+    evidence_threads: Optional[int] = None  # the generating engine's threads (None: MiniLM's default)
 
     def evidence_embedder(self):
         """The sentence embedder (MiniLM) that finds a near miss's nearest chunks for the reviewer to
         see; never a filter. None without its package."""
         if self._evidence is None:
-            from curator.core.embedding.embed import get_embedder, minilm_available
-
-            self._evidence = [get_embedder("minilm") if minilm_available() else None]
+            self._evidence = [unanswerable.evidence_embedder(self.evidence_threads)]
         return self._evidence[0]
 
 
@@ -908,7 +907,8 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     backend = backend or _open_engine(config, resumed, on_progress, cancel)
     if resumed:
         _check_same_model(db, resumed, backend)
-    checks = _Checks(filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries")), config.min_quality)
+    checks = _Checks(filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries")), config.min_quality,
+                     evidence_threads=getattr(backend, "n_threads", None))
     if config.answers == "extractive":
         checks.overlap_cap, checks.overlap_basis = realism.overlap_cap(db)
         checks.examples = examples_mod.load(db)

@@ -36,6 +36,7 @@ newer", an earlier one by "before 3.9" or never existed, "Python 2.9").
 
 from __future__ import annotations
 
+import atexit
 import random
 import re
 import weakref
@@ -349,6 +350,31 @@ def options(db: sqlite_utils.Database, chunk: dict, seed: int) -> list[dict]:
             found.append(_option(db, chunk, sentence, setting, "chunk"))
     random.Random(f"{seed}:{chunk['id']}:unanswerable").shuffle(found)
     return found
+
+
+# One sentence embedder per thread count for the life of the process: a run (and every later run of
+# a GUI session or a bench) loads MiniLM once, not once per run.
+_EVIDENCE_EMBEDDERS: dict = {}
+atexit.register(_EVIDENCE_EMBEDDERS.clear)  # freed before interpreter teardown, when llama.cpp's frees still work
+
+
+def evidence_embedder(n_threads: Optional[int] = None):
+    """The sentence embedder (MiniLM on llama.cpp) that finds a near miss's nearest chunks, on
+    ``n_threads`` threads: the generating engine's count (the cores other processes leave free), not
+    MiniLM's own default of every core. With 2 threads on the 2-core machine at load 4-6, the evidence
+    of 6 near misses took 4-51 s, against 3-11 s on 1 thread (ggml's OpenMP threads spin while one
+    of them waits for a core; docs/generate.md, "Where an answer-first row's time goes").
+    None without the MiniLM package."""
+    from curator.core.embedding.embed import minilm_available
+
+    if not minilm_available():
+        return None
+    key = n_threads or 0
+    if key not in _EVIDENCE_EMBEDDERS:
+        from curator.core.embedding.minilm_gguf import MiniLMLlamaEmbedder
+
+        _EVIDENCE_EMBEDDERS[key] = MiniLMLlamaEmbedder(n_threads=n_threads)
+    return _EVIDENCE_EMBEDDERS[key]
 
 
 def _dense_nearest(db: sqlite_utils.Database, embedder, question: str, sentence: str) -> tuple[list, str]:
