@@ -94,6 +94,11 @@ def test_http_backend_drops_replies_in_flight_when_the_caller_stops():
     results.close()  # a cancelled run: the pool shuts down without waiting for the rest
 
 
+# The default mix without near misses: the fake model's "What is known about ..." asks nothing that
+# depends on a setting, which a near miss must (tests/core/test_unanswerable.py covers them).
+FAKE_MIX = {t: w for t, w in generate_module.DEFAULT_MIX.items() if t != "unanswerable"}
+
+
 @pytest.mark.parametrize("parallel", [2, 5])
 def test_batched_generation_meets_the_mix_exactly_and_commits_each_reply(sample_db, sample_project_path, parallel):
     committed = []
@@ -107,9 +112,9 @@ def test_batched_generation_meets_the_mix_exactly_and_commits_each_reply(sample_
         return good_reply(messages)
 
     backend = FakeBackend(reply, parallel=parallel)
-    summary = generate(sample_db, GenerationConfig(count=10, seed=3), backend=backend)
+    summary = generate(sample_db, GenerationConfig(count=10, seed=3, mix=FAKE_MIX), backend=backend)
     assert summary["accepted"] == 10 and summary["status"] == "complete"
-    assert summary["by_type"] == allocate(10, generate_module.DEFAULT_MIX)
+    assert summary["by_type"] == allocate(10, FAKE_MIX)
     assert backend.peak_in_flight == parallel
     # Reply i is produced only after replies 0..i-parallel were judged and committed.
     assert all(n >= i - parallel + 1 for i, n in enumerate(committed))
@@ -211,7 +216,7 @@ def test_real_one_sequence_keeps_each_types_prompt_for_the_next_request_of_that_
     """Issue 33: answer-first prompts of one type share their instructions and worked examples, and
     each type has its own, so one sequence alternating types evaluated whole prompts again. The
     decoder keeps the prompt a sequence moves away from: the fourth request (factoid, after factoid,
-    keyword, vague) starts from the first one's cells. Greedy replies match a decoder that keeps none."""
+    keyword, vague) starts from the first one's cells, and greedy replies stay reproducible."""
     sentences = ["Guest accounts expire after seven days unless an administrator extends them.",
                  "The backup job runs every night and keeps the last fourteen copies.",
                  "Invoices above five thousand euros need a second approval before payment.",
@@ -235,7 +240,12 @@ def test_real_one_sequence_keeps_each_types_prompt_for_the_next_request_of_that_
     # the factoid prefix was not evaluated again (without kept prompts each request shares only the few
     # tokens that open every chat prompt)
     assert shared > 150 and reused - reused_without >= 0.9 * shared
-    assert kept == plain and all(kept)
+    # Greedy replies are reproducible with kept prompts. They need not equal the no-kept-prompts
+    # decoder's token for token: evaluating a tail on cached cells sums in another order than
+    # evaluating the whole prompt, and the subject-naming prompt turned one such tie into
+    # "a product" against "a refund".
+    assert run(llama_batch.KEEP_PROMPTS)[0] == kept and all(kept) and all(plain)
+    assert all(text.startswith(("Question:", "Query:")) for text in kept)
 
 
 def test_threads_default_to_the_cores_other_processes_leave_free(monkeypatch, bundled_model):

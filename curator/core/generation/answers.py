@@ -182,9 +182,7 @@ class AnswerLikelihood:
         llm.reset()
         llm.eval(tokens)
         logits = np.asarray(llm.scores[len(head) - 1: len(tokens) - 1], dtype=np.float64)  # row i predicts tail[i]
-        peak = logits.max(axis=1, keepdims=True)
-        log_norm = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))
-        return float((logits[np.arange(len(tail)), tail] - log_norm).mean())
+        return float(token_logprobs(logits, tail).mean())
 
     def gain(self, question: str, answer: str) -> float:
         """Nats per answer token the question adds (0: it says nothing about the answer)."""
@@ -198,3 +196,14 @@ class AnswerLikelihood:
 
     def describe(self) -> str:
         return f"answer likelihood gain under {self.model_path.rsplit('/', 1)[-1]}"
+
+
+def token_logprobs(logits, targets):
+    """Log-probability of each target token under its row of logits (row i predicts targets[i]): a
+    log-softmax computed stably (the row's peak taken out before exponentiating)."""
+    import numpy as np
+
+    peak = logits.max(axis=1, keepdims=True)
+    log_norm = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))
+    return logits[np.arange(len(targets)), targets] - log_norm
+

@@ -9,6 +9,7 @@ import ctypes
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional, Protocol, Sequence
 
+from curator.core.generation.answers import token_logprobs
 from curator.core.generation.backends.base import Messages, Request, RequestSource
 from curator.core.errors import CuratorError
 
@@ -362,11 +363,9 @@ class BatchDecoder:
             logits = logits.astype(np.float64)  # row i predicts tokens[first + i]
         finally:
             C.llama_memory_seq_rm(memory, self.score_seq, 0, -1)
-        peak = logits.max(axis=1, keepdims=True)
-        log_norm = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))
         self.stats["scored_passes"] += 1
         self.stats["scored_tokens"] += len(tokens)
-        return logits[np.arange(rows), tokens[first:]] - log_norm
+        return token_logprobs(logits, tokens[first:])
 
     def _clear(self) -> None:
         """Forget every sequence (a run ended, was cancelled or failed)."""
