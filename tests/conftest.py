@@ -88,3 +88,23 @@ def empty_db(tmp_path):
     db = open_project(tmp_path / "empty.curator", create=True)
     yield db
     db.close()
+
+
+@pytest.fixture
+def docs_project(tmp_path):
+    """Make a project ingested from ``{file name: text}`` in ``tmp_path/NAME``; closed after the test."""
+    opened = []
+
+    def make(docs: dict, name: str = "docs"):
+        folder = tmp_path / name
+        folder.mkdir()
+        for file_name, text in docs.items():
+            (folder / file_name).write_text(text)
+        db = open_project(tmp_path / f"{name}.curator", create=True)
+        ingest(db, [folder])
+        opened.append(db)
+        return db
+
+    yield make
+    for db in opened:
+        db.close()

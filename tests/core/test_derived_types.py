@@ -26,15 +26,8 @@ DOCS = {
 
 
 @pytest.fixture
-def small_db(tmp_path):
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for name, text in DOCS.items():
-        (folder / name).write_text(text)
-    db = open_project(tmp_path / "p.curator", create=True)
-    ingest(db, [folder])
-    yield db
-    db.close()
+def small_db(docs_project):
+    return docs_project(DOCS)
 
 
 # The near-miss selection and judging tests are in test_unanswerable.py.
@@ -123,17 +116,12 @@ def test_entities_are_whole_names_outside_addresses_near_the_start():
     assert not multihop.about("IDE", "Eric is a program for people who write Python code every day, an IDE.")
 
 
-def test_corpus_names_come_from_manual_pages_and_proper_names(tmp_path):
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "a.md").write_text("# Tools\n\nSee dpkg(1) and apt-get(8) for details. Ask the Hurd team or "
-                                 "read about the Package format.\n\nA package is an archive.\n")
-    db = open_project(tmp_path / "p.curator", create=True)
-    ingest(db, [folder])
+def test_corpus_names_come_from_manual_pages_and_proper_names(docs_project):
+    db = docs_project({"a.md": "# Tools\n\nSee dpkg(1) and apt-get(8) for details. Ask the Hurd team or "
+                               "read about the Package format.\n\nA package is an archive.\n"})
     names = multihop.corpus_names(db)
     assert {"dpkg", "apt-get", "Hurd"} <= names
     assert "Package" not in names and "details" not in names  # also written in lower case; not a name
-    db.close()
 
 
 def test_a_sentence_that_points_elsewhere_is_no_fact(small_db):

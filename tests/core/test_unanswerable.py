@@ -13,7 +13,6 @@ from curator.core.generation.backends import FakeBackend
 from curator.core.generation.generate import GenerationConfig, generate, plan_tasks
 from curator.core.generation.unanswerable import Detail
 from curator.core.queries.rows import get_query
-from curator.core.store import open_project
 import scripted
 
 DOCS = {
@@ -30,15 +29,8 @@ DOCS = {
 
 
 @pytest.fixture
-def small_db(tmp_path):
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for name, text in DOCS.items():
-        (folder / name).write_text(text)
-    db = open_project(tmp_path / "p.curator", create=True)
-    ingest(db, [folder])
-    yield db
-    db.close()
+def small_db(docs_project):
+    return docs_project(DOCS)
 
 
 def _chunk(db, like: str) -> dict:
@@ -181,18 +173,14 @@ def test_the_scope_of_the_option_is_in_the_evidence(small_db):
     assert reason is None and found["question"] == "How does the agent install on FreeBSD?" and found["scope"] == "sentence"
 
 
-def test_a_corpus_naming_no_software_swaps_countries_and_languages(tmp_path, small_db):
-    folder = tmp_path / "handbook"
-    folder.mkdir()
-    (folder / "leave.md").write_text("# Leave\n\nStaff employed in Germany get thirty days of paid leave each year.\n\n"
-                                     "Requests for leave go to the team lead two weeks before the first day off.\n")
-    db = open_project(tmp_path / "handbook.curator", create=True)
-    ingest(db, [folder])
+def test_a_corpus_naming_no_software_swaps_countries_and_languages(docs_project, small_db):
+    db = docs_project({"leave.md": "# Leave\n\nStaff employed in Germany get thirty days of paid leave each year.\n\n"
+                                   "Requests for leave go to the team lead two weeks before the first day off.\n"},
+                      "handbook")
     assert unanswerable.setting_kinds(db) == unanswerable.FALLBACK_KINDS
     found = unanswerable.options(db, _chunk(db, "thirty days"), seed=0)
     assert [(o["original"], o["replacement"], o["swapped"]) for o in found] == [
         ("Germany", "United States", "Staff employed in the United States get thirty days of paid leave each year.")]
-    db.close()
     # a technical corpus keeps to its technical settings: a country there is a fact, not a setting
     assert unanswerable.setting_kinds(small_db) == unanswerable.SETTING_KINDS
     assert unanswerable.swappable(small_db, "The agent company is based in Germany.") == []

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from functools import cached_property
 from typing import Optional
 
 import sqlite_utils
@@ -92,38 +93,26 @@ class RunScope:
 
     def __init__(self, db: sqlite_utils.Database):
         self.db = db
-        self._names: Optional[frozenset[str]] = None
-        self._total: Optional[int] = None
-        self._first_parts: Optional[list[dict]] = None
-        self._builds_on_rows: Optional[bool] = None
         self.claimed: set[str] = set()  # first_row ids a task of this run already asks with
 
-    @property
+    @cached_property
     def names(self) -> frozenset[str]:
-        if self._names is None:
-            self._names = corpus_names(self.db)
-        return self._names
+        return corpus_names(self.db)
 
-    @property
+    @cached_property
     def total(self) -> int:
-        if self._total is None:
-            self._total = self.db.execute("SELECT COUNT(*) FROM chunks WHERE active = 1").fetchone()[0]
-        return self._total
+        return self.db.execute("SELECT COUNT(*) FROM chunks WHERE active = 1").fetchone()[0]
 
-    @property
+    @cached_property
     def first_parts(self) -> list[dict]:
         """Approved answer-first rows not yet the first part of a stored multi-hop row, by quality."""
-        if self._first_parts is None:
-            self._first_parts = _first_part_rows(self.db)
-        return self._first_parts
+        return _first_part_rows(self.db)
 
-    @property
+    @cached_property
     def builds_on_rows(self) -> bool:
         """Whether the project holds any approved row of a first-part type (then the run builds on
         them and asks no sentence pairs)."""
-        if self._builds_on_rows is None:
-            self._builds_on_rows = _has_first_parts(self.db)
-        return self._builds_on_rows
+        return _has_first_parts(self.db)
 
     def claim(self, found: list[dict]) -> list[dict]:
         """``found`` without options whose first row another task of this run claimed; claims the rest.
