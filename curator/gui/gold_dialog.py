@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QLineEdit, QLi
                                QTextEdit, QVBoxLayout, QWidget)
 
 from curator.core.corpus import documents, search
-from curator.core.store.gold import GOLD_GRADES, GRADES, RELEVANT, grade_name
+from curator.core.store.gold import GOLD_GRADES, RELEVANT, grade_name
 from curator.gui.highlight import content_words, highlight
 
 _ID, _GRADE, _LABEL = Qt.UserRole, Qt.UserRole + 1, Qt.UserRole + 2
@@ -123,7 +123,7 @@ class GoldDialog(QDialog):
         for part, stretch in ((left, 3), (middle, 4), (right, 2)):
             splitter.addWidget(part)
             splitter.setStretchFactor(splitter.count() - 1, stretch)
-        grades = " · ".join(f"{g} {GRADES[g]}" for g in GOLD_GRADES)
+        grades = " · ".join(grade_name(g) for g in GOLD_GRADES)
         hint = QLabel(f"Type to search · ↓ to the results · Enter add · Tab to the gold list · {grades} · "
                       "Delete remove · Ctrl+Enter save · Esc cancel")
         hint.setObjectName("hint")
@@ -203,7 +203,7 @@ class GoldDialog(QDialog):
     @staticmethod
     def _set_item_grade(item: QListWidgetItem, grade: int) -> None:
         item.setData(_GRADE, grade)
-        item.setText(f"[{grade} {GRADES.get(grade, '')}] {item.data(_LABEL)}")
+        item.setText(f"[{grade_name(grade)}] {item.data(_LABEL)}")
 
     def add_selected(self) -> None:
         item = self.results.currentItem()

@@ -15,7 +15,7 @@ from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextEdit, QVBoxLayout, QWidget
 
 from curator.core.retrieval import suggest
-from curator.core.store.gold import GRADES, RELEVANT
+from curator.core.store.gold import RELEVANT, grade_name
 from curator.gui.highlight import QUESTION_STOP, content_words, highlight
 from curator.gui.task_view import TaskView
 from curator.gui.widgets import plain_label, project_file
@@ -87,7 +87,7 @@ class SuggestionsPanel(ChunkListPanel):
         entries = []
         for number, row in rows:
             grade = gold.get(row["chunk_id"])
-            mark = f"  ✓ gold, grade {grade} {GRADES.get(grade, '')}" if grade is not None else ""
+            mark = f"  ✓ gold, grade {grade_name(grade)}" if grade is not None else ""
             entries.append(([(f"{number}", "head"), (f"{mark}  ", "gold")], row))
         self.highlighted = render_chunks(self, entries, question)
         return self.highlighted

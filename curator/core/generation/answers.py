@@ -206,4 +206,3 @@ def token_logprobs(logits, targets):
     peak = logits.max(axis=1, keepdims=True)
     log_norm = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))
     return logits[np.arange(len(targets)), targets] - log_norm
-
