@@ -10,7 +10,10 @@ On a project with generated rows (e.g. bench/validity.py's on the Python FAQ set
 4. with ``--labels FILE`` (JSONL ``{"query_id", "chunk_id", "grade"}``, 0/1/2, written by a person
    reading the sheet), records them through ``pool.grade`` and prints, on the sampled rows,
    recall@5 and hit@5 of each retriever against the gold before and after the grades, and how many
-   pooled chunks were judged relevant.
+   pooled chunks were judged relevant;
+5. prints each pair of retrievers' recall@k gap, with its paired bootstrap interval, on the sampled
+   rows (after the grades), on all generated rows and on the real rows, so "dense passes hybrid
+   after grading" can be read against the noise of 20-40 rows.
 
 Recall@5 comes from the stored pool itself (each retriever's top k, gold chunks included), so it
 is exactly what ``curator eval`` gives at k <= --k.
@@ -28,11 +31,15 @@ import json
 import random
 import sys
 import time
+from itertools import combinations
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from curator.core.evaluation import metrics  # noqa: E402
+from curator.core.evaluation.validity import pair_gap  # noqa: E402
 from curator.core.review import pool  # noqa: E402
 from curator.core.store import open_project  # noqa: E402
 from curator.core.store.gold import widen_gold  # noqa: E402
@@ -64,13 +71,30 @@ def runs_from_pool(db, ids: list[str]) -> dict[str, metrics.Run]:
     return runs
 
 
-def scores(db, ids: list[str], k: int) -> dict[str, dict[str, float]]:
+def per_row(db, ids: list[str], k: int) -> dict[str, dict[str, dict[str, float]]]:
+    """Each retriever's metrics per row (rows without relevant chunks are left out, as in eval)."""
     qrels = gold_of(db, ids)
-    out = {}
-    for retriever, run in runs_from_pool(db, ids).items():
-        per = metrics.per_query({q: run.get(q, {}) for q in ids}, qrels, (k,))
-        out[retriever] = metrics.mean(list(per.values()))
-    return out
+    return {retriever: metrics.per_query({q: run.get(q, {}) for q in ids}, qrels, (k,))
+            for retriever, run in runs_from_pool(db, ids).items()}
+
+
+def scores(db, ids: list[str], k: int) -> dict[str, dict[str, float]]:
+    return {retriever: metrics.mean(list(per.values())) for retriever, per in per_row(db, ids, k).items()}
+
+
+def print_pair_gaps(title: str, db, ids: list[str], k: int) -> None:
+    """Recall@k of A minus B per pair, paired over the rows both score, with a 95% bootstrap interval."""
+    per = per_row(db, ids, k)
+    names = sorted(per)
+    rows = sorted(set.intersection(*(set(per[n]) for n in names))) if names else []
+    if not rows:
+        return
+    values = np.array([[per[n][q][f"recall@{k}"] for n in names] for q in rows])
+    print(f"{title} ({len(rows)} rows), recall@{k} gap [95% interval]:")
+    for i, j in combinations(range(len(names)), 2):
+        gap = pair_gap(values, i, j, resamples=10_000, seed=0)
+        low, high = gap["ci95"]
+        print(f"  {names[i]:7s} - {names[j]:7s} {gap['gap']:+.3f} [{low:+.3f}, {high:+.3f}]{'  clear' if gap['clear'] else ''}")
 
 
 def offered_stats(db, ids: list[str]) -> str:
@@ -168,6 +192,9 @@ def main(argv=None) -> int:
     print("real rows (their own gold):")
     for retriever, s in scores(db, real, args.k).items():
         print(f"  {retriever:8s} recall@{args.k} {s[f'recall@{args.k}']:.3f}  hit@{args.k} {s[f'hit@{args.k}']:.3f}")
+    print_pair_gaps(f"sampled generated rows{' after the grades' if args.labels else ''}", db, sample, args.k)
+    print_pair_gaps("all generated rows", db, synthetic, args.k)
+    print_pair_gaps("real rows", db, real, args.k)
     db.close()
     return 0
 

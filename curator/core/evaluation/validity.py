@@ -232,7 +232,7 @@ def _none_if_nan(value: float) -> Optional[float]:
     return None if np.isnan(value) else value
 
 
-def _pair_gap(values: np.ndarray, i: int, j: int, resamples: int, seed: int) -> dict:
+def pair_gap(values: np.ndarray, i: int, j: int, resamples: int, seed: int) -> dict:
     """Mean of (retriever i - retriever j) per query, with its paired bootstrap interval."""
     diffs = values[:, i] - values[:, j]
     low, high = paired_bootstrap(diffs, resamples, seed) if len(diffs) else (None, None)
@@ -250,7 +250,7 @@ def _pairs(values: np.ndarray, groups: dict, names: list[str], resamples: int, s
     pairs = []
     for i in range(len(names)):
         for j in range(i + 1, len(names)):
-            real, synthetic = _pair_gap(values[log], i, j, resamples, seed), _pair_gap(values[syn], i, j, resamples, seed)
+            real, synthetic = pair_gap(values[log], i, j, resamples, seed), pair_gap(values[syn], i, j, resamples, seed)
             agrees = None if real["gap"] == 0 else bool(np.sign(real["gap"]) == np.sign(synthetic["gap"]))
             pairs.append({"a": names[i], "b": names[j], "real": real, "synthetic": synthetic, "agrees": agrees,
                           "text": _pair_text(names[i], names[j], real, synthetic, agrees)})
