@@ -230,6 +230,26 @@ def test_a_near_miss_asks_to_do_something_that_depends_on_its_setting(small_db):
     assert reason is None and found["question"] == "How do I set up the agent on FreeBSD?"
 
 
+
+def test_a_near_miss_the_project_already_asks_in_other_words_is_a_repeat(small_db):
+    """The labelled runs asked "install Python on ChromeOS" five times in 14 rows, in other words
+    each time; the run's duplicate check saw only the model's question, in the original setting."""
+    from curator.core.queries.rows import add_query
+
+    option = {"sentence": "On Windows, the agent installs with the MSI package and starts its service.",
+              "original": "Windows", "replacement": "FreeBSD", "kind": "platform", "scope": "sentence"}
+    reason, found = unanswerable.judge(small_db, "How do I install the agent on Windows?", option, scripted.Gains())
+    assert reason is None
+    add_query(small_db, found["question"], "synthetic", query_type="unanswerable", answerable=False)
+    for variant in ("How can I install the agent on my Windows PC?", "How to install agents on Windows?"):
+        reason, _ = unanswerable.judge(small_db, variant, option, scripted.Gains())
+        assert reason == "unanswerable: asks what an earlier near miss asks ('How do I install the agent on FreeBSD?')"
+    # two words apart is another question; an answerable row asking it does not count
+    add_query(small_db, "How do I start the agent service on FreeBSD?", "synthetic", query_type="factoid")
+    reason, found = unanswerable.judge(small_db, "How do I start the agent service on Windows?", option,
+                                       scripted.Gains())
+    assert reason is None and found["question"] == "How do I start the agent service on FreeBSD?"
+
 def test_the_evidence_embedder_runs_on_the_engines_threads_and_is_loaded_once(small_db):
     """MiniLM finds the nearest chunks on the generating engine's thread count (on a busy 2-core
     machine its default of every core was up to 10x slower) and is loaded once per process; the

@@ -503,6 +503,27 @@ def shared_words(question: str, option: dict) -> set[str]:
     return _stems(question, names) & _stems(option["sentence"], names)
 
 
+# Two near misses whose content words (stems, generic words left out) differ by at most this many ask
+# the same thing: "How do I install Python on ChromeOS?", "How can I install Python on my ChromeOS
+# PC?", "How do I install the Python interpreter on ChromeOS?". The run's duplicate check saw only the
+# model's question, written for the original setting, and its content-word Jaccard floor (0.8) lets a
+# three-word question and its four-word variant through. By this rule the labelled near misses (code
+# issue28_v12, six runs pooled) asked "install Python on ChromeOS" 5 times in 14 Python FAQ rows, and
+# "install Debian on ChromeOS" 5 times and "install Debian with Upstart" 4 times in 14 Debian FAQ rows.
+REPEAT_MAX_DIFFERENT_WORDS = 1
+
+
+def repeated_near_miss(db: sqlite_utils.Database, question: str) -> Optional[str]:
+    """An unanswerable row of the project (any source, any status) that asks what ``question`` asks,
+    in other words (REPEAT_MAX_DIFFERENT_WORDS), or None."""
+    asked = _stems(question, ())
+    for (text,) in db.execute("SELECT text FROM queries WHERE query_type = 'unanswerable' ORDER BY created_at"):
+        earlier = _stems(text, ())
+        if asked and earlier and len(asked ^ earlier) <= REPEAT_MAX_DIFFERENT_WORDS:
+            return text
+    return None
+
+
 def judge(db: sqlite_utils.Database, question: str, option: dict, answer_check=None,
           embedder=None) -> tuple[Optional[str], Optional[dict]]:
     """(None, evidence) for the question the model wrote from the original sentence, or (reason, None).
@@ -518,7 +539,8 @@ def judge(db: sqlite_utils.Database, question: str, option: dict, answer_check=N
     stop running Android in a bug report?"). It must not name another thing of the swapped kind ("on
     Windows or Linux": the corpus answers the other). The near miss is that question in the swapped
     setting (near_miss_question); it is in the evidence as "question", the model's own as
-    "model_question". ``embedder`` only finds the nearest chunks shown as evidence."""
+    "model_question". A near miss that asks what an earlier one of the project asks, in other
+    words, is a repeat (repeated_near_miss). ``embedder`` only finds the nearest chunks shown as evidence."""
     others = [d.text for d in details(question) if d.kind == option["kind"]
               and d.text not in (option["original"], option["replacement"])]
     if others:
@@ -533,6 +555,9 @@ def judge(db: sqlite_utils.Database, question: str, option: dict, answer_check=N
         return f"unanswerable: the question does not name what the corpus is about ('{corpus_subject(db)}')", None
     if option["kind"] in SETTING_KINDS and not asks_setting_action(near):
         return "unanswerable: the question asks nothing that depends on its setting (install, configure, start...)", None
+    earlier = repeated_near_miss(db, near)
+    if earlier is not None:
+        return f"unanswerable: asks what an earlier near miss asks ('{earlier}')", None
     gain = answer_check.gain(question, option["sentence"]) if answer_check is not None else None
     if gain is not None and gain < MIN_NEAR_MISS_GAIN:  # last: it costs a pass of the model
         return f"question does not lead to its answer sentence (likelihood gain {gain:.2f})", None

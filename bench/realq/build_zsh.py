@@ -1,0 +1,160 @@
+"""Build a retrieval benchmark of REAL user questions from the Z shell FAQ (shell, not Python or Debian).
+
+Source: the zsh FAQ that Debian's ``zsh-common`` package ships as /usr/share/doc/zsh-common/FAQ.gz.
+The package need not be installed; fetch and unpack it without root:
+
+    apt-get download zsh-common && dpkg -x zsh-common_*.deb DIR     # then --faq DIR/usr/share/doc/zsh-common/FAQ.gz
+
+Each numbered section "N.M: heading" whose heading holds a '?' is a question people asked ("Why is my
+history not being saved?", "How do I get a newline in my prompt?"), and its body is the answer.
+
+Writes to ``--out`` (default /tmp/realq-zsh), in the layout of bench/realq/build.py and
+build_debian.py, so bench/realq/load.py, bench/validity.py and bench/quality.py read it:
+- ``corpus/faq/<chapter>/entry-NNN.md``: one file per answer, the answer text ONLY (the question
+  heading is removed, and the file is named by position, so a retriever cannot win by matching it);
+- ``corpus/docs/<chapter>/section-NNN.md``: the sections whose heading is not a question
+  ("Differences from sh and ksh"), each chapter's introduction, the FAQ's own introduction and its
+  closing notes, as distractors;
+- ``questions.jsonl``: {"id", "question", "gold_path", "page", "anchor"} (gold_path relative to corpus/);
+- ``README.txt``: counts and how the set was built.
+
+Standard library only:  python3 bench/realq/build_zsh.py [--out /tmp/realq-zsh] [--faq FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+DEFAULT_FAQ = Path("/usr/share/doc/zsh-common/FAQ.gz")
+DEFAULT_OUT = Path("/tmp/realq-zsh")
+MARKER = "Curator realq benchmark (zsh FAQ)"
+MIN_ANSWER_WORDS = 15
+# The table of contents numbers its entries "3.21." and sits before this line; the body numbers them "3.21:".
+END_OF_CONTENTS = "--- End of Contents ---"
+HEADING = re.compile(r"^(\d+\.\d+):[ \t]+(\S.*)$")
+CHAPTER = re.compile(r"^Chapter (\d+):[ \t]+(\S.*)$")
+# The closing unnumbered sections, named exactly: a looser pattern also takes body lines such as
+# "As a summary of the status:" for headings.
+CLOSING = re.compile(r"^(Acknowledgments|Copyright Information):$")
+
+
+def sections(text: str) -> list[dict]:
+    """The FAQ's sections in order: {"number", "heading", "body", "chapter", "intro"}. The text before
+    the contents is the FAQ's introduction (number "0"); chapter introductions have intro=True."""
+    head, marker, body = text.partition(END_OF_CONTENTS)
+    if not marker:
+        raise ValueError(f"no '{END_OF_CONTENTS}' line: is this the zsh FAQ?")
+    preamble = head.split("\nContents:", 1)[0]
+    found = [{"number": "0", "heading": "About this FAQ", "body": _dedent(_without_header(preamble)),
+              "chapter": "0", "intro": True}]
+    current = None
+    for line in body.splitlines():
+        numbered, chapter, closing = HEADING.match(line), CHAPTER.match(line), CLOSING.match(line)
+        if numbered or chapter or closing:
+            if numbered:
+                number, heading, intro = numbered.group(1), numbered.group(2), False
+            elif chapter:
+                number, heading, intro = chapter.group(1), chapter.group(2), True
+            else:
+                number, heading, intro = "end", closing.group(1), True
+            current = {"number": number, "heading": " ".join(heading.split()),
+                       "chapter": "99" if number == "end" else number.split(".")[0], "intro": intro, "body": []}
+            found.append(current)
+        elif current is not None:
+            current["body"].append(line)
+    for section in found[1:]:
+        section["body"] = _dedent("\n".join(section["body"]))
+    return found
+
+
+def _without_header(preamble: str) -> str:
+    """The introduction without the Usenet posting header ("Archive-Name: ...", up to the first blank line)."""
+    return preamble.strip().split("\n\n", 1)[-1]
+
+
+def _dedent(text: str) -> str:
+    """The body's lines without the FAQ's two-space continuation indent; paragraphs kept apart by one blank line."""
+    lines = [line[2:] if line.startswith("  ") else line for line in text.splitlines()]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in lines)).strip()
+
+
+def _read(faq: Path) -> str:
+    if faq.suffix == ".gz":
+        with gzip.open(faq, "rt", encoding="utf-8") as f:
+            return f.read()
+    return faq.read_text(encoding="utf-8")
+
+
+def build(faq: Path, out: Path) -> dict:
+    try:
+        found = sections(_read(faq))
+    except ValueError as err:
+        raise SystemExit(f"{faq}: {err}") from None
+    work = Path(tempfile.mkdtemp(prefix="realq-zsh-"))
+    questions, counts = [], {"questions": 0, "distractors": 0, "short_answers": 0}
+    for n, section in enumerate(found, 1):
+        words = len(section["body"].split())
+        chapter = f"chapter-{int(section['chapter']):02d}"
+        if "?" in section["heading"] and not section["intro"]:
+            if words < MIN_ANSWER_WORDS:
+                counts["short_answers"] += 1
+                continue
+            rel = f"faq/{chapter}/entry-{n:03d}.md"
+            questions.append({"id": f"zsh-{section['number']}", "question": section["heading"], "gold_path": rel,
+                              "page": chapter, "anchor": section["number"]})
+            counts["questions"] += 1
+        elif words >= MIN_ANSWER_WORDS:
+            rel = f"docs/{chapter}/section-{n:03d}.md"
+            counts["distractors"] += 1
+        else:
+            continue
+        path = work / "corpus" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(section["body"] + "\n", encoding="utf-8")
+    (work / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
+    (work / "README.txt").write_text(
+        f"{MARKER}\nsource: {faq}\nquestions: {counts['questions']} (each 'N.M:' heading holding a '?', answer of "
+        f"{MIN_ANSWER_WORDS}+ words; {counts['short_answers']} shorter answers skipped)\n"
+        f"distractors: {counts['distractors']} sections whose heading is not a question, chapter introductions, "
+        "the FAQ's introduction and closing notes\n"
+        "answer files hold the answer text only, named by position (no question words in the indexed text)\n",
+        encoding="utf-8")
+    _swap_in(work, out)
+    return counts
+
+
+def _swap_in(work: Path, out: Path) -> None:
+    """Replace ``out`` with the built folder, only when ``out`` is absent or one of ours."""
+    if out.exists():
+        readme = out / "README.txt"
+        if not readme.is_file() or not readme.read_text(encoding="utf-8").startswith(MARKER):
+            shutil.rmtree(work)
+            raise SystemExit(f"{out} exists and was not built by this script: pick another --out")
+        shutil.rmtree(out)
+    shutil.move(str(work), str(out))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--faq", type=Path, default=DEFAULT_FAQ)
+    args = parser.parse_args(argv)
+    if not args.faq.is_file():
+        print(f"{args.faq} not found: apt-get download zsh-common && dpkg -x zsh-common_*.deb DIR, "
+              "then --faq DIR/usr/share/doc/zsh-common/FAQ.gz", file=sys.stderr)
+        return 1
+    counts = build(args.faq, args.out)
+    print(f"wrote {args.out}\nquestions: {counts['questions']} (skipped {counts['short_answers']} short answers)\n"
+          f"distractors: {counts['distractors']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
