@@ -91,7 +91,15 @@ def main() -> None:
     parser.add_argument("--linked", action="store_true", help="factoid rows only on chunks sharing an entity with another")
     parser.add_argument("--factoid-out", type=Path, help="the factoid rows as JSON lines, for a reviewer")
     parser.add_argument("--approve-ids", type=Path, help="approve these factoid rows (a reviewer's list) first")
+    parser.add_argument("--plain-parts", action="store_true",
+                        help="the model's second parts in the plain question grammar (entity checked, not spelled)")
+    parser.add_argument("--model-parts", action="store_true",
+                        help="without approved rows, also rows whose second part the model writes (a rule the first)")
     args = parser.parse_args()
+    if args.plain_parts:
+        multihop.FORCE_ENTITY = False
+    if args.model_parts:
+        multihop.MODEL_WRITES_SECOND_PART = True
     project = args.project or Path(tempfile.mkdtemp()) / "multihop.curator"
     print(f"project: {project}  load: {open('/proc/loadavg').read().split()[:3]}", flush=True)
     fresh = not project.exists()

@@ -162,8 +162,8 @@ def test_multi_hop_rows_build_on_kept_answer_first_rows(small_db):
     factoid = {r[0]: r[1] for r in small_db.execute("SELECT id, text FROM queries WHERE query_type = 'factoid'")}
     chunk = dict(zip(("id", "doc_id", "title", "text"), small_db.execute(
         "SELECT id, doc_id, title, text FROM chunks WHERE text LIKE '%metered%'").fetchone()))
-    # kept but not reviewed: not a first part (the pairs of sentences are asked instead)
-    assert all("first_question" not in o for o in multihop.options(small_db, chunk, seed=0))
+    # kept but not reviewed: not a first part (the first part is made by rule instead)
+    assert all("first_row" not in o and o["first_by"] == "rule" for o in multihop.options(small_db, chunk, seed=0))
     _approve_all(small_db, "factoid")
     found = multihop.options(small_db, chunk, seed=0)
     assert found and found[0]["first_question"] in factoid.values() and found[0]["first_row"] in factoid
@@ -236,8 +236,8 @@ def test_the_second_part_grammar_spells_the_entity_and_compiles():
 
 def test_real_bundled_model_builds_multi_hop_rows_on_kept_answer_first_rows(small_db, bundled_model):
     """The real model writes the second part of multi-hop rows built on kept factoid rows (scripted
-    here, so that one names the entity): every candidate starts with a kept question, and the
-    grammar makes the model's part name the entity."""
+    here, so that one names the entity): every candidate starts with a kept question, and a part
+    that does not name the entity is rejected for it (the plain question grammar: multihop.FORCE_ENTITY)."""
     from curator.core.generation.backends import LlamaCppBackend
 
     generate(small_db, GenerationConfig(count=3, mix={"factoid": 1}, seed=0), backend=scripted_backend())
@@ -247,12 +247,13 @@ def test_real_bundled_model_builds_multi_hop_rows_on_kept_answer_first_rows(smal
     summary = generate(small_db, GenerationConfig(count=1, mix={"multi_hop": 1}, seed=0, retries=3), backend=backend)
     print(factoid, summary["accepted"], summary["rejected_by_reason"])
     assert "output not in the Question/Answer format" not in summary["rejected_by_reason"]
-    for text, raw, ids in small_db.execute("SELECT text, raw_output, source_chunk_ids FROM rejected_candidates "
-                                           "WHERE query_type = 'multi_hop' UNION ALL SELECT text, raw_output, "
-                                           "source_chunk_ids FROM queries WHERE query_type = 'multi_hop'"):
+    for text, raw, ids, reason in small_db.execute(
+            "SELECT text, raw_output, source_chunk_ids, reason FROM rejected_candidates WHERE query_type = 'multi_hop' "
+            "UNION ALL SELECT text, raw_output, source_chunk_ids, NULL FROM queries WHERE query_type = 'multi_hop'"):
         assert len(json.loads(ids)) == 2
         assert any(text.startswith(q.rstrip("?") + ", and ") for q in factoid), text
-        assert "sync_interval" in raw  # the only entity two chunks of this corpus share
+        # the only entity two chunks of this corpus share: named, or the reason the part was rejected
+        assert "sync_interval" in raw or reason == "multi-hop: the second question does not name 'sync_interval'"
 
 
 # Review findings on the row-based path (issue 28, session 36).
