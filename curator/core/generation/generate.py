@@ -731,9 +731,10 @@ def _why_nothing_to_ask(db, plan: dict[str, int], seed: int, cluster_chunk_ids: 
 
 # Why a type built from the corpus found nothing to ask (no chunk was ever asked for it).
 _NOTHING_DERIVED = {
-    "multi_hop": ("no multi-hop row to build: each joins a factoid question a reviewer approved to another "
-                  "chunk's sentence naming the same specific thing; approve factoid rows that name one "
-                  "(a command, an option, a module), then generate again"),
+    "multi_hop": ("no multi-hop row to build: each joins two chunks' sentences about the same specific thing "
+                  "(a command, an option, a module), asked by rule where both sentences open with it, else "
+                  "with a factoid question a reviewer approved; approve factoid rows that name one, then "
+                  "generate again"),
     "unanswerable": ("no near miss to build: no sentence names a setting (platform, editor, init system...) "
                      "with a peer the corpus never mentions; ask for other types with --mix"),
 }
