@@ -7,17 +7,21 @@ a manual-page name, a proper name) near their start, written the same way, and B
 A's does not. The reference answer is both sentences; both chunks are gold.
 
 Who writes the two parts. With answer-first rows a reviewer approved in the project, the first part
-is one of those questions and the model writes only the second, answer-first, for B's sentence, the
-entity spelled in it by the grammar (built_on_rows). Without any, the model is asked for both
-questions at once (sentence_pairs); the bundled 135M model keeps about one such pair in 70 and the
-ones it keeps are muddled (docs/benchmarks.md, "Multi-hop rows"). A run reads the corpus's names and
-the approved rows once (RunScope, made by generate.plan_tasks) and gives each approved row to one task.
+is one of those questions and the model writes only the second, answer-first, for B's sentence
+(built_on_rows). Without any (every new project), a rule writes both: where both sentences open with
+the entity as their subject ("IDLE is ...", "The `gc` module provides ...", "... are guarded by the
+GIL"), each has the question it answers ("What is IDLE?"), and the pair is joined (both_by_rule). The
+bundled 135M model's own parts were measured and are off by default (MODEL_WRITES_SECOND_PART): asked
+for both questions at once it kept about one pair in 70, all muddled; with a rule's first part and its
+own second, 3 of 15 kept rows were usable (docs/benchmarks.md, "Multi-hop rows"). A run
+reads the corpus's names and the approved rows once (RunScope, made by generate.plan_tasks) and gives
+each approved row to one task.
 
 A question is kept only when neither sentence alone answers it: each part names the entity, the
-joined question holds words only sentence A holds and words only sentence B holds, and each part
-leads to its own sentence (the generating model's likelihood gain at least MIN_SENTENCE_GAIN) more
-than to the other. Entity and partner are found with the project's full-text index, never with a
-retriever under test.
+joined question holds words only sentence A holds and words only sentence B holds (not asked of a
+row made by rule, whose words are its sentences' subject and verb), and each part leads to its own
+sentence (the generating model's likelihood gain at least MIN_SENTENCE_GAIN) more than to the other.
+Entity and partner are found with the project's full-text index, never with a retriever under test.
 """
 
 from __future__ import annotations
@@ -313,9 +317,10 @@ def _second_stands_alone(sentence: str) -> bool:
 
 
 # Whether a project without approved rows also gets rows whose second part the model writes (a rule
-# writing the first). Measured on the Python FAQ (2026-12-05 night, labels issue28 s37_mh): about 1 in
-# 4 of those kept was usable, against 4 of 4 pairs made wholly by rule; a wrong multi-hop row costs a
-# reviewer more than a missing one, so they are off (bench/multihop.py --model-parts turns them on).
+# writing the first). Labelled on the Python FAQ (2026-12-05 night, code s37_mh in
+# bench/quality_labels_issue28.jsonl): 3 of 15 such rows usable (1 of 11 with the prompt kept), against
+# the 3 distinct rows made wholly by rule on the Python and Debian FAQs, all usable. A wrong multi-hop
+# row costs a reviewer more than a missing one, so they are off (bench/multihop.py --model-parts).
 MODEL_WRITES_SECOND_PART = False
 
 
