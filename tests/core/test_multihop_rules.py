@@ -80,6 +80,7 @@ def test_real_bundled_model_keeps_a_row_made_by_rule(rule_db, bundled_model):
     asked = summary["accepted"] + summary["rejected"]
     assert 1 <= asked <= 2, summary  # one task from each chunk at most: a rule-made row is not asked again
     rows = [get_query(rule_db, r[0]) for r in rule_db.execute("SELECT id FROM queries WHERE query_type = 'multi_hop'")]
+    print(summary["accepted"], summary["rejected_by_reason"], [r["text"] for r in rows])
     reasons = [r[0] for r in rule_db.execute("SELECT reason FROM rejected_candidates")]
     assert rows or all("likelihood" in r or "near duplicate" in r for r in reasons), reasons
     for row in rows:
