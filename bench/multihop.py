@@ -9,8 +9,9 @@ A multi-hop row reuses an approved factoid question as its first part (generatio
 so the factoid phase runs first; its cost is shown apart, and the multi-hop figures count only the
 multi-hop phase's own candidates. --approve-factoid approves every kept factoid row in place of a
 reviewer (so the row-based path runs; the first parts are then as good as unreviewed rows, 2-3 in 10
-usable); without it a project has no approved rows and the model is asked for both questions of a
-sentence pair. --out gets the multi-hop rows as JSON lines for labelling by
+usable); without it a project has no approved rows and the rows are made by rule
+(generation.multihop.both_by_rule; --factoid 0 measures that path alone, --model-parts adds rows
+whose second part the model writes). --out gets the multi-hop rows as JSON lines for labelling by
 bench/quality_rubric.md (each with both sentences, both chunks' text and the link). Prints figures;
 asserts nothing.
 
@@ -91,7 +92,15 @@ def main() -> None:
     parser.add_argument("--linked", action="store_true", help="factoid rows only on chunks sharing an entity with another")
     parser.add_argument("--factoid-out", type=Path, help="the factoid rows as JSON lines, for a reviewer")
     parser.add_argument("--approve-ids", type=Path, help="approve these factoid rows (a reviewer's list) first")
+    parser.add_argument("--plain-parts", action="store_true",
+                        help="the model's second parts in the plain question grammar (entity checked, not spelled)")
+    parser.add_argument("--model-parts", action="store_true",
+                        help="without approved rows, also rows whose second part the model writes (a rule the first)")
     args = parser.parse_args()
+    if args.plain_parts:
+        multihop.FORCE_ENTITY = False
+    if args.model_parts:
+        multihop.MODEL_WRITES_SECOND_PART = True
     project = args.project or Path(tempfile.mkdtemp()) / "multihop.curator"
     print(f"project: {project}  load: {open('/proc/loadavg').read().split()[:3]}", flush=True)
     fresh = not project.exists()

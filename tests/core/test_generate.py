@@ -62,7 +62,9 @@ def test_copy_duplicate_and_grounding_filters():
     assert "not grounded" in filters.check_grounded("two weeks maximum", [chunk])
 
 
-def test_generate_with_fake_backend_commits_rows_of_every_type(sample_db):
+def test_generate_with_fake_backend_commits_rows_of_every_type(sample_db, monkeypatch):
+    # the sample corpus holds no multi-hop pair made wholly by rule: let the model write second parts
+    monkeypatch.setattr(multihop, "MODEL_WRITES_SECOND_PART", True)
     backend = FakeBackend(good_reply)
     summary = generate(sample_db, GenerationConfig(count=10, seed=1), backend=backend)
     assert summary["accepted"] == 10
@@ -118,13 +120,14 @@ def test_truncated_real_model_fails_with_a_clear_message(tmp_path, bundled_model
         LlamaCppBackend(broken).complete([{"role": "user", "content": "hi"}], max_tokens=2)
 
 
-def test_real_bundled_model_generates_rows_with_valid_gold(sample_db, bundled_model):
+def test_real_bundled_model_generates_rows_with_valid_gold(sample_db, bundled_model, monkeypatch):
     """The real llama-cpp-python on the bundled GGUF (SmolLM2-135M).
 
     Every type is attempted and accepted rows carry gold ids that exist (none for
     unanswerable). The 135M model fails the filters often, so not every type is guaranteed
     an accepted row within the attempt budget; the fake-backend test covers the full mix.
     """
+    monkeypatch.setattr(multihop, "MODEL_WRITES_SECOND_PART", True)  # the sample corpus has no pair made by rule
     summary = generate(sample_db, GenerationConfig(count=10, seed=0))
     assert summary["accepted"] >= 2
     attempted = {r[0] for r in sample_db.execute(

@@ -330,11 +330,14 @@ def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.
     project's examples of how people ask (answer-first prompts)."""
     seed = config.seed + zlib.crc32(task.chunks[0]["id"].encode()) % 10_000 + 10_000 * task.attempt
     if task.query_type == "multi_hop" and task.option and task.option.get("first_question"):
-        # the first part is a kept row's question; the model asks for the second sentence, answer-first,
-        # the entity in the heading it is shown (a heading path helps it name the subject)
-        shown_chunk = {**task.chunks[0], "title": f"{task.chunks[0]['title']} > {task.option['entity']}"}
+        # the first part is given (a kept row's question, or one made by rule); the model asks for the
+        # second sentence, answer-first, the entity in the heading it is shown (a heading path helps it
+        # name the subject)
+        title = task.option.get("second_title") or task.chunks[0]["title"]
+        shown_chunk = {**task.chunks[0], "title": f"{title} > {task.option['entity']}"}
         request = _request(Task("factoid", [shown_chunk], task.attempt, task.option["sentences"][1]), config, shown)
-        request.tag, request.grammar = task, multihop.second_part_grammar(task.option["entity"])
+        request.tag, request.messages = task, multihop.second_part_messages(task.option, shown_chunk["title"])
+        request.grammar = multihop.part_grammar(task.option) or request.grammar
         return request
     if task.query_type == "multi_hop" and task.option:
         return Request(prompts.build_multi_hop_messages(*task.option["sentences"], task.option.get("entity")),
@@ -427,8 +430,9 @@ def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[st
                                    checks.duplicates, extractive=bool(task.answer))
     else:  # the reference is the corpus's own sentences (none for a near miss): only the question is checked
         reason = filters.check_row(question, "", "unanswerable", gold_texts, " ".join(gold_texts), checks.duplicates)
-    if reason is None and task.answer and checks.overlap_cap is not None:
-        reason = _overlap_check(question, gold_texts, checks.overlap_cap)
+    if reason is None and task.answer and checks.overlap_cap is not None:  # a multi-hop row: the model's part only
+        capped = multihop.capped_text(task.option, raw, question) if task.query_type == "multi_hop" else question
+        reason = _overlap_check(capped, gold_texts, checks.overlap_cap) if capped else None
     gain = None
     if reason is None and plain and task.answer and checks.answer_check is not None:  # after the cheap checks: it costs a pass
         gain = checks.answer_check.gain(question, answer)
@@ -727,9 +731,10 @@ def _why_nothing_to_ask(db, plan: dict[str, int], seed: int, cluster_chunk_ids: 
 
 # Why a type built from the corpus found nothing to ask (no chunk was ever asked for it).
 _NOTHING_DERIVED = {
-    "multi_hop": ("no multi-hop row to build: each joins a factoid question a reviewer approved to another "
-                  "chunk's sentence naming the same specific thing; approve factoid rows that name one "
-                  "(a command, an option, a module), then generate again"),
+    "multi_hop": ("no multi-hop row to build: each joins two chunks' sentences about the same specific thing "
+                  "(a command, an option, a module), asked by rule where both sentences open with it, else "
+                  "with a factoid question a reviewer approved; approve factoid rows that name one, then "
+                  "generate again"),
     "unanswerable": ("no near miss to build: no sentence names a setting (platform, editor, init system...) "
                      "with a peer the corpus never mentions; ask for other types with --mix"),
 }
@@ -830,6 +835,8 @@ class _Scheduler:
     def rejected(self, task: Task) -> None:
         """Ask a rejected (type, chunk) again with another seed, a bounded number of times."""
         if task.attempt < self.config.retries and task.options:
+            if multihop.made_by_rule(task.option) and task.attempt + 1 >= len(task.options):
+                return  # a row made by rule comes out the same when asked again
             self.retries.append(_task_option(task, task.attempt + 1))
         elif task.attempt < self.config.retries:
             answer = answers.pick_answer(task.chunks[0], task.attempt + 1, self.config.seed) if task.answer else None

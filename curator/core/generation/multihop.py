@@ -7,17 +7,21 @@ a manual-page name, a proper name) near their start, written the same way, and B
 A's does not. The reference answer is both sentences; both chunks are gold.
 
 Who writes the two parts. With answer-first rows a reviewer approved in the project, the first part
-is one of those questions and the model writes only the second, answer-first, for B's sentence, the
-entity spelled in it by the grammar (built_on_rows). Without any, the model is asked for both
-questions at once (sentence_pairs); the bundled 135M model keeps about one such pair in 70 and the
-ones it keeps are muddled (docs/benchmarks.md, "Multi-hop rows"). A run reads the corpus's names and
-the approved rows once (RunScope, made by generate.plan_tasks) and gives each approved row to one task.
+is one of those questions and the model writes only the second, answer-first, for B's sentence
+(built_on_rows). Without any (every new project), a rule writes both: where both sentences open with
+the entity as their subject ("IDLE is ...", "The `gc` module provides ...", "... are guarded by the
+GIL"), each has the question it answers ("What is IDLE?"), and the pair is joined (both_by_rule). The
+bundled 135M model's own parts were measured and are off by default (MODEL_WRITES_SECOND_PART): asked
+for both questions at once it kept about one pair in 70, all muddled; with a rule's first part and its
+own second, 3 of 15 kept rows were usable (docs/benchmarks.md, "Multi-hop rows"). A run
+reads the corpus's names and the approved rows once (RunScope, made by generate.plan_tasks) and gives
+each approved row to one task.
 
 A question is kept only when neither sentence alone answers it: each part names the entity, the
-joined question holds words only sentence A holds and words only sentence B holds, and each part
-leads to its own sentence (the generating model's likelihood gain at least MIN_SENTENCE_GAIN) more
-than to the other. Entity and partner are found with the project's full-text index, never with a
-retriever under test.
+joined question holds words only sentence A holds and words only sentence B holds (not asked of a
+row made by rule, whose words are its sentences' subject and verb), and each part leads to its own
+sentence (the generating model's likelihood gain at least MIN_SENTENCE_GAIN) more than to the other.
+Entity and partner are found with the project's full-text index, never with a retriever under test.
 """
 
 from __future__ import annotations
@@ -32,9 +36,9 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.generation import filters
-from curator.core.generation.answers import MIN_ANSWER_GAIN, answer_sentences
-from curator.core.generation.prompts import (ASKED_QUESTION_UNITS, QUESTION_OPENER_RULE, _UNIT_RULE, parse_query,
-                                             parse_question_pair)
+from curator.core.generation.answers import MIN_ANSWER_GAIN, WEAK_OPENERS, answer_sentences
+from curator.core.generation.prompts import (ASKED_QUESTION_UNITS, QUESTION_OPENER_RULE, _UNIT_RULE,
+                                             build_answer_first_messages, parse_query, parse_question_pair)
 from curator.core.generation.unanswerable import DETAIL_FAMILIES, corpus_mentions
 from curator.core.queries.words import STOPWORDS, content_words, stems
 
@@ -63,6 +67,7 @@ MIN_NEW_WORDS = 3  # content words sentence B must add to sentence A, and A to B
 MAX_SHARED = 0.5  # Jaccard of the two sentences' stems above which they say the same thing
 MAX_OPTIONS = 6  # sentence pairs kept per chunk (each retry asks about the next)
 PARTNER_CHUNKS = 8  # chunks naming the entity looked at, per entity
+RULE_PARTNER_CHUNKS = 60  # the same for pairs made wholly by rule (both_by_rule)
 MIN_SENTENCE_GAIN = MIN_ANSWER_GAIN  # each question of the pair against its sentence, as an answer-first row
 # How much more a part must raise its own sentence's likelihood than the other sentence's (nats per
 # answer token): above zero, so a part both sentences answer alike does not count as needing its own.
@@ -163,13 +168,13 @@ def _specific(db: sqlite_utils.Database, entity: str, total: int) -> bool:
     return 2 <= mentions <= max(MIN_ENTITY_CAP, MAX_ENTITY_SHARE * total)
 
 
-def _chunks_naming(db: sqlite_utils.Database, entity: str, exclude: str) -> list[dict]:
+def _chunks_naming(db: sqlite_utils.Database, entity: str, exclude: str, limit: int = PARTNER_CHUNKS) -> list[dict]:
     """Active chunks whose text spells the entity as a whole word, other than ``exclude``, by id."""
     words = re.findall(r"\w+", entity.lower())
     rows = store.rows(db, """SELECT c.id, c.doc_id, c.title, c.text FROM chunks_fts JOIN chunks c
                              ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? AND c.active = 1 AND c.id != ?
-                             ORDER BY c.id LIMIT ?""", ['"' + " ".join(words) + '"', exclude, PARTNER_CHUNKS * 4])
-    return [r for r in rows if _named(entity, r["text"])][:PARTNER_CHUNKS]
+                             ORDER BY c.id LIMIT ?""", ['"' + " ".join(words) + '"', exclude, limit * 4])
+    return [r for r in rows if _named(entity, r["text"])][:limit]
 
 
 def second_fact(first: str, second: str) -> bool:
@@ -189,7 +194,251 @@ def options(db: sqlite_utils.Database, chunk: dict, seed: int, scope: Optional[R
     scope = scope or RunScope(db)
     if scope.builds_on_rows:  # a chunk with no row to build on is skipped, not asked the weak way
         return scope.claim(built_on_rows(db, chunk, seed, scope))
-    return sentence_pairs(db, chunk, seed, scope)
+    return rule_first_pairs(db, chunk, seed, scope)
+
+
+# Rows without approved rows to build on (every new project). Asked for both questions in one reply,
+# the bundled model kept about one pair in 70, all muddled; asked for each part in its own request
+# (2026-12-05 night, 85 candidates) it kept 5, all unusable: its question for a sentence often asks
+# something else ("Can I install a new router without a warranty?" for a PEP), and spelling the
+# entity by grammar garbled the words after it. A sentence whose subject is the entity has a question
+# a rule writes right: "IDLE is a cross-platform IDE ..." answers "What is IDLE?", "The `gc` module
+# provides functions ..." answers "What does the gc module provide?". So the first part is made by
+# rule from such a sentence, and the model writes only the second, for the other chunk's sentence,
+# as on a row a reviewer approved.
+_RULE_VERBS = {"provides", "returns", "takes", "accepts", "contains", "includes", "supports", "displays", "has",
+               "matches", "signals", "merges", "describes", "checks", "creates", "allows", "lets", "offers",
+               "gives", "defines", "stores", "produces", "implements", "sends", "raises", "calls", "uses",
+               "provide", "return", "take", "accept", "contain", "include", "support", "have", "allow", "offer",
+               "define", "store", "use", "is", "are", "can", "sets", "controls", "selects", "determines", "specifies",
+               "enables", "disables", "prints", "shows", "lists", "runs", "installs", "removes", "manages", "handles",
+               "reads", "writes", "opens", "starts", "stops", "keeps", "builds", "compiles", "converts", "adds",
+               "updates", "answers", "works", "means", "helps", "requires", "expects", "needs", "receives",
+               "represents", "saves", "splits", "tells", "waits", "wraps", "yields", "loads", "dumps", "accesses",
+               "executes", "evaluates", "imports", "exports", "caches", "parses", "formats", "encodes", "decodes"}
+_ARTICLE = re.compile(r"^(the|a|an)\b", re.I)
+MAX_SUBJECT_WORDS = 5
+
+
+_NOT_IN_SUBJECT = {"of", "being", "will", "would", "may", "might", "should", "must", "to", "for", "in", "on", "with",
+                   "like", "if", "when", "since", "only", "also", "not", "now", "then", "this", "that"}
+
+
+def _rule_subject(subject: str, entity: str) -> bool:
+    """Whether the words before the verb are a plain noun phrase naming the entity: an article or the
+    entity first, no clause or preposition in it ("On Windows, use ...", "The end of the RE has ...",
+    "Sometimes using the re module is ..." are not)."""
+    words = subject.split()
+    if not words or not names_entity(subject, entity) or re.search(r"[,;:\[\]\"“‘]", subject.replace("()", "")):
+        return False
+    first_ok = words[0].lower() in _ARTICLES or names_entity(words[0], entity)
+    return first_ok and not any(w.lower() in _NOT_IN_SUBJECT for w in words)
+
+
+# Manuals say how to use a command as advice to "you": "You can use aptitude through a visual interface
+# ...", "To use apt-get, edit the /etc/apt/sources.list file ...", "Before you can use aptitude to make
+# an upgrade, you'll have to edit ...": each answers the user's "how do I use it" question.
+_YOU_CAN_USE = re.compile(r"^You can use (?P<e>\S+) (?:through|with|from|by|in|to|as)\b")
+_TO_USE = re.compile(r"^To use (?P<e>\S+?),")
+_BEFORE_USE = re.compile(r"^Before you can use (?P<e>\S+) to (?P<goal>[^,]{3,60}),")
+
+
+# Two more shapes that name their question: what the entity does to something, said in the passive
+# ("Changes to the refcount are guarded by the GIL." -> "What is guarded by the GIL?"), and a goal
+# reached through it ("To prevent the TCP connect from blocking, you can set the socket to
+# non-blocking mode." -> "How can I prevent the TCP connect from blocking?").
+_PASSIVE_BY = re.compile(r"^[A-Z][^,;:]{3,60}? (?P<be>is|are) (?P<done>[a-z]+ed) by "
+                         r"(?P<agent>(?:the |a |an )?\S+(?: [a-z]+){0,2})[.,]")
+_TO_GOAL = re.compile(r"^To (?P<goal>(?!use\b)[a-z][^,]{5,70}), you (?:can|should|must|need to)\b")
+
+
+def _other_shapes(sentence: str, entity: str) -> Optional[str]:
+    passive = _PASSIVE_BY.match(sentence)
+    if passive and names_entity(passive.group("agent"), entity):
+        agent = passive.group("agent").replace("`", "")
+        return f"What is {passive.group('done')} by {agent}?"
+    goal = _TO_GOAL.match(sentence)
+    if goal and names_entity(goal.group("goal"), entity):
+        return f"How can I {goal.group('goal').replace('`', '')}?"
+    return None
+
+
+def _using_question(sentence: str, entity: str) -> Optional[str]:
+    other = _other_shapes(sentence, entity)
+    if other:
+        return other
+    found = _YOU_CAN_USE.match(sentence) or _TO_USE.match(sentence) or _BEFORE_USE.match(sentence)
+    if not found or found.group("e").strip("`") != entity:
+        return None
+    if "goal" in found.groupdict():
+        return f"What do I need to do before I can use {entity} to {found.group('goal')}?"
+    return f"How can I use {entity}?" if found.re is _YOU_CAN_USE else f"What do I need to do to use {entity}?"
+
+
+def rule_question(sentence: str, entity: str) -> Optional[str]:
+    """The question a sentence answers when its subject names the entity and its verb says what the
+    subject is, does or holds; None for any other sentence. "TCP is a reliable protocol ..." -> "What
+    is TCP?"; "The `addstr()` method takes a Python string ..." -> "What does the addstr() method take?";
+    "The `select` module is commonly used to help ..." -> "What is the select module used for?"."""
+    using = _using_question(sentence, entity)
+    if using:
+        return using
+    words = sentence.split()
+    verb_at = next((i for i, w in enumerate(words[:MAX_SUBJECT_WORDS + 1]) if w.lower() in _RULE_VERBS), None)
+    if not verb_at:
+        return None
+    subject = " ".join(words[:verb_at]).replace("`", "")
+    if not _rule_subject(subject, entity):
+        return None
+    subject = _ARTICLE.sub(lambda m: m.group(1).lower(), subject)
+    verb, rest = words[verb_at].lower(), [w.lower().strip(",.;") for w in words[verb_at + 1:verb_at + 4]]
+    if verb in ("is", "are"):
+        if "used" in rest[:2]:
+            return f"What {verb} {subject} used for?"
+        if rest and rest[0] in ("a", "an", "the", "one"):
+            return f"What {verb} {subject}?"
+        return None
+    if verb == "can":
+        return f"What can {subject} be used for?" if rest[:2] == ["be", "used"] else f"What can {subject} do?"
+    plural = not verb.endswith("s")
+    base = verb if plural else ("have" if verb == "has" else verb[:-2] if verb.endswith(("ches", "shes", "sses", "xes"))
+                                else verb[:-1])
+    return f"What {'do' if plural else 'does'} {subject} {base}?"
+
+
+# A second sentence that leans on what came before it in its chunk ("On one hand, requiring `global`
+# ...", "Actually, `select` can be handy ...", "For example, ...") has no question of its own.
+_LEANING_SECOND = WEAK_OPENERS + ("actually", "on one hand", "on the other hand", "alternatively", "of course",
+                                  "also", "if ", "after ", "look for", "let's", "now")
+
+
+def _second_stands_alone(sentence: str) -> bool:
+    return not sentence.lower().startswith(_LEANING_SECOND)
+
+
+# Whether a project without approved rows also gets rows whose second part the model writes (a rule
+# writing the first). Labelled on the Python FAQ (2026-12-05 night, code s37_mh in
+# bench/quality_labels_issue28.jsonl): 3 of 15 such rows usable (1 of 11 with the prompt kept), against
+# the 3 distinct rows made wholly by rule on the Python and Debian FAQs, all usable. A wrong multi-hop
+# row costs a reviewer more than a missing one, so they are off (bench/multihop.py --model-parts).
+MODEL_WRITES_SECOND_PART = False
+
+
+def rule_first_pairs(db: sqlite_utils.Database, chunk: dict, seed: int, scope: Optional[RunScope] = None) -> list[dict]:
+    """Options of ``chunk`` whose first part a rule writes (rule_question), that sentence first: pairs
+    whose second sentence has a rule question too (the row is made by rule; both_by_rule), then
+    sentence_pairs with one such sentence, the model to write the other part. The other sentence's
+    chunk heading goes with each, for the model's prompt. A pair with no such sentence is not asked."""
+    scope = scope or RunScope(db)
+    found = both_by_rule(db, chunk, scope)
+    for option in (sentence_pairs(db, chunk, seed, scope) if MODEL_WRITES_SECOND_PART else []):
+        titles = [chunk.get("title") or "", option["partner"].get("title") or ""]
+        for i in (0, 1):
+            question = rule_question(option["sentences"][i], option["entity"])
+            if question and _second_stands_alone(option["sentences"][1 - i]):
+                sentences = [option["sentences"][i], option["sentences"][1 - i]]
+                found.append({**option, "sentences": sentences, "answer": " ".join(sentences),
+                              "first_question": question, "first_by": "rule", "second_title": titles[1 - i]})
+                break
+    seen, kept = set(), []
+    for option in found:  # one option per pair of sentences, the rule-made one first
+        key = frozenset(option["sentences"])
+        if key not in seen:
+            seen.add(key)
+            kept.append(option)
+    return kept[:MAX_OPTIONS]
+
+
+# Verbs that ask "what is in it" of anything: two parts asking with them ask one thing twice ("What
+# does the operator module have, and what does it contain?").
+_GENERIC_VERBS = {"have", "contain", "provide", "offer", "include", "support"}
+
+
+def _rule_pair_differs(first: str, second: str) -> bool:
+    """Whether two rule questions ask different things: not both with a generic verb."""
+    return not all(set(q.lower().rstrip("?").split()) & _GENERIC_VERBS for q in (first, second))
+
+
+def _spelled_alike(entity: str, first: str, second: str) -> bool:
+    """Whether both sentences spell the entity in the same case ("the apt tool" is not "APT")."""
+    pattern = r"(?<![\w.-])" + re.escape(entity) + r"(?![\w-])"
+    return bool(re.search(pattern, first)) and bool(re.search(pattern, second))
+
+
+def made_by_rule(option: Optional[dict]) -> bool:
+    """Whether a rule wrote both parts of the option's row (both_by_rule): asking again gives the same."""
+    return bool(option and option.get("second_question") and option.get("first_by") == "rule")
+
+
+def both_by_rule(db: sqlite_utils.Database, chunk: dict, scope: RunScope) -> list[dict]:
+    """Pairs of a sentence of ``chunk`` and one of another chunk, both about one specific entity and
+    each with a rule question: every sentence of the chunks naming the entity is looked at (not only
+    the first that fits, as sentence_pairs does). The model's request then spells the second rule
+    question by grammar (part_grammar), so the row goes through the same checks as any other."""
+    found = []
+    for first in filter(_fact, answer_sentences(chunk["text"])):
+        for entity in (e for e in entities(first, scope.names) if about(e, first)):
+            question = rule_question(first, entity)
+            if not question or not _specific(db, entity, scope.total):
+                continue
+            # every chunk naming the entity: few of their sentences have a rule question
+            for partner in _chunks_naming(db, entity, chunk["id"], RULE_PARTNER_CHUNKS):
+                for second in filter(_fact, answer_sentences(partner["text"])):
+                    other = rule_question(second, entity)
+                    if (other and same_sense(entity, first, second) and second_fact(first, second)
+                            and _rule_pair_differs(question, other) and _spelled_alike(entity, first, second)):
+                        found.append({"answer": f"{first} {second}", "sentences": [first, second], "entity": entity,
+                                      "partner": {"id": partner["id"], "title": partner["title"], "text": partner["text"]},
+                                      "first_question": question, "first_by": "rule", "second_question": other,
+                                      "second_title": partner["title"]})
+    return found
+
+
+# Shown the entity only in the heading, the model left it out of most parts; spelled by the grammar
+# (second_part_grammar) it was always there but the words after it were often garbled ("... and how,
+# logging, is it supported?"). Which costs fewer usable rows is measured (docs/benchmarks.md).
+FORCE_ENTITY = False
+
+
+def part_grammar(option: dict) -> Optional[str]:
+    """The grammar of the second part: the rule's question spelled whole when a rule wrote it
+    (both_by_rule); else the entity spelled in it (FORCE_ENTITY), or None for the plain answer-first
+    question grammar (the part is then checked for naming it)."""
+    if option.get("second_question"):
+        literal = option["second_question"].replace("\\", "\\\\").replace('"', '\\"')
+        return f'root ::= "Question: {literal}\\n"\n'
+    return second_part_grammar(option["entity"]) if FORCE_ENTITY else None
+
+
+# The examples the model is shown for the second part. The built-in answer-first examples ask in
+# everyday words without naming the subject ("How do I wipe everything I changed on my router?"): after
+# them the model left the entity out of most second parts. Examples that name their subject, and last
+# the row's own first part (its sentence and question), took the parts passing the naming and row
+# filters from 17 to 29 of 48 on the Python FAQ (2026-12-05, docs/benchmarks.md).
+NAMED_SHOTS = [
+    ("rsync manual > --delete", "The --delete option removes files from the destination that no longer exist in "
+     "the source.", "What does the --delete option of rsync remove?"),
+    ("Printer guide > Toner", "Replace the toner cartridge when the status light blinks orange twice.",
+     "When should I replace the toner cartridge?"),
+    ("Git book > git stash", "Running git stash saves your uncommitted changes and gives you a clean working tree.",
+     "What does git stash do with my uncommitted changes?"),
+]
+
+
+def second_part_messages(option: dict, title: str) -> list[dict]:
+    """The answer-first prompt for the second sentence: examples that name their subject, then the
+    row's first part as the last example, then the second sentence under ``title``."""
+    shots = NAMED_SHOTS + [(title, option["sentences"][0], option["first_question"])]
+    return build_answer_first_messages("factoid", title, option["sentences"][1], shots)
+
+
+def part_reason(question: Optional[str], sentence: str, option: dict) -> Optional[str]:
+    """The first lexical reason to reject the part the model wrote for ``sentence`` (None = keep): the
+    answer-first row filters against its own sentence (shape, loops, invented names, it shares a word
+    with the sentence, the sentence adds to it)."""
+    reason = filters.check_row(question or "", sentence, "factoid", [sentence], sentence,
+                               filters.DuplicateIndex([]), extractive=True)
+    return f"multi-hop part: {reason}" if reason else None
 
 
 def _has_first_parts(db: sqlite_utils.Database) -> bool:
@@ -354,6 +603,16 @@ def joined(raw: str, option: Optional[dict] = None) -> Optional[str]:
     return join(*parts, (option or {}).get("entity")) if parts else None
 
 
+def capped_text(option: Optional[dict], raw: str, question: str) -> Optional[str]:
+    """What of a multi-hop question the chunk-overlap cap judges (generate._overlap_check): the part
+    the model wrote. A rule's question copies its sentence's subject and verb by design ("What does
+    the gc module provide?"), which put joined questions over the cap (11 of 83 candidates in one
+    run); a row made wholly by rule has no model part to cap (None)."""
+    if not option or not option.get("first_question"):
+        return question
+    return None if option.get("second_question") else parse_query(raw)
+
+
 def hits(question: str, sentences: list[str]) -> tuple[set[str], set[str]]:
     """The question's stems found only in the first sentence, and only in the second."""
     asked, (a, b) = stems(question), (stems(s) for s in sentences)
@@ -380,7 +639,16 @@ def judge(raw: str, option: dict, answer_check=None) -> tuple[Optional[str], dic
     unnamed = [i for i, part in enumerate(parts) if not names_entity(part, option["entity"])]
     if unnamed:
         return f"multi-hop: the {('first', 'second')[unnamed[0]]} question does not name '{option['entity']}'", signals
-    if not first or not second:
+    by_rule = made_by_rule(option)
+    if by_rule:
+        signals["made_by"] = "rule"
+    elif option.get("first_question"):  # the part the model just wrote, as an answer-first row of its sentence
+        reason = part_reason(parts[1], option["sentences"][1], option)
+        if reason:
+            return reason, signals
+    # A rule asks with the sentence's own subject and verb ("What can Cython do, and what does Cython
+    # compile?"): its words say little of which sentence answers, so the likelihood margins decide.
+    if not by_rule and (not first or not second):
         alone = "first" if first else "second" if second else "either"
         return (f"multi-hop: the question asks about the {alone} sentence only" if alone != "either"
                 else "multi-hop: the question holds no word of either sentence beyond what they share"), signals

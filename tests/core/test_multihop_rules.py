@@ -1,0 +1,91 @@
+"""Multi-hop rows made by rule (issue 28): the questions a rule writes for sentences whose subject is
+the shared entity, the pairs it joins, and a whole run with the real bundled model (which checks the
+likelihood margins and is spelled the second part by grammar)."""
+
+from __future__ import annotations
+
+import pytest
+
+from curator.core.generation import multihop
+from curator.core.generation.generate import GenerationConfig, generate, plan_tasks
+from curator.core.queries.rows import get_query
+
+DOCS = {
+    "sync.md": "# Sync settings\n\nThe `sync_interval` option sets how often the agent uploads changed files to "
+               "the central server.\n\nUploads pause while the laptop runs on battery below twenty percent charge.\n",
+    "metered.md": "# Metered links\n\nBandwidth on metered mobile connections is saved by the `sync_interval` "
+                  "option.\n\nLogs of every upload are written to the agent folder under the user profile.\n",
+    "faq.md": "# Questions\n\nThe agent keeps deleted files in a trash folder for thirty days before purging them.\n",
+}
+
+
+@pytest.mark.parametrize("sentence, entity, question", [
+    ("IDLE is a cross-platform IDE for Python that is written in Python using Tkinter.", "IDLE", "What is IDLE?"),
+    ("The `gc` module provides functions to perform a garbage collection.", "gc", "What does the gc module provide?"),
+    ("The `select` module is commonly used to help with asynchronous I/O on sockets.", "select",
+     "What is the select module used for?"),
+    ("Changes to the refcount are guarded by the GIL.", "GIL", "What is guarded by the GIL?"),
+    ("To prevent the TCP connect from blocking, you can set the socket to non-blocking mode.", "TCP",
+     "How can I prevent the TCP connect from blocking?"),
+    ("You can use aptitude through a visual interface or directly from the command line.", "aptitude",
+     "How can I use aptitude?"),
+    ("Cython compiles a modified version of Python with optional annotations into C extensions.", "Cython",
+     "What does Cython compile?"),
+])
+def test_a_rule_writes_the_question_a_subject_first_sentence_answers(sentence, entity, question):
+    assert multihop.rule_question(sentence, entity) == question
+
+
+@pytest.mark.parametrize("sentence, entity", [
+    ("On Windows, use the Add/Remove Programs icon in the Control Panel.", "Windows"),  # not the subject
+    ("The end of the RE has now been reached, and it has matched 'abcb'.", "RE"),  # "of": another subject
+    ("Sometimes using the `re` module is a mistake.", "re"),
+    ("The `select` call is blocking, but you can give it a timeout.", "select"),  # "is" + no noun phrase
+    ("The `HTTPError` instance raised will have an integer code attribute.", "HTTPError"),
+    ("Every logging event is represented by a `LogRecord` instance.", "GIL"),  # the entity is not named
+])
+def test_no_rule_question_for_other_sentences(sentence, entity):
+    assert multihop.rule_question(sentence, entity) is None
+
+
+def test_pairs_made_by_rule_ask_two_different_things():
+    assert not multihop._rule_pair_differs("What does the operator module have?", "What does it contain?")
+    assert multihop._rule_pair_differs("What is the GIL used for?", "What is guarded by the GIL?")
+    assert not multihop._spelled_alike("APT", "The apt tool merges apt-get and apt-cache.", "APT is a tool.")
+
+
+@pytest.fixture
+def rule_db(docs_project):
+    return docs_project(DOCS)
+
+
+def test_plan_asks_pairs_made_by_rule_without_approved_rows(rule_db):
+    tasks = list(plan_tasks(rule_db, {"multi_hop": 2}, 0, answers_mode="extractive"))
+    assert tasks, "two chunks with a rule question each about `sync_interval`"
+    option = tasks[0].option
+    assert multihop.made_by_rule(option) and option["entity"] == "sync_interval"
+    assert {option["first_question"], option["second_question"]} == {
+        "What does the sync_interval option set?", "What is saved by the sync_interval option?"}
+    assert len(tasks[0].chunks) == 2 and tasks[0].chunks[0]["id"] != tasks[0].chunks[1]["id"]
+    assert multihop.capped_text(option, "Question: x?\n", "joined?") is None  # no model part to cap
+
+
+def test_real_bundled_model_keeps_a_row_made_by_rule(rule_db, bundled_model):
+    """The real model is spelled the second rule question by grammar; the row is the two rule questions
+    joined, its gold both chunks, and the likelihood margins it passed are stored with it."""
+    from curator.core.generation.backends import LlamaCppBackend
+
+    backend = LlamaCppBackend(bundled_model, n_ctx=2048, parallel=2)
+    summary = generate(rule_db, GenerationConfig(count=1, mix={"multi_hop": 1}, seed=0), backend=backend)
+    asked = summary["accepted"] + summary["rejected"]
+    assert 1 <= asked <= 2, summary  # one task from each chunk at most: a rule-made row is not asked again
+    rows = [get_query(rule_db, r[0]) for r in rule_db.execute("SELECT id FROM queries WHERE query_type = 'multi_hop'")]
+    print(summary["accepted"], summary["rejected_by_reason"], [r["text"] for r in rows])
+    reasons = [r[0] for r in rule_db.execute("SELECT reason FROM rejected_candidates")]
+    assert rows or all("likelihood" in r or "near duplicate" in r for r in reasons), reasons
+    for row in rows:
+        signals = row["quality_signals"]["multi_hop"]
+        assert signals["made_by"] == "rule" and row["text"] == multihop.join(*signals["parts"], "sync_interval")
+        assert set(row["source_chunk_ids"]) <= set(row["gold_chunk_ids"]) and len(row["source_chunk_ids"]) == 2
+        own, other = signals["sentence_gains"], signals["other_sentence_gains"]
+        assert min(own) >= multihop.MIN_SENTENCE_GAIN and all(o > x for o, x in zip(own, other))
