@@ -83,66 +83,23 @@ WEAK_OPENERS = ("for example", "for instance", "in general", "in most", "in situ
 POINTERS = re.compile(r"\b(refer to|described in|more information|manual page|see the|documentation on)\b", re.I)
 
 
-def ranked_answer_sentences(chunk: dict, embedder="shared") -> list[str]:
-    """The chunk's answer sentences, the likeliest to be what a user asks about first: sentences that
-    state a fact of their own before examples, hedges and pointers; among those, the most central
-    first: the sentence whose sentence-embedder vector is nearest the whole chunk's (title + text),
-    i.e. what the chunk is about.
-
-    Why centrality (issue 27, session 37): the real FAQ questions' nearest gold-chunk sentence is the
-    chunk's most central one 75-77% of the time (median cosine to its chunk 0.78 / 0.76, Python /
-    Debian FAQ), the generated rows' answer sentence 55-58% (median 0.63 / 0.66); and generated rows
-    about a sentence above the median centrality were found by dense retrieval 0.69 / 0.79 of the
-    time, below it 0.44 / 0.71, while BM25 went the other way (docs/benchmarks.md, "Why dense
-    misses generated rows"). Users ask what a passage is about; a detail sentence makes a question
-    only its words find. This ranks sentences before any question exists and never sees one, but
-    it reads MiniLM, the dense retriever's embedder: validate on held-out real questions before
-    trusting the ranking it gives.
-
-    ``embedder``: "shared" (the process's MiniLM on llama.cpp, one thread), an Embedder, or None
-    for the earlier order (naming the chunk's heading first, then the chunk's order), which is also
-    what a missing MiniLM package gives."""
+def ranked_answer_sentences(chunk: dict) -> list[str]:
+    """The chunk's answer sentences, the likeliest to make a usable row first: sentences that state a
+    fact of their own before examples, hedges and pointers; among those, the ones that name the
+    chunk's heading (what the section is about) first, then in the chunk's order, since its opening
+    sentences state its point. On the 270 labelled answer-first rows of the quality and validity
+    benches (bench/quality_labels.jsonl), rows from the first two sentences were usable 40%, from
+    the third on 26%; from sentences naming two words of the heading 64%, the rest 37%."""
     sentences = answer_sentences(chunk["text"])
-    if embedder == "shared":
-        embedder = _shared_embedder()
-    central = _centrality(chunk, sentences, embedder) if embedder is not None and len(sentences) > 1 else None
     heading = _content(str(chunk.get("title") or "").split(">")[-1])
 
-    def rank(item: tuple[int, str]) -> tuple:
+    def rank(item: tuple[int, str]) -> tuple[int, int, int]:
         position, sentence = item
         weak = sentence.lower().startswith(WEAK_OPENERS) or bool(POINTERS.search(sentence))
-        if central is not None:
-            return (weak, -central[position], position)
         names_heading = len(heading & _content(sentence)) >= 2
         return (weak, not names_heading, position)
 
     return [sentence for _, sentence in sorted(enumerate(sentences), key=rank)]
-
-
-def _centrality(chunk: dict, sentences: list[str], embedder) -> list[float]:
-    """Cosine of each sentence's vector to the chunk's (title and text, as the dense retriever embeds
-    a chunk), remembered per chunk text: a retry asks about the next sentence of the same order."""
-    import numpy as np
-
-    whole = f"{chunk['title']}\n{chunk['text']}" if chunk.get("title") else chunk["text"]
-    key = (getattr(embedder, "id", id(embedder)), whole)
-    if key not in _CENTRALITY:
-        if len(_CENTRALITY) > 4096:
-            _CENTRALITY.clear()
-        vectors = np.asarray(embedder.embed_batch([whole] + sentences), dtype=np.float64)
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        _CENTRALITY[key] = [float(v @ vectors[0]) for v in vectors[1:]]
-    return _CENTRALITY[key]
-
-
-_CENTRALITY: dict = {}
-
-
-def _shared_embedder():
-    """The process's MiniLM on one thread (a chunk and its few sentences per task), or None without it."""
-    from curator.core.generation.unanswerable import evidence_embedder
-
-    return evidence_embedder(1)
 
 
 def _content(text: str) -> set[str]:
@@ -151,13 +108,13 @@ def _content(text: str) -> set[str]:
     return stems(text)
 
 
-def pick_answer(chunk: dict, attempt: int, seed: int, embedder="shared") -> Optional[str]:
+def pick_answer(chunk: dict, attempt: int, seed: int) -> Optional[str]:
     """The answer sentence of a chunk for a given attempt: the best sentence first
     (ranked_answer_sentences), and a retry asks about the next one (a new question, not the same
     failure again). ``seed`` is kept for callers; the order no longer depends on it: a seeded
     shuffle picked the third or later sentence as often as the first, and those rows were usable
     less often."""
-    sentences = ranked_answer_sentences(chunk, embedder)
+    sentences = ranked_answer_sentences(chunk)
     if not sentences:
         return None
     return sentences[attempt % len(sentences)]
