@@ -28,6 +28,11 @@ row, the dense (MiniLM) and BM25 rank of its gold, and for the answer sentence i
 chunk, its wordpiece offset against MiniLM's 256-token truncation, and its centrality (cosine of its
 vector to the chunk's); for a real question, the same for the gold-chunk sentence nearest it. Split
 by centrality and by chunk overlap, with the hit rates of dense and BM25 on each side.
+
+``--usable-labels FILE --code C`` (with a project already generated) prints recall@5 of every retriever
+on the real questions, on the synthetic rows labelled under code C, on those labelled usable, and on
+those with the reviewer's small edits: whether the rows a reviewer keeps rank the retrievers like the
+real questions, without building the two projects ``--labels`` builds.
 """
 
 from __future__ import annotations
@@ -178,6 +183,8 @@ def main() -> None:
     parser.add_argument("--json", help="Also write the report as JSON here.")
     parser.add_argument("--min-gain", type=float, help="Also validate the rows the likelihood answer check keeps.")
     parser.add_argument("--diagnose", action="store_true", help="Also print why dense misses generated rows' gold.")
+    parser.add_argument("--usable-labels", help="Also print recall@5 on the labelled synthetic rows (--code), "
+                                                "the usable ones, and the usable ones as edited.")
     parser.add_argument("--labels", help="Validate labelled generated rows (bench/quality_labels.jsonl) as generated "
                                          "and as reviewed, instead of generating.")
     parser.add_argument("--code", default="answer_first", help="Which labelled rows (their 'code') to use.")
@@ -216,6 +223,8 @@ def main() -> None:
         print_criteria(f"likelihood gain >= {args.min_gain}, gold as generated", result)
     if args.diagnose:
         print_diagnosis(diagnose(db))
+    if args.usable_labels:
+        print_usable(db, retrievers, args.usable_labels, args.code)
     narrow = source_only_copy(db, project)
     with Timer("validate (source chunk only, as before widening)"):
         result = validate(narrow, retrievers, {}, args.metric, embedder=args.embedder)
@@ -312,6 +321,36 @@ def print_diagnosis(rows: list[dict]) -> None:
         found = [r for r in group if r["rank_dense"] <= 5]
         print(f"    dense misses vs hits: overlap median {median(missed, 'overlap')} vs {median(found, 'overlap')}, "
               f"centrality {median(missed, 'centrality')} vs {median(found, 'centrality')}")
+
+
+def print_usable(db, retrievers: list[str], labels_file: str, code: str) -> None:
+    """Recall@5 per retriever on the real questions and on the labelled synthetic rows: all, usable,
+    usable with the reviewer's small edits (the gold stays the row's)."""
+    from curator.core.retrieval.retrievers import get_retriever
+
+    labels = {}
+    for line in Path(labels_file).read_text().splitlines():
+        row = json.loads(line) if line.strip() else {}
+        if row.get("code") == code:
+            labels[row["id"]] = row
+    rows = [dict(r) for r in db.query("SELECT id, text, source, gold_chunk_ids FROM queries "
+                                      "WHERE status = 'approved' AND answerable = 1")]
+    labelled = [r for r in rows if r["id"] in labels]
+    usable = [r for r in labelled if labels[r["id"]]["label"] != "reject"]
+    edited = [dict(r, text=(labels[r["id"]].get("edit") or {}).get("text") or r["text"]) for r in usable]
+    fitted = {name: get_retriever(name, db) for name in retrievers}
+    print(f"\n== recall@5 on the rows labelled {code!r} ({labels_file})")
+    for label, group in (("real questions", [r for r in rows if r["source"] == "log"]), ("labelled, as generated", labelled),
+                         ("usable, as generated", usable), ("usable, edited", edited)):
+        if not group:
+            continue
+        means = {}
+        for name, retriever in fitted.items():
+            found = retriever.search_texts([r["text"] for r in group], 5)
+            golds = [set(json.loads(r["gold_chunk_ids"])) for r in group]
+            means[name] = sum(len(g & set(hits)) / len(g) for g, hits in zip(golds, found)) / len(group)
+        print(f"  {label:24s} n={len(group):3d}  " + "  ".join(f"{n} {m:.3f}" for n, m in means.items())
+              + "  ranking " + " > ".join(sorted(means, key=lambda n: -means[n])))
 
 
 def _copy(db, project: Path, suffix: str):
