@@ -22,6 +22,17 @@ Re-running reuses the project: ingest and log import are idempotent, generation 
 ``--min-gain X`` also validates a copy in which the approved answer-first rows whose question raises
 the bundled model's likelihood of its answer sentence by less than X (answers.AnswerLikelihood) are
 rejected: what the answer check would have kept, for rows generated without it.
+
+``--diagnose`` also prints why dense retrieval misses generated rows' gold (issue 27): per approved
+row, the dense (MiniLM) and BM25 rank of its gold, and for the answer sentence its place in the
+chunk, its wordpiece offset against MiniLM's 256-token truncation, and its centrality (cosine of its
+vector to the chunk's); for a real question, the same for the gold-chunk sentence nearest it. Split
+by centrality and by chunk overlap, with the hit rates of dense and BM25 on each side.
+
+``--usable-labels FILE --code C`` (with a project already generated) prints recall@5 of every retriever
+on the real questions, on the synthetic rows labelled under code C, on those labelled usable, and on
+those with the reviewer's small edits: whether the rows a reviewer keeps rank the retrievers like the
+real questions, without building the two projects ``--labels`` builds.
 """
 
 from __future__ import annotations
@@ -171,6 +182,9 @@ def main() -> None:
     parser.add_argument("--metric", default="recall@5")
     parser.add_argument("--json", help="Also write the report as JSON here.")
     parser.add_argument("--min-gain", type=float, help="Also validate the rows the likelihood answer check keeps.")
+    parser.add_argument("--diagnose", action="store_true", help="Also print why dense misses generated rows' gold.")
+    parser.add_argument("--usable-labels", help="Also print recall@5 on the labelled synthetic rows (--code), "
+                                                "the usable ones, and the usable ones as edited.")
     parser.add_argument("--labels", help="Validate labelled generated rows (bench/quality_labels.jsonl) as generated "
                                          "and as reviewed, instead of generating.")
     parser.add_argument("--code", default="answer_first", help="Which labelled rows (their 'code') to use.")
@@ -207,11 +221,136 @@ def main() -> None:
             result = validate(kept, retrievers, {}, args.metric, embedder=args.embedder)
         print(_render_validate(result))
         print_criteria(f"likelihood gain >= {args.min_gain}, gold as generated", result)
+    if args.diagnose:
+        print_diagnosis(diagnose(db))
+    if args.usable_labels:
+        print_usable(db, retrievers, args.usable_labels, args.code)
     narrow = source_only_copy(db, project)
     with Timer("validate (source chunk only, as before widening)"):
         result = validate(narrow, retrievers, {}, args.metric, embedder=args.embedder)
     print(_render_validate(result))
     print_criteria("source chunk only", result)
+
+
+def diagnose(db) -> list[dict]:
+    """Per approved answerable row: gold rank under dense (MiniLM) and BM25, chunk overlap, and the
+    answer sentence's index, wordpiece offset and centrality in its chunk (for a real question, the
+    gold-chunk sentence nearest it under MiniLM stands in for the answer sentence)."""
+    import zipfile
+
+    from tokenizers import Tokenizer
+
+    from curator.core.embedding.embed import embed_texts
+    from curator.core.embedding.minilm import minilm_zip
+    from curator.core.generation.answers import answer_sentences
+    from curator.core.queries import realism
+    from curator.core.retrieval.retrievers import _chunk_text, get_retriever
+
+    with zipfile.ZipFile(minilm_zip()) as zf:
+        wordpieces = Tokenizer.from_str(zf.read("tokenizer.json").decode("utf-8"))
+    wordpieces.no_truncation()
+    chunks = {c["id"]: c for c in db.query("SELECT c.id, c.title, c.text, c.ord FROM chunks c WHERE c.active = 1")}
+    rows = [dict(r) for r in db.query("SELECT id, text, source, query_type, reference, gold_chunk_ids, source_chunk_ids "
+                                      "FROM queries WHERE status = 'approved' AND answerable = 1")]
+    retrievers = {"dense": get_retriever("dense", db, "minilm"), "bm25": get_retriever("bm25", db)}
+    dense = retrievers["dense"]
+    at = {cid: i for i, cid in enumerate(dense.ids_)}
+    runs = {name: r.search_texts([row["text"] for row in rows], len(chunks)) for name, r in retrievers.items()}
+    query_vectors = embed_texts(db, dense.embedder_, [row["text"] for row in rows])
+    for i, row in enumerate(rows):
+        gold = [c for c in json.loads(row["gold_chunk_ids"]) if c in chunks]
+        for name, run in runs.items():
+            order = sorted(run[i], key=lambda c: -run[i][c])
+            row[f"rank_{name}"] = min([order.index(g) + 1 for g in gold if g in order] or [len(chunks)])
+        row["overlap"] = realism.chunk_overlap(row["text"], [chunks[c]["text"] for c in gold])
+        candidates = json.loads(row["source_chunk_ids"] or "[]")[:1] if row["source"] == "synthetic" else gold
+        best = None
+        for cid in candidates:
+            sentences = answer_sentences(chunks[cid]["text"]) or [chunks[cid]["text"]]
+            vectors = embed_texts(db, dense.embedder_, sentences)
+            centrality = vectors @ dense.vectors_[at[cid]]
+            if row["source"] == "synthetic":
+                if row["reference"] not in sentences:
+                    continue
+                j, near = sentences.index(row["reference"]), None
+            else:
+                near = vectors @ query_vectors[i]
+                j = int(near.argmax())
+            if best is None or (near is not None and near[j] > best["near"]):
+                whole = _chunk_text(chunks[cid])
+                start = whole.find(sentences[j][:40])
+                best = {"near": float(near[j]) if near is not None else 0.0, "sentence_index": j,
+                        "centrality": float(centrality[j]), "most_central": bool(centrality.argmax() == j),
+                        "chunk_ord": chunks[cid]["ord"], "chunk_wordpieces": len(wordpieces.encode(whole).ids),
+                        "start_wordpiece": len(wordpieces.encode(whole[:start]).ids) if start >= 0 else None}
+        row.update(best or {})
+    return rows
+
+
+def print_diagnosis(rows: list[dict]) -> None:
+    import statistics
+
+    def hits(group, name):
+        return f"{sum(r[f'rank_{name}'] <= 5 for r in group) / len(group):.2f}" if group else "-"
+
+    def median(group, key):
+        values = [r[key] for r in group if r.get(key) is not None]
+        return f"{statistics.median(values):.2f}" if values else "-"
+
+    real = [r for r in rows if r["source"] == "log"]
+    generated = [r for r in rows if r["source"] == "synthetic" and r["query_type"] in ("factoid", "keyword", "vague")]
+    print("\n== why dense misses generated rows (answer-first rows vs real questions; hit = gold in top 5)")
+    for label, group in (("real", real), ("generated", generated)):
+        central = [r for r in group if r.get("centrality") is not None]
+        print(f"  {label}: n={len(group)}, dense hit {hits(group, 'dense')}, bm25 hit {hits(group, 'bm25')}; "
+              f"answer sentence: most central in its chunk {sum(r['most_central'] for r in central) / max(len(central), 1):.2f}, "
+              f"centrality median {median(group, 'centrality')}, index median {median(group, 'sentence_index')}, "
+              f"starts past 254 wordpieces {sum((r.get('start_wordpiece') or 0) > 254 for r in group)}; "
+              f"chunk is its document's first {sum(r.get('chunk_ord') == 0 for r in group) / max(len(group), 1):.2f}; "
+              f"overlap median {median(group, 'overlap')}")
+        for key in ("centrality", "overlap"):
+            values = [r[key] for r in group if r.get(key) is not None]
+            if not values:
+                continue
+            cut = statistics.median(values)  # not the rounded figure: 0.667 would fall below "0.67"
+            high = [r for r in group if r.get(key) is not None and r[key] >= cut]
+            low = [r for r in group if r.get(key) is not None and r[key] < cut]
+            print(f"    {key} >= {cut:.2f}: n={len(high)} dense {hits(high, 'dense')} bm25 {hits(high, 'bm25')};"
+                  f" below: n={len(low)} dense {hits(low, 'dense')} bm25 {hits(low, 'bm25')}")
+        missed = [r for r in group if r["rank_dense"] > 5]
+        found = [r for r in group if r["rank_dense"] <= 5]
+        print(f"    dense misses vs hits: overlap median {median(missed, 'overlap')} vs {median(found, 'overlap')}, "
+              f"centrality {median(missed, 'centrality')} vs {median(found, 'centrality')}")
+
+
+def print_usable(db, retrievers: list[str], labels_file: str, code: str) -> None:
+    """Recall@5 per retriever on the real questions and on the labelled synthetic rows: all, usable,
+    usable with the reviewer's small edits (the gold stays the row's)."""
+    from curator.core.retrieval.retrievers import get_retriever
+
+    labels = {}
+    for line in Path(labels_file).read_text().splitlines():
+        row = json.loads(line) if line.strip() else {}
+        if row.get("code") == code:
+            labels[row["id"]] = row
+    rows = [dict(r) for r in db.query("SELECT id, text, source, gold_chunk_ids FROM queries "
+                                      "WHERE status = 'approved' AND answerable = 1")]
+    labelled = [r for r in rows if r["id"] in labels]
+    usable = [r for r in labelled if labels[r["id"]]["label"] != "reject"]
+    edited = [dict(r, text=(labels[r["id"]].get("edit") or {}).get("text") or r["text"]) for r in usable]
+    fitted = {name: get_retriever(name, db) for name in retrievers}
+    print(f"\n== recall@5 on the rows labelled {code!r} ({labels_file})")
+    for label, group in (("real questions", [r for r in rows if r["source"] == "log"]), ("labelled, as generated", labelled),
+                         ("usable, as generated", usable), ("usable, edited", edited)):
+        if not group:
+            continue
+        means = {}
+        for name, retriever in fitted.items():
+            found = retriever.search_texts([r["text"] for r in group], 5)
+            golds = [set(json.loads(r["gold_chunk_ids"])) for r in group]
+            means[name] = sum(len(g & set(hits)) / len(g) for g, hits in zip(golds, found)) / len(group)
+        print(f"  {label:24s} n={len(group):3d}  " + "  ".join(f"{n} {m:.3f}" for n, m in means.items())
+              + "  ranking " + " > ".join(sorted(means, key=lambda n: -means[n])))
 
 
 def _copy(db, project: Path, suffix: str):
