@@ -655,13 +655,41 @@ def _open_engine(config: GenerationConfig, resumed: Optional[dict],
     from curator.core.generation.optimize import choose_engine
 
     threads = config.threads or free_cores()
-    candidates = _engine_candidates(config, resumed)
-    chosen, why = choose_engine(candidates, config.answers, threads, config.n_ctx, config.chat_format,
-                                on_probe=lambda text: report(on_progress, 0, config.count, text), cancel=cancel)
+    measured = _measured_default(config, resumed)
+    if measured is not None:
+        chosen, why = measured
+    else:
+        chosen, why = choose_engine(_engine_candidates(config, resumed), config.answers, threads, config.n_ctx,
+                                    config.chat_format, on_probe=lambda text: report(on_progress, 0, config.count, text),
+                                    cancel=cancel)
     backend = LlamaCppBackend(chosen.path, n_ctx=config.n_ctx, n_threads=threads, seed=config.seed,
                               parallel=chosen.parallel, source_model_path=chosen.source, chat_format=config.chat_format)
     backend.engine_choice, backend.decoder_for_one = why, True
     return backend
+
+
+# Why answer-first rows with the bundled model run its Q4_1 file, one sequence, without a probe (issue 33):
+# a request evaluates ~77 new prompt tokens to write ~17, and the likelihood check and the rest of the
+# pipeline are ~25% of a row's time, so neither Q8_0's faster prompt nor batching paid. Measured in one
+# run, alternating, same seeds (docs/benchmarks.md): the probe's choice (Q8_0 x1, or x4 under heavy load)
+# made 0.87x (Python FAQ) and 1.06x (Debian FAQ) this setting's accepted rows/min at lower acceptance,
+# and the probe cost 2.5-4.5 minutes on first use; its cached choice flipped with the machine's load.
+MEASURED_DEFAULT = ("answer-first rows with the bundled model: its Q4_1 file, one sequence, no probe; measured "
+                    "at least as fast as the probe's choices (Q8_0 copy x1/x4) at no lower acceptance, without "
+                    "the first-use probe (docs/generate.md, Speed and quality)")
+
+
+def _measured_default(config: GenerationConfig, resumed: Optional[dict]) -> Optional[tuple]:
+    """(candidate, why) when the run takes the measured default without a probe: answer-first rows with
+    the bundled model, no --parallel and not a resumed run (which keeps its own file and parallel);
+    None when the probe decides (--answers free, a user's GGUF, or --parallel N over both files)."""
+    from curator.core.generation.optimize import EngineCandidate
+    from curator.core.generation.repack import bundled_model_files
+
+    if config.model_path or config.answers != "extractive" or config.parallel or resumed:
+        return None
+    chosen = EngineCandidate(bundled_model_files(repack=False).path, 1)
+    return chosen, {"chosen": chosen.label, "chosen_by": MEASURED_DEFAULT, "mode": config.answers}
 
 
 def _engine_candidates(config: GenerationConfig, resumed: Optional[dict]) -> list:
