@@ -550,6 +550,7 @@ class _Progress:
     reasons: dict = field(default_factory=dict)
     truncated: set = field(default_factory=set)  # ids of chunks cut to fit the context
     warnings: list = field(default_factory=list)  # the backend's (a model without a chat template)
+    handed_over: dict = field(default_factory=dict)  # shares moved at plan time (_hand_over), by type
 
 
 def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -> dict:
@@ -559,6 +560,8 @@ def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -
     counts = {"accepted": sum(by_type.values()), "rejected": sum(by_reason.values()), "by_type": by_type,
               "rejected_by_reason": by_reason, "truncated_chunks": sorted(progress.truncated), "warnings": progress.warnings,
               "surplus": progress.surplus, "kept_surplus": progress.kept_surplus, "refilled": progress.refilled}
+    if progress.handed_over:
+        counts["handed_over"] = progress.handed_over
     with db.conn:
         db.execute("UPDATE generation_runs SET status = ?, counts = ? WHERE id = ?", [status, store.dumps(counts), run_id])
     if status == "exhausted":
@@ -763,9 +766,11 @@ _NOTHING_DERIVED = {
 }
 
 
-def _plan(db, config: GenerationConfig) -> tuple[Optional[dict], dict, dict[str, int]]:
-    """The run resumed (or None), its mix and the rows still wanted per type; raises
-    NothingToGenerate, before any model is loaded, when no candidate could be asked."""
+def _plan(db, config: GenerationConfig, backend: Optional[Backend] = None
+          ) -> tuple[Optional[dict], dict, dict[str, int], dict]:
+    """The run resumed (or None), its mix, the rows still wanted per type and the shares handed over at
+    plan time (_hand_over); raises NothingToGenerate, before any model is loaded, when no candidate
+    could be asked."""
     resumed = _last_run(db) if config.resume else None
     if resumed:
         config.count, mix = resumed["target"], store.loads(resumed["mix"])
@@ -773,10 +778,70 @@ def _plan(db, config: GenerationConfig) -> tuple[Optional[dict], dict, dict[str,
         mix = config.mix or DEFAULT_MIX
     done = _accepted_by_type(db, resumed["id"]) if resumed else {}
     plan = {t: max(0, n - done.get(t, 0)) for t, n in allocate(config.count, mix).items()}
+    plan, handed = _hand_over(db, plan, mix, config, backend)
     reason = _why_nothing_to_ask(db, plan, config.seed, _chunk_choice(db, config), config.answers)
     if reason:
         raise NothingToGenerate(reason)
-    return resumed, mix, plan
+    return resumed, mix, plan, handed
+
+
+# Multi-hop rows in a project without approved factoid rows ask the model for both questions at once
+# (multihop.sentence_pairs); the bundled model kept 0 of 96 such candidates on the Python FAQ and 0 of 39
+# on the Debian FAQ (docs/generate.md), each a two-question reply, before the refill gave the share away.
+SENTENCE_PAIRS_WITH_BUNDLED = ("no approved factoid row to build on: the bundled model writing both questions "
+                               "kept 0 of 135 candidates on two FAQs; approve factoid rows (or use --model) "
+                               "for multi-hop rows")
+
+
+def _unbuildable(db, plan: dict[str, int], config: GenerationConfig, backend: Optional[Backend]) -> dict[str, str]:
+    """Types of ``plan`` that cannot make a row in this project, each with why: a type built from the
+    corpus with nothing to build from (no unused chunk offers a near miss, a sentence pair or an
+    approved row to join), and multi-hop rows the bundled model would have to write whole."""
+    if config.answers != "extractive":
+        return {}
+    found = {}
+    for query_type in [t for t, n in plan.items() if n > 0 and derived(t, config.answers)]:
+        if query_type == "multi_hop" and _bundled(config, backend) and not multihop.RunScope(db).builds_on_rows:
+            found[query_type] = SENTENCE_PAIRS_WITH_BUNDLED
+        elif next(plan_tasks(db, {query_type: 1}, config.seed, _chunk_choice(db, config), config.answers), None) is None:
+            found[query_type] = _NOTHING_DERIVED[query_type].split(";")[0]
+    return found
+
+
+def _bundled(config: GenerationConfig, backend: Optional[Backend]) -> bool:
+    """Whether the run writes with the bundled model (its Q4_1 file or the Q8_0 copy made from it)."""
+    from curator.core.resources import bundled_model_path
+
+    if backend is None:
+        return not (config.model_path or config.endpoint)
+    described = backend.describe()
+    path = described.get("source_model_path") or described.get("model_path")
+    return bool(path) and Path(path).resolve() == Path(bundled_model_path()).resolve()
+
+
+def _hand_over(db, plan: dict[str, int], mix: dict, config: GenerationConfig, backend: Optional[Backend]
+               ) -> tuple[dict[str, int], dict]:
+    """``plan`` with the rows of types that cannot build anything here (_unbuildable) moved to the types
+    that can take rows (REFILL_TYPES, by mix weight), before any candidate is asked; and what moved,
+    where and why ({type: {"rows", "to", "why"}}). A type no other type can stand in for keeps its rows."""
+    unbuildable = _unbuildable(db, plan, config, backend)
+    takers = {t: w for t, w in mix.items() if w > 0 and t in REFILL_TYPES and t not in unbuildable}
+    if not unbuildable or not takers:
+        return plan, {}
+    plan, handed = dict(plan), {}
+    for query_type, why in unbuildable.items():
+        rows, plan[query_type] = plan[query_type], 0
+        moved = {t: n for t, n in allocate(rows, takers).items() if n > 0}
+        for taker, n in moved.items():
+            plan[taker] = plan.get(taker, 0) + n
+        handed[query_type] = {"rows": rows, "to": moved, "why": why}
+    return plan, handed
+
+
+def handed_over_message(handed: dict) -> str:
+    """The run's one line about shares handed over at plan time."""
+    return "; ".join(f"{t}: its {h['rows']} row(s) go to {', '.join(f'{k} {n}' for k, n in h['to'].items())} "
+                     f"({h['why']})" for t, h in handed.items())
 
 
 def _chunk_choice(db, config: GenerationConfig):
@@ -931,7 +996,7 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     """
     if config.resume:
         _adopt_run_settings(db, config)
-    resumed, mix, plan = _plan(db, config)
+    resumed, mix, plan, handed = _plan(db, config, backend)
     backend = backend or _open_engine(config, resumed, on_progress, cancel)
     if resumed:
         _check_same_model(db, resumed, backend)
@@ -944,10 +1009,14 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, checks)
     progress, started = _Progress(warnings=backend.warnings() + _answer_check_warnings(config, checks)), time.perf_counter()
     target = sum(plan.values())
+    if handed:  # said once, before the first candidate; the run record keeps it (counts.handed_over)
+        progress.handed_over = handed
+        report(on_progress, 0, target, "handed over at plan time: " + handed_over_message(handed))
+        events.progress(0, target, "handed over at plan time: " + handed_over_message(handed))
     try:
         _run_pass(db, run_id, config, backend, plan, progress, checks, target, on_progress, cancel, events)
         _store_spares(db, run_id, plan, progress, events)
-        refill = _refill_plan(plan, mix, progress)
+        refill = _refill_plan(plan, {t: w for t, w in mix.items() if t not in handed}, progress)
         if refill:  # a type could not fill its share: the types that could take its rows
             plan.update({t: 0 for t in plan}, **refill)
             _run_pass(db, run_id, config, backend, plan, progress, checks, target, on_progress, cancel, events)
