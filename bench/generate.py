@@ -301,14 +301,17 @@ def raw_decode_rate(backend: LlamaCppBackend, parallel: int) -> float:
     return rate
 
 
-def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, answer_check) -> dict:
+def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, answer_check, first_seed: int = 0) -> dict:
     """Alternate the runners round by round on the same seeds; sums per runner. Each runner's raw decode
     rate is measured right before its run, so it meets the same load as the run it is compared with."""
     keys = ("seconds", "model", "accepted", "new_prompt_tokens", "tokens", "requests", "scored_passes", "scored_tokens")
     totals = {name: {**{k: 0.0 for k in keys}, "candidates": 0, "raw": [], "timers": {}} for name in runners}
-    for round_no in range(rounds):
-        print(f"pipeline round {round_no + 1} ({rows} rows, seed {round_no}; {load_average()}):")
-        for name, (backend, parallel, answers, *legacy) in runners.items():
+    for round_no in range(first_seed, first_seed + rounds):
+        print(f"pipeline round {round_no + 1 - first_seed} ({rows} rows, seed {round_no}; {load_average()}):")
+        # ABBA: every other round runs the runners in reverse order, so a load that rises or falls during a
+        # round does not always favour the same runner
+        order = list(runners.items())[:: -1 if (round_no - first_seed) % 2 else 1]
+        for name, (backend, parallel, answers, *legacy) in order:
             raw = raw_decode_rate(backend, parallel)
             with as_before_issue_33(backend, "issue 33" in legacy) as check, \
                     evidence_on_every_core("evidence" in legacy), plan_as_before("plan" in legacy), \
@@ -507,6 +510,7 @@ def main() -> None:
                         help="also run the reference as the engine ran before issue 33's changes (A/B of them)")
     parser.add_argument("--old-evidence", action="store_true",
                         help="also run the reference with near-miss evidence as before (MiniLM on every core)")
+    parser.add_argument("--first-seed", type=int, default=0, help="seed of the first round (then +1 a round)")
     parser.add_argument("--old-plan", action="store_true",
                         help="also run the reference without plan-time hand-over of unbuildable types (as before)")
     parser.add_argument("--old-asking", action="store_true",
@@ -546,7 +550,7 @@ def main() -> None:
         answer_check = None  # each run checks as generate() does by default: on its own engine's context
         against = {setting: _forced_engine(setting, q4, q8) for setting in args.against}
         totals = _pipeline_rounds(template, _engine_runners(args, q4, engines, against), args.rows, args.rounds,
-                                  answer_check)
+                                  answer_check, args.first_seed)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     _print_totals(totals)

@@ -716,8 +716,9 @@ def _open_engine(config: GenerationConfig, resumed: Optional[dict],
 # a request evaluates ~77 new prompt tokens to write ~17, and the likelihood check and the rest of the
 # pipeline are ~25% of a row's time, so neither Q8_0's faster prompt nor batching paid. Measured in one
 # run, alternating, same seeds (docs/benchmarks.md): the probe's choice (Q8_0 x1, or x4 under heavy load)
-# made 0.87x (Python FAQ) and 1.06x (Debian FAQ) this setting's accepted rows/min at lower acceptance,
-# and the probe cost 2.5-4.5 minutes on first use; its cached choice flipped with the machine's load.
+# made 0.87x (Python FAQ) and 1.06x (Debian FAQ) this setting's accepted rows/min at lower acceptance, and
+# 0.88x and 0.55x in a second run at load 4-9; the probe cost 2.5-4.5 minutes on first use, and its cached
+# choice flipped with the machine's load.
 MEASURED_DEFAULT = ("answer-first rows with the bundled model: its Q4_1 file, one sequence, no probe; measured "
                     "at least as fast as the probe's choices (Q8_0 copy x1/x4) at no lower acceptance, without "
                     "the first-use probe (docs/generate.md, Speed and quality)")
