@@ -2,7 +2,12 @@
 (the bundled Q4_1 file, one request at a time: `generate --parallel 1 --no-repack`), on a corpus.
 
 Run from the repository root: PYTHONPATH=. .venv/bin/python bench/generate.py [--corpus DIR] [--rows 20]
-[--rounds 2] [--free] [--before] [--old-evidence] [--engine-details] (without PYTHONPATH=. an installed curator is imported).
+[--rounds 2] [--first-seed 0] [--free] [--before] [--old-evidence] [--old-plan] [--old-asking] [--last-session]
+[--against Q8_0x1 ...] [--engine-details] (without PYTHONPATH=. an installed curator is imported).
+When the default engine is the reference's own setting (answer-first rows run the Q4_1 file, one
+sequence), it is not run twice; --last-session, --old-plan and --old-asking run the reference with this
+session's plan-time hand-over and sentence rules undone, and --against runs a forced engine setting.
+Rounds alternate ABBA (every other round in reverse order), each round on its own seed.
 
 Prints, in one run: the Q8_0 copy (made or reused); the engine setting generation chooses for each mode
 (optimize.choose_engine: probed, or cached from an earlier probe) and why; raw prompt and decode tokens/s
