@@ -2,7 +2,12 @@
 (the bundled Q4_1 file, one request at a time: `generate --parallel 1 --no-repack`), on a corpus.
 
 Run from the repository root: PYTHONPATH=. .venv/bin/python bench/generate.py [--corpus DIR] [--rows 20]
-[--rounds 2] [--free] [--before] [--old-evidence] [--engine-details] (without PYTHONPATH=. an installed curator is imported).
+[--rounds 2] [--first-seed 0] [--free] [--before] [--old-evidence] [--old-plan] [--old-asking] [--last-session]
+[--against Q8_0x1 ...] [--engine-details] (without PYTHONPATH=. an installed curator is imported).
+When the default engine is the reference's own setting (answer-first rows run the Q4_1 file, one
+sequence), it is not run twice; --last-session, --old-plan and --old-asking run the reference with this
+session's plan-time hand-over and sentence rules undone, and --against runs a forced engine setting.
+Rounds alternate ABBA (every other round in reverse order), each round on its own seed.
 
 Prints, in one run: the Q8_0 copy (made or reused); the engine setting generation chooses for each mode
 (optimize.choose_engine: probed, or cached from an earlier probe) and why; raw prompt and decode tokens/s
@@ -188,6 +193,8 @@ def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int,
         stats = backend._decoder.stats if backend._decoder else {}
         scored = {k: stats.get(k, 0) - before.get(k, 0) for k in ("scored_passes", "scored_tokens")}
         raws = [r[0] for r in db.execute("SELECT raw_output FROM queries UNION ALL SELECT raw_output FROM rejected_candidates")]
+        asked_types = dict(db.execute("SELECT query_type, COUNT(*) FROM (SELECT query_type FROM queries UNION ALL "
+                                      "SELECT query_type FROM rejected_candidates) GROUP BY 1"))
         db.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -196,7 +203,8 @@ def pipeline(template: Path, backend: LlamaCppBackend, parallel: int, rows: int,
     return {"seconds": seconds, "model": clock.seconds, "tokens": tokens, "accepted": summary["accepted"],
             "rejected": summary["rejected"], "surplus": summary["surplus"], "requests": len(asked),
             "prompt_tokens": prompt_tokens, "new_prompt_tokens": prompt_tokens - reused, "timers": timers.seconds,
-            **scored}
+            "reasons": summary["rejected_by_reason"], "by_type": summary["by_type"], "asked_types": asked_types,
+            "handed_over": summary.get("handed_over", {}), **scored}
 
 
 def time_shares(run: dict) -> str:
@@ -223,6 +231,10 @@ def _print_run(name: str, run: dict, raw: float) -> None:
           f"{run['tokens'] / run['requests']:.0f} generated; answer check {run['scored_passes']} passes "
           f"on the engine's context, {run['scored_tokens'] / max(1, run['scored_passes']):.0f} tokens each")
     print(f"    time: {time_shares(run)}")
+    print(f"    candidates by type {run['asked_types']}, kept {run['by_type']}; rejected: "
+          + ", ".join(f"{r} x{n}" for r, n in sorted(run["reasons"].items(), key=lambda x: -x[1])))
+    if run["handed_over"]:
+        print(f"    handed over at plan time: {run['handed_over']}")
 
 
 def _make_template(folder: Path, corpus: Path) -> Path:
@@ -294,17 +306,21 @@ def raw_decode_rate(backend: LlamaCppBackend, parallel: int) -> float:
     return rate
 
 
-def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, answer_check) -> dict:
+def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, answer_check, first_seed: int = 0) -> dict:
     """Alternate the runners round by round on the same seeds; sums per runner. Each runner's raw decode
     rate is measured right before its run, so it meets the same load as the run it is compared with."""
     keys = ("seconds", "model", "accepted", "new_prompt_tokens", "tokens", "requests", "scored_passes", "scored_tokens")
     totals = {name: {**{k: 0.0 for k in keys}, "candidates": 0, "raw": [], "timers": {}} for name in runners}
-    for round_no in range(rounds):
-        print(f"pipeline round {round_no + 1} ({rows} rows, seed {round_no}; {load_average()}):")
-        for name, (backend, parallel, answers, *legacy) in runners.items():
+    for round_no in range(first_seed, first_seed + rounds):
+        print(f"pipeline round {round_no + 1 - first_seed} ({rows} rows, seed {round_no}; {load_average()}):")
+        # ABBA: every other round runs the runners in reverse order, so a load that rises or falls during a
+        # round does not always favour the same runner
+        order = list(runners.items())[:: -1 if (round_no - first_seed) % 2 else 1]
+        for name, (backend, parallel, answers, *legacy) in order:
             raw = raw_decode_rate(backend, parallel)
             with as_before_issue_33(backend, "issue 33" in legacy) as check, \
-                    evidence_on_every_core("evidence" in legacy):
+                    evidence_on_every_core("evidence" in legacy), plan_as_before("plan" in legacy), \
+                    asking_as_before("asking" in legacy):
                 run = pipeline(template, backend, parallel, rows, seed=round_no, answers=answers,
                                answer_check=check or answer_check)
             _print_run(name, run, raw)
@@ -353,6 +369,42 @@ def ceiling(reference: dict, candidate: dict) -> str:
 
 
 @contextlib.contextmanager
+def plan_as_before(legacy: bool):
+    """With ``legacy``: no shares handed over at plan time (generate._hand_over), as before: a type that
+    cannot build anything here (multi-hop rows without approved factoid rows, with the bundled model)
+    is asked until its candidates fail, then the refill gives its share to the others."""
+    from curator.core.generation import generate as generate_mod
+
+    if not legacy:
+        yield
+        return
+    current = generate_mod._hand_over
+    generate_mod._hand_over = lambda db, plan, *args, **kwargs: (plan, {})
+    try:
+        yield
+    finally:
+        generate_mod._hand_over = current
+
+
+@contextlib.contextmanager
+def asking_as_before(legacy: bool):
+    """With ``legacy``: answer sentences asked as before (no sentence skipped as seldom kept for its type,
+    generate.SKIP_SELDOM_KEPT) and near misses written without their setting spelled by the grammar
+    (generate.NEAR_MISS_NAMES_SETTING)."""
+    from curator.core.generation import generate as generate_mod
+
+    if not legacy:
+        yield
+        return
+    saved = generate_mod.SKIP_SELDOM_KEPT, generate_mod.NEAR_MISS_NAMES_SETTING
+    generate_mod.SKIP_SELDOM_KEPT = generate_mod.NEAR_MISS_NAMES_SETTING = False
+    try:
+        yield
+    finally:
+        generate_mod.SKIP_SELDOM_KEPT, generate_mod.NEAR_MISS_NAMES_SETTING = saved
+
+
+@contextlib.contextmanager
 def evidence_on_every_core(legacy: bool):
     """With ``legacy``: near-miss evidence as it ran before, MiniLM on every core (its own default)
     and loaded again for each run; else as generate() runs it (the engine's threads, one per process)."""
@@ -398,7 +450,7 @@ def _print_totals(totals: dict) -> None:
         print(f"    time: {time_shares(t)}")
 
 
-def _engine_runners(args, q4: LlamaCppBackend, engines: dict) -> dict:
+def _engine_runners(args, q4: LlamaCppBackend, engines: dict, against: dict) -> dict:
     """The reference (`--parallel 1 --no-repack`, opened as generate opens it) and generation's default
     for each mode benchmarked."""
     runners = {}
@@ -409,10 +461,34 @@ def _engine_runners(args, q4: LlamaCppBackend, engines: dict) -> dict:
             runners[f"Q4_1 x1 as before issue 33 (check on a second load, no kept prompts), {label}"] = (q4, 1, mode, "issue 33")
         if args.old_evidence and mode == "extractive":
             runners[f"Q4_1 x1, near-miss evidence on every core as before, {label}"] = (q4, 1, mode, "evidence")
+        if args.old_plan:
+            runners[f"Q4_1 x1, no shares handed over at plan time (as before), {label}"] = (q4, 1, mode, "plan")
+        if args.old_asking:
+            runners[f"Q4_1 x1, sentences and near misses asked as before, {label}"] = (q4, 1, mode, "asking")
+        if args.last_session:
+            runners[f"Q4_1 x1 as last session (plan, sentences, near misses as before), {label}"] = (
+                q4, 1, mode, "plan", "asking")
+        for setting in args.against:
+            backend, parallel = against[setting]
+            runners[f"{setting} (forced), {label}"] = (backend, parallel, mode)
         backend = engines[mode]
-        described = f"{backend.engine_choice.get('chosen', '')} by {backend.engine_choice['chosen_by']}"
+        if backend.model_path == q4.model_path and backend.parallel == 1:
+            print(f"default engine for {label} rows is the reference's own setting (Q4_1 x1): not run twice")
+            continue
+        described = f"{backend.engine_choice.get('chosen', '')} by {backend.engine_choice['chosen_by'][:40]}"
         runners[f"default ({described}), {label}"] = (backend, backend.parallel, mode)
     return runners
+
+
+def _forced_engine(setting: str, q4: LlamaCppBackend, q8: LlamaCppBackend) -> tuple:
+    """'Q8_0x1' -> (the Q8_0 copy's backend, 1): a setting run as given, beside the default."""
+    name, _, parallel = setting.lower().partition("x")
+    if name not in ("q4_1", "q8_0"):
+        raise SystemExit(f"--against {setting}: name Q4_1xN or Q8_0xN")
+    # its own backend: the setting's decoder and cached prompts are not shared with another runner
+    backend = LlamaCppBackend((q4 if name == "q4_1" else q8).model_path, n_ctx=q4.n_ctx)
+    backend.decoder_for_one = True  # as generation runs it
+    return backend, int(parallel)
 
 
 def _default_engines(args) -> dict:
@@ -439,6 +515,15 @@ def main() -> None:
                         help="also run the reference as the engine ran before issue 33's changes (A/B of them)")
     parser.add_argument("--old-evidence", action="store_true",
                         help="also run the reference with near-miss evidence as before (MiniLM on every core)")
+    parser.add_argument("--first-seed", type=int, default=0, help="seed of the first round (then +1 a round)")
+    parser.add_argument("--old-plan", action="store_true",
+                        help="also run the reference without plan-time hand-over of unbuildable types (as before)")
+    parser.add_argument("--old-asking", action="store_true",
+                        help="also run the reference asking every answer sentence and near misses as before")
+    parser.add_argument("--last-session", action="store_true",
+                        help="also run the reference as the pipeline ran before this session (all three as before)")
+    parser.add_argument("--against", action="append", default=[], metavar="TYPExN",
+                        help="also run this engine setting as given, e.g. Q8_0x1 or Q8_0x4 (repeatable)")
     parser.add_argument("--engine-details", action="store_true",
                         help="also greedy replies of the copy against the source, and thread counts")
     args = parser.parse_args()
@@ -468,7 +553,9 @@ def main() -> None:
             _print_match(greedy_replies(q4, fixed, args.parallel), greedy_replies(q8, fixed, args.parallel))
             _print_threads(files.path)
         answer_check = None  # each run checks as generate() does by default: on its own engine's context
-        totals = _pipeline_rounds(template, _engine_runners(args, q4, engines), args.rows, args.rounds, answer_check)
+        against = {setting: _forced_engine(setting, q4, q8) for setting in args.against}
+        totals = _pipeline_rounds(template, _engine_runners(args, q4, engines, against), args.rows, args.rounds,
+                                  answer_check, args.first_seed)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     _print_totals(totals)

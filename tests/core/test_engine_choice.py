@@ -88,13 +88,43 @@ def test_the_batch_decoder_follows_a_change_of_parallel(bundled_model):
     assert len(backend._decoder.slots) == 3
 
 
+def test_answer_first_rows_with_the_bundled_model_run_the_measured_default_without_a_probe(
+        own_cache, sample_db, bundled_model, monkeypatch):
+    """Issue 33: for answer-first rows the bundled model's Q4_1 file, one sequence, was measured at least as
+    fast as every setting the probe could choose, so no probe runs (it cost minutes on first use) and no
+    Q8_0 copy is written; the run record says which setting ran and why."""
+    probe = ScriptedProbe(lambda c: 99.0 if c.source is not None else 1.0)  # a probe would pick the Q8_0 copy
+    monkeypatch.setattr(optimize, "measure_engines", probe)
+    summary = generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=0, retries=0))
+    assert summary["status"] in {"complete", "exhausted"} and probe.calls == []
+    assert not (own_cache / "models").exists() or not any((own_cache / "models").glob("*.gguf"))
+    (model_path, params), = sample_db.execute("SELECT model_path, params FROM generation_runs")
+    params = json.loads(params)
+    assert model_path == str(bundled_model) and params["parallel"] == 1 and params["decoder"] == "batch"
+    assert params["engine_choice"]["chosen"] == "Q4_1 x1"
+    assert "no probe" in params["engine_choice"]["chosen_by"] and "measured" in params["engine_choice"]["chosen_by"]
+
+
+@pytest.mark.parametrize("config", [dict(answers="free"), dict(parallel=2), dict(model_path="bundled")],
+                         ids=["free answers", "--parallel given", "a user's GGUF"])
+def test_the_probe_still_decides_where_no_default_was_measured(own_cache, bundled_model, config):
+    """--answers free, a --parallel over both files, or a model file of the user's: the probe's candidates."""
+    from curator.core.generation.generate import _measured_default
+
+    config = GenerationConfig(**{k: (str(bundled_model) if v == "bundled" else v) for k, v in config.items()})
+    assert _measured_default(config, None) is None
+    assert _measured_default(GenerationConfig(), {"model_path": str(bundled_model), "params": "{}"}) is None  # resumed
+    assert len(_engine_candidates(config, None)) >= 2
+
+
 def test_a_run_records_the_engine_it_ran_and_a_resume_keeps_it(own_cache, sample_db, bundled_model, monkeypatch):
-    """Generation runs the probe's choice (here: the Q4_1 file, 2 sequences), records it and why,
-    and a resumed run keeps that file and parallel whatever a new probe would say."""
+    """Where the probe decides (here rows the model writes whole), generation runs its choice (the Q4_1
+    file, 2 sequences), records it and why, and a resumed run keeps that file and parallel whatever a
+    new probe would say."""
     probe = ScriptedProbe(lambda c: 99.0 if (c.source is None and c.parallel == 2) else 1.0)
     monkeypatch.setattr(optimize, "PARALLEL_CHOICES", (1, 2))
     monkeypatch.setattr(optimize, "measure_engines", probe)
-    summary = generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=0, retries=0))
+    summary = generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1.0}, seed=0, retries=0, answers="free"))
     assert summary["status"] in {"complete", "exhausted"}
     (model_path, params), = sample_db.execute("SELECT model_path, params FROM generation_runs")
     params = json.loads(params)

@@ -132,7 +132,9 @@ def test_real_bundled_model_generates_rows_with_valid_gold(sample_db, bundled_mo
     assert summary["accepted"] >= 2
     attempted = {r[0] for r in sample_db.execute(
         "SELECT query_type FROM queries UNION SELECT query_type FROM rejected_candidates")}
-    assert attempted == {"factoid", "keyword", "vague", "multi_hop", "unanswerable"}
+    # multi-hop rows would ask the bundled model for both questions (no approved factoid row here): its share
+    # went to the other types at plan time (issue 33), and the summary says so
+    assert attempted == {"factoid", "keyword", "vague", "unanswerable"} and "multi_hop" in summary["handed_over"]
     chunk_ids = {r[0] for r in sample_db.execute("SELECT id FROM chunks")}
     for qtype, gold in sample_db.execute("SELECT query_type, gold_chunk_ids FROM queries"):
         gold_ids = set(eval_json(gold))
@@ -141,18 +143,13 @@ def test_real_bundled_model_generates_rows_with_valid_gold(sample_db, bundled_mo
     assert all(reasons)
     run = sample_db.execute("SELECT model_sha256, model_size, prompts, status, params, model_path "
                             "FROM generation_runs").fetchone()
-    # The bundled model runs from its Q4_1 file or its repacked Q8_0 copy, whichever the engine probe
-    # found faster (optimize.choose_engine); the record names the file that ran, and the original of a copy.
+    # Answer-first rows with the bundled model run its Q4_1 file, one sequence, without a probe: the setting
+    # measured fastest for them (issue 33); the record names the file that ran and why.
     assert len(run[0]) == 64 and run[1] == Path(run[5]).stat().st_size and "Question" in run[2]
     assert run[3] in {"complete", "exhausted"}
     params = eval_json(run[4])
-    assert params["engine_choice"]["chosen_by"].startswith("probe")
-    if run[5] == str(bundled_model):
-        assert "source_model_path" not in params
-    else:
-        assert params["source_model_path"] == str(bundled_model)
-        assert params["source_model_size"] == bundled_model.stat().st_size and len(params["source_model_sha256"]) == 64
-        assert params["source_model_sha256"] != run[0]
+    assert params["engine_choice"]["chosen"] == "Q4_1 x1" and "no probe" in params["engine_choice"]["chosen_by"]
+    assert run[5] == str(bundled_model) and "source_model_path" not in params
 
 
 def eval_json(text):

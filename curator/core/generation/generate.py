@@ -183,6 +183,33 @@ def _partner(db: sqlite_utils.Database, chunk: dict) -> Optional[dict]:
     return None
 
 
+# Answer sentences whose rows were almost always rejected, by type (issue 33: each candidate costs a prompt,
+# a reply and a likelihood pass). Counted on 1,168 answer-first candidates of seven stored runs on the Python
+# and Debian FAQs (factoid, keyword and vague; bench/generate.py prints a run's own counts): keyword queries
+# about a sentence holding code were kept 9 of 192 (5%; 17% otherwise), factoid and vague questions about a
+# sentence of 24 or more words 17 of 134 (13%; 42% otherwise), the two together 26 of 326 (8%). Skipped,
+# acceptance on the rest was 33% against 26%. A chunk whose sentences are all skipped for a type is not asked
+# about for that type; its other sentences still are.
+LONG_ANSWER_WORDS = 24
+SKIP_SELDOM_KEPT = True  # bench/generate.py turns it off for the A/B
+
+
+def seldom_kept(query_type: str, sentence: str) -> bool:
+    """Whether a row of this type about this answer sentence was almost always rejected (above)."""
+    if query_type == "keyword":
+        return "`" in sentence or "()" in sentence
+    return query_type in ("factoid", "vague") and len(sentence.split()) >= LONG_ANSWER_WORDS
+
+
+def pick_answer(query_type: str, chunk: dict, attempt: int, seed: int) -> Optional[str]:
+    """The answer sentence an answer-first task of ``query_type`` asks about on its ``attempt``-th try:
+    answers.pick_answer's order, without the sentences whose rows of this type were seldom kept."""
+    if not SKIP_SELDOM_KEPT:
+        return answers.pick_answer(chunk, attempt, seed)
+    sentences = [s for s in answers.ranked_answer_sentences(chunk) if not seldom_kept(query_type, s)]
+    return sentences[attempt % len(sentences)] if sentences else None
+
+
 def answer_first(query_type: str, answers_mode: str) -> bool:
     return answers_mode == "extractive" and query_type in prompts.ANSWER_FIRST_TYPES
 
@@ -243,7 +270,7 @@ def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, clust
                 if query_type == "multi_hop" and extra is None:
                     continue
                 asks_answer_first = answer_first(query_type, answers_mode)
-                answer = answers.pick_answer(chunk, 0, seed) if asks_answer_first else None
+                answer = pick_answer(query_type, chunk, 0, seed) if asks_answer_first else None
                 if asks_answer_first and answer is None:
                     continue
                 yield Task(query_type, [chunk] + ([extra] if extra else []), answer=answer)
@@ -351,10 +378,24 @@ def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.
         title = (task.option or {}).get("title") or task.chunks[0]["title"]  # a near miss names its setting
         return Request(prompts.build_answer_first_messages(asked_type, title, task.answer, shots, log_queries),
                        max_tokens=min(config.max_tokens, prompts.ASKED_MAX_TOKENS), temperature=config.temperature,
-                       seed=seed, grammar=prompts.asked_grammar(asked_type), tag=task)
+                       seed=seed, grammar=_asked_grammar(task, asked_type), tag=task)
     passages = [_truncate(c["text"]) for c in task.chunks]
     return Request(prompts.build_messages(task.query_type, passages), max_tokens=config.max_tokens,
                    temperature=config.temperature, seed=seed, grammar=prompts.grammar_for(task.query_type), tag=task)
+
+
+# A near miss about a sentence that names its own setting ("... on Windows") must ask in that setting, or it
+# is rejected (unanswerable.near_miss_question): shown the setting in the heading, the bundled model left it
+# out of 6 of 24 near-miss candidates on the Python FAQ (bench/generate.py, 2026-12-05). The grammar spells
+# the setting as a word of the question, as it spells a multi-hop second part's entity.
+NEAR_MISS_NAMES_SETTING = True  # bench/generate.py turns it off for the A/B
+
+
+def _asked_grammar(task: Task, asked_type: str) -> str:
+    option = task.option or {}
+    if NEAR_MISS_NAMES_SETTING and task.query_type == "unanswerable" and option.get("scope") == "sentence":
+        return multihop.second_part_grammar(option["original"])
+    return prompts.asked_grammar(asked_type)
 
 
 @dataclass
@@ -554,6 +595,7 @@ class _Progress:
     reasons: dict = field(default_factory=dict)
     truncated: set = field(default_factory=set)  # ids of chunks cut to fit the context
     warnings: list = field(default_factory=list)  # the backend's (a model without a chat template)
+    handed_over: dict = field(default_factory=dict)  # shares moved at plan time (_hand_over), by type
 
 
 def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -> dict:
@@ -563,6 +605,8 @@ def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -
     counts = {"accepted": sum(by_type.values()), "rejected": sum(by_reason.values()), "by_type": by_type,
               "rejected_by_reason": by_reason, "truncated_chunks": sorted(progress.truncated), "warnings": progress.warnings,
               "surplus": progress.surplus, "kept_surplus": progress.kept_surplus, "refilled": progress.refilled}
+    if progress.handed_over:
+        counts["handed_over"] = progress.handed_over
     with db.conn:
         db.execute("UPDATE generation_runs SET status = ?, counts = ? WHERE id = ?", [status, store.dumps(counts), run_id])
     if status == "exhausted":
@@ -659,13 +703,42 @@ def _open_engine(config: GenerationConfig, resumed: Optional[dict],
     from curator.core.generation.optimize import choose_engine
 
     threads = config.threads or free_cores()
-    candidates = _engine_candidates(config, resumed)
-    chosen, why = choose_engine(candidates, config.answers, threads, config.n_ctx, config.chat_format,
-                                on_probe=lambda text: report(on_progress, 0, config.count, text), cancel=cancel)
+    measured = _measured_default(config, resumed)
+    if measured is not None:
+        chosen, why = measured
+    else:
+        chosen, why = choose_engine(_engine_candidates(config, resumed), config.answers, threads, config.n_ctx,
+                                    config.chat_format, on_probe=lambda text: report(on_progress, 0, config.count, text),
+                                    cancel=cancel)
     backend = LlamaCppBackend(chosen.path, n_ctx=config.n_ctx, n_threads=threads, seed=config.seed,
                               parallel=chosen.parallel, source_model_path=chosen.source, chat_format=config.chat_format)
     backend.engine_choice, backend.decoder_for_one = why, True
     return backend
+
+
+# Why answer-first rows with the bundled model run its Q4_1 file, one sequence, without a probe (issue 33):
+# a request evaluates ~77 new prompt tokens to write ~17, and the likelihood check and the rest of the
+# pipeline are ~25% of a row's time, so neither Q8_0's faster prompt nor batching paid. Measured in one
+# run, alternating, same seeds (docs/benchmarks.md): the probe's choice (Q8_0 x1, or x4 under heavy load)
+# made 0.87x (Python FAQ) and 1.06x (Debian FAQ) this setting's accepted rows/min at lower acceptance, and
+# 0.88x and 0.55x in a second run at load 4-9; the probe cost 2.5-4.5 minutes on first use, and its cached
+# choice flipped with the machine's load.
+MEASURED_DEFAULT = ("answer-first rows with the bundled model: its Q4_1 file, one sequence, no probe; measured "
+                    "at least as fast as the probe's choices (Q8_0 copy x1/x4) at no lower acceptance, without "
+                    "the first-use probe (docs/generate.md, Speed and quality)")
+
+
+def _measured_default(config: GenerationConfig, resumed: Optional[dict]) -> Optional[tuple]:
+    """(candidate, why) when the run takes the measured default without a probe: answer-first rows with
+    the bundled model, no --parallel and not a resumed run (which keeps its own file and parallel);
+    None when the probe decides (--answers free, a user's GGUF, or --parallel N over both files)."""
+    from curator.core.generation.optimize import EngineCandidate
+    from curator.core.generation.repack import bundled_model_files
+
+    if config.model_path or config.answers != "extractive" or config.parallel or resumed:
+        return None
+    chosen = EngineCandidate(bundled_model_files(repack=False).path, 1)
+    return chosen, {"chosen": chosen.label, "chosen_by": MEASURED_DEFAULT, "mode": config.answers}
 
 
 def _engine_candidates(config: GenerationConfig, resumed: Optional[dict]) -> list:
@@ -740,9 +813,11 @@ _NOTHING_DERIVED = {
 }
 
 
-def _plan(db, config: GenerationConfig) -> tuple[Optional[dict], dict, dict[str, int]]:
-    """The run resumed (or None), its mix and the rows still wanted per type; raises
-    NothingToGenerate, before any model is loaded, when no candidate could be asked."""
+def _plan(db, config: GenerationConfig, backend: Optional[Backend] = None
+          ) -> tuple[Optional[dict], dict, dict[str, int], dict]:
+    """The run resumed (or None), its mix, the rows still wanted per type and the shares handed over at
+    plan time (_hand_over); raises NothingToGenerate, before any model is loaded, when no candidate
+    could be asked."""
     resumed = _last_run(db) if config.resume else None
     if resumed:
         config.count, mix = resumed["target"], store.loads(resumed["mix"])
@@ -750,10 +825,70 @@ def _plan(db, config: GenerationConfig) -> tuple[Optional[dict], dict, dict[str,
         mix = config.mix or DEFAULT_MIX
     done = _accepted_by_type(db, resumed["id"]) if resumed else {}
     plan = {t: max(0, n - done.get(t, 0)) for t, n in allocate(config.count, mix).items()}
+    plan, handed = _hand_over(db, plan, mix, config, backend)
     reason = _why_nothing_to_ask(db, plan, config.seed, _chunk_choice(db, config), config.answers)
     if reason:
         raise NothingToGenerate(reason)
-    return resumed, mix, plan
+    return resumed, mix, plan, handed
+
+
+# Multi-hop rows in a project without approved factoid rows ask the model for both questions at once
+# (multihop.sentence_pairs); the bundled model kept 0 of 96 such candidates on the Python FAQ and 0 of 39
+# on the Debian FAQ (docs/generate.md), each a two-question reply, before the refill gave the share away.
+SENTENCE_PAIRS_WITH_BUNDLED = ("no approved factoid row to build on: the bundled model writing both questions "
+                               "kept 0 of 135 candidates on two FAQs; approve factoid rows (or use --model) "
+                               "for multi-hop rows")
+
+
+def _unbuildable(db, plan: dict[str, int], config: GenerationConfig, backend: Optional[Backend]) -> dict[str, str]:
+    """Types of ``plan`` that cannot make a row in this project, each with why: a type built from the
+    corpus with nothing to build from (no unused chunk offers a near miss, a sentence pair or an
+    approved row to join), and multi-hop rows the bundled model would have to write whole."""
+    if config.answers != "extractive":
+        return {}
+    found = {}
+    for query_type in [t for t, n in plan.items() if n > 0 and derived(t, config.answers)]:
+        if query_type == "multi_hop" and _bundled(config, backend) and not multihop.RunScope(db).builds_on_rows:
+            found[query_type] = SENTENCE_PAIRS_WITH_BUNDLED
+        elif next(plan_tasks(db, {query_type: 1}, config.seed, _chunk_choice(db, config), config.answers), None) is None:
+            found[query_type] = _NOTHING_DERIVED[query_type].split(";")[0]
+    return found
+
+
+def _bundled(config: GenerationConfig, backend: Optional[Backend]) -> bool:
+    """Whether the run writes with the bundled model (its Q4_1 file or the Q8_0 copy made from it)."""
+    from curator.core.resources import bundled_model_path
+
+    if backend is None:
+        return not (config.model_path or config.endpoint)
+    described = backend.describe()
+    path = described.get("source_model_path") or described.get("model_path")
+    return bool(path) and Path(path).resolve() == Path(bundled_model_path()).resolve()
+
+
+def _hand_over(db, plan: dict[str, int], mix: dict, config: GenerationConfig, backend: Optional[Backend]
+               ) -> tuple[dict[str, int], dict]:
+    """``plan`` with the rows of types that cannot build anything here (_unbuildable) moved to the types
+    that can take rows (REFILL_TYPES, by mix weight), before any candidate is asked; and what moved,
+    where and why ({type: {"rows", "to", "why"}}). A type no other type can stand in for keeps its rows."""
+    unbuildable = _unbuildable(db, plan, config, backend)
+    takers = {t: w for t, w in mix.items() if w > 0 and t in REFILL_TYPES and t not in unbuildable}
+    if not unbuildable or not takers:
+        return plan, {}
+    plan, handed = dict(plan), {}
+    for query_type, why in unbuildable.items():
+        rows, plan[query_type] = plan[query_type], 0
+        moved = {t: n for t, n in allocate(rows, takers).items() if n > 0}
+        for taker, n in moved.items():
+            plan[taker] = plan.get(taker, 0) + n
+        handed[query_type] = {"rows": rows, "to": moved, "why": why}
+    return plan, handed
+
+
+def handed_over_message(handed: dict) -> str:
+    """The run's one line about shares handed over at plan time."""
+    return "; ".join(f"{t}: its {h['rows']} row(s) go to {', '.join(f'{k} {n}' for k, n in h['to'].items())} "
+                     f"({h['why']})" for t, h in handed.items())
 
 
 def _chunk_choice(db, config: GenerationConfig):
@@ -839,7 +974,7 @@ class _Scheduler:
                 return  # a row made by rule comes out the same when asked again
             self.retries.append(_task_option(task, task.attempt + 1))
         elif task.attempt < self.config.retries:
-            answer = answers.pick_answer(task.chunks[0], task.attempt + 1, self.config.seed) if task.answer else None
+            answer = pick_answer(task.query_type, task.chunks[0], task.attempt + 1, self.config.seed) if task.answer else None
             self.retries.append(Task(task.query_type, task.chunks, task.attempt + 1, answer))
 
     def abandon_full_types(self) -> None:
@@ -910,7 +1045,7 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     """
     if config.resume:
         _adopt_run_settings(db, config)
-    resumed, mix, plan = _plan(db, config)
+    resumed, mix, plan, handed = _plan(db, config, backend)
     backend = backend or _open_engine(config, resumed, on_progress, cancel)
     if resumed:
         _check_same_model(db, resumed, backend)
@@ -923,10 +1058,14 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, checks)
     progress, started = _Progress(warnings=backend.warnings() + _answer_check_warnings(config, checks)), time.perf_counter()
     target = sum(plan.values())
+    if handed:  # said once, before the first candidate; the run record keeps it (counts.handed_over)
+        progress.handed_over = handed
+        report(on_progress, 0, target, "handed over at plan time: " + handed_over_message(handed))
+        events.progress(0, target, "handed over at plan time: " + handed_over_message(handed))
     try:
         _run_pass(db, run_id, config, backend, plan, progress, checks, target, on_progress, cancel, events)
         _store_spares(db, run_id, plan, progress, events)
-        refill = _refill_plan(plan, mix, progress)
+        refill = _refill_plan(plan, {t: w for t, w in mix.items() if t not in handed}, progress)
         if refill:  # a type could not fill its share: the types that could take its rows
             plan.update({t: 0 for t in plan}, **refill)
             _run_pass(db, run_id, config, backend, plan, progress, checks, target, on_progress, cancel, events)
