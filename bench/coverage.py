@@ -94,33 +94,35 @@ def line(name: str, r: dict) -> str:
 
 
 def landing(db, run_id: int, aimed: dict, under_covered: set) -> list[dict]:
-    """Each row of the aimed run: the cluster its source chunk was aimed at and where it was placed."""
+    """Each row of a run: the cluster its source chunk was aimed at (None in a default run) and where
+    it was placed: that cluster, another cluster under-covered before the run, or a covered one."""
     placed = {p["query_id"]: p["cluster"] for p in map_points(measure(db))}
     out = []
     for query_id, text, sources in db.execute("SELECT id, text, source_chunk_ids FROM queries WHERE run_id = ?", [run_id]):
         source = (json.loads(sources) or [None])[0]
         target = aimed.get(source, {}).get("cluster")
         where = placed.get(query_id, -1)
-        kind = ("aimed cluster" if where == target else "other under-covered" if where in under_covered
-                else "covered cluster")
+        kind = ("aimed cluster" if target is not None and where == target else
+                "other under-covered" if where in under_covered else "covered cluster")
         out.append({"text": text, "aimed": target, "placed": where, "kind": kind})
     return out
 
 
-def run(project: Path, name: str, config: GenerationConfig, aimed: bool) -> tuple[dict, list[dict]]:
+def run(project: Path, name: str, config: GenerationConfig, aimed: bool, under_covered: set) -> tuple[dict, list[dict]]:
     db = open_project(project)
     try:
         plan = None
         if aimed:
             plan = target_chunks(db)
             config.chunk_ids = plan["chunk_ids"]
-            print(f"  {name}: {len(plan['chunk_ids'])} chunks for {plan['queries']} real queries of clusters "
+            print(f"  {name}: {len(plan['chunk_ids'])} chunks ({plan.get('at_home', '?')} at home in their cluster) "
+                  f"for {plan['queries']} real queries of clusters "
                   + ", ".join(f"{c['cluster']} ({100 * c['share']:.0f}%)" for c in plan["clusters"]), flush=True)
         started = time.perf_counter()
         summary = generate(db, config)
         print(f"  {name}: {summary['accepted_this_session']} rows in {time.perf_counter() - started:.0f} s "
               f"({summary['status']})", flush=True)
-        landed = landing(db, summary["run_id"], plan["aimed"], {c["cluster"] for c in plan["clusters"]}) if plan else []
+        landed = landing(db, summary["run_id"], plan["aimed"] if plan else {}, under_covered)
         return report(measure(db)), landed
     finally:
         db.close()
@@ -184,14 +186,14 @@ def main() -> None:
     if args.questions:
         check_suggestions(base, args.questions)
     results: dict[str, list[dict]] = {"default": [], "target coverage": []}
-    landed_all: list[dict] = []
+    landed_all: dict[str, list[dict]] = {"default": [], "target coverage": []}
     for seed in seeds:
         for name, aimed in (("default", False), ("target coverage", True)):
             copy = copy_project(base, args.out / f"{name.replace(' ', '-')}-{seed}.curator")
             config = GenerationConfig(count=args.count, seed=seed, mix=parse_mix(args.mix) if args.mix else None)
-            result, landed = run(copy, f"{name} seed {seed}", config, aimed)
+            result, landed = run(copy, f"{name} seed {seed}", config, aimed, set(before["under_covered"]))
             results[name].append(result)
-            landed_all += landed
+            landed_all[name] += landed
     print(f"{args.project}: {args.count} rows per run, seeds {seeds}, cluster run {before['run_id']} "
           f"({len(before['clusters'])} clusters), mix {args.mix or 'default'}")
     print(line("before", before))
@@ -201,11 +203,11 @@ def main() -> None:
     for name, runs in results.items():
         print(f"{name:<16} real in a cluster without synthetic rows: {spread([r[SHARE] for r in runs])}; "
               f"without a synthetic neighbour: {spread([r[NEIGHBOUR_SHARE] for r in runs])}")
-    if landed_all:
-        kinds = {k: sum(x["kind"] == k for x in landed_all) for k in ("aimed cluster", "other under-covered", "covered cluster")}
-        print(f"aimed rows ({len(landed_all)}) placed in: " + ", ".join(f"{k} {v}" for k, v in kinds.items()))
-        for x in landed_all:
-            print(f"  aimed {x['aimed']} -> placed {x['placed']} ({x['kind']}): {x['text'][:100]}")
+    for name, landed in landed_all.items():
+        kinds = {k: sum(x["kind"] == k for x in landed) for k in ("aimed cluster", "other under-covered", "covered cluster")}
+        print(f"{name} rows ({len(landed)}) placed in: " + ", ".join(f"{k} {v}" for k, v in kinds.items()))
+    for x in landed_all["target coverage"]:
+        print(f"  aimed {x['aimed']} -> placed {x['placed']} ({x['kind']}): {x['text'][:100]}")
 
 
 if __name__ == "__main__":

@@ -164,3 +164,16 @@ def test_target_chunks_says_which_query_and_cluster_each_chunk_is_for(clustered)
     assert set(plan["aimed"]) == set(plan["chunk_ids"])
     assert {a["cluster"] for a in plan["aimed"].values()} == {billing}
     assert {a["query"] for a in plan["aimed"].values()} <= set(real["billing"])
+
+
+def test_aimed_chunks_whose_text_belongs_to_the_cluster_come_first(clustered):
+    """chunk_homes places each chunk's own text among the clustered queries; target_chunks lists
+    the chunks at home in their query's cluster before the others."""
+    db, real = clustered
+    billing = _cluster_of(db, real["billing"][0])
+    plan = coverage.target_chunks(db)
+    homes = coverage.chunk_homes(db, coverage.measure(db), plan["chunk_ids"])
+    assert set(homes) == set(plan["chunk_ids"]) and set(homes.values()) <= {0, 1, 2}
+    n = plan["at_home"]
+    assert all(homes[c] == billing for c in plan["chunk_ids"][:n])
+    assert all(homes[c] != billing for c in plan["chunk_ids"][n:])

@@ -16,7 +16,7 @@ map draws them hollow and says so); a new cluster run fits them properly.
 ``target_chunks`` turns the under-covered clusters into an ordered list of chunk ids for
 ``generate --target coverage``: the suggested gold chunks of their real queries, interleaved in
 proportion to each query's traffic (its frequency, weighted up for negative feedback by the review
-queue's own ``draw_weight``).
+queue's own ``draw_weight``), those whose own text belongs to the query's cluster first.
 """
 
 from __future__ import annotations
@@ -303,11 +303,42 @@ def _interleave_with_keys(lists: dict[str, list[str]], weights: dict[str, float]
     return out
 
 
+def chunk_homes(db: sqlite_utils.Database, m: Measure, chunk_ids: list[str], k: int = K_NEIGHBOURS) -> dict[str, int]:
+    """The cluster each chunk's own text would be placed in: the most common cluster among its ``k``
+    nearest clustered queries in the run's embedding space (ties to the nearer). Empty when the
+    run's embedder cannot be rebuilt (a user's GGUF, an endpoint, a refitted tfidf space).
+
+    Why: a question written from a chunk lands near what the chunk is about. On the Debian FAQ
+    (12 clusters, bench/coverage.py) only 54% of the chunks suggested for under-covered clusters'
+    real queries were, by this rule, about those clusters, and the rule agreed with where the
+    generated rows were placed for 8 of 12 aimed rows (docs/benchmarks.md, 2026-12-05 late)."""
+    clustered = [r for r in m.rows if r["clustered"]]
+    if not chunk_ids or not clustered:
+        return {}
+    matrix, have = _vectors(db, m.run, clustered, embed_new=False)
+    texts = dict(db.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(chunk_ids))})", chunk_ids).fetchall())
+    ids = [c for c in chunk_ids if c in texts]
+    vectors = _embed_missing(db, m.run["embedder"], [texts[c] for c in ids]) if ids and len(matrix) else None
+    if vectors is None:
+        return {}
+    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    clusters = np.array([r["cluster"] for r, h in zip(clustered, have) if h], int)
+    homes = {}
+    for chunk, sims in zip(ids, vectors @ matrix.T):
+        near = clusters[np.argsort(-sims, kind="stable")[:k]]
+        counts = {c: int((near == c).sum()) for c in near}
+        homes[chunk] = int(max(near, key=lambda c: counts[c]))  # max keeps the first (nearest) of a tie
+    return homes
+
+
 def target_chunks(db: sqlite_utils.Database, k: int = K_NEIGHBOURS) -> dict:
     """Chunk ids for coverage-aimed generation, in the order to ask about them, and why.
 
     The real queries of under-covered clusters each bring their suggested chunks; a query comes up
-    in proportion to its traffic, so a cluster gets rows in proportion to its real traffic."""
+    in proportion to its traffic, so a cluster gets rows in proportion to its real traffic. A
+    suggested chunk whose own text belongs to another cluster (``chunk_homes``) would mostly yield a
+    row there, so the chunks at home in the query's cluster come first, in that proportion; the
+    others follow, in case the first ones run out."""
     m = measure(db, k)
     clusters = {c["cluster"]: c for c in _cluster_rows(m) if c["under_covered"]}
     real = [r for r in m.rows if r["source"] == "log" and r["cluster"] in clusters]
@@ -316,10 +347,16 @@ def target_chunks(db: sqlite_utils.Database, k: int = K_NEIGHBOURS) -> dict:
                          "('curator cluster PROJECT --coverage' shows the figures); generate without --target coverage")
     suggested = _suggested(db, [r["id"] for r in real])
     weights = {r["id"]: _traffic(r) for r in real}
-    order = _interleave_with_keys(suggested, weights)
     cluster_of = {r["id"]: r["cluster"] for r in real}
+    homes = chunk_homes(db, m, sorted({c for chunks in suggested.values() for c in chunks}), k)
+    at_home = {q: [c for c in chunks if homes.get(c, cluster_of[q]) == cluster_of[q]] for q, chunks in suggested.items()}
+    elsewhere = {q: [c for c in chunks if c not in at_home[q]] for q, chunks in suggested.items()}
+    first = _interleave_with_keys(at_home, weights)
+    taken = {chunk for chunk, _ in first}
+    order = first + [(c, q) for c, q in _interleave_with_keys(elsewhere, weights) if c not in taken]
     total = sum(c["traffic"] for c in clusters.values())
     return {"chunk_ids": [chunk for chunk, _ in order], "queries": len(real), "queries_with_suggestions": len(suggested),
+            "at_home": len(first),  # chunks whose own text belongs to the cluster they are aimed at (listed first)
             # why each chunk is on the list: the real query whose turn brought it, and that query's cluster
             "aimed": {chunk: {"query": query, "cluster": cluster_of[query]} for chunk, query in order},
             "clusters": [{"cluster": c["cluster"], "label": c["label"], "real": c["real"],
