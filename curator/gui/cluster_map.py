@@ -166,7 +166,7 @@ class ClusterMap(QWidget):
         """Each label's box in widget pixels, laid out greedily so that no two overlap.
 
         Larger clusters are placed first (they are the ones a reader looks for). Each label tries
-        spots around its cluster, nearest first: above its points, below them, on their middle, then
+        spots around its cluster, nearest first: above the middle half of its points, below it, on it, then
         further up and down in steps of a box height; it takes the first spot inside the map that
         overlaps no label placed before it and covers no point (``_free_spot``)."""
         from PySide6.QtGui import QFontMetrics
@@ -186,7 +186,8 @@ class ClusterMap(QWidget):
         """Candidate boxes for one cluster's label, best first, each kept inside the widget."""
         pts = self.screen_xy[self.clusters == cluster]
         x = float(np.median(pts[:, 0]))
-        top, bottom, middle = float(pts[:, 1].min()), float(pts[:, 1].max()), float(np.median(pts[:, 1]))
+        # the middle half of its points: in the free layout a cluster's outliers sit far from its bulk
+        top, middle, bottom = (float(v) for v in np.percentile(pts[:, 1], [25, 50, 75]))
         ys = [top - POINT - h, bottom + POINT, middle - h / 2]
         for step in range(1, 12):
             ys += [top - POINT - h - step * (h + 2), bottom + POINT + step * (h + 2)]
