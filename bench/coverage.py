@@ -183,6 +183,7 @@ def main() -> None:
     before = report(measure(db))
     target_chunks(db)  # suggestions computed once, in the base every copy starts from
     db.close()
+    print(line("before", before), flush=True)
     if args.questions:
         check_suggestions(base, args.questions)
     results: dict[str, list[dict]] = {"default": [], "target coverage": []}
@@ -194,6 +195,7 @@ def main() -> None:
             result, landed = run(copy, f"{name} seed {seed}", config, aimed, set(before["under_covered"]))
             results[name].append(result)
             landed_all[name] += landed
+            print(line(f"{name} seed {seed}", result), flush=True)  # a run cut short still leaves its figures
     print(f"{args.project}: {args.count} rows per run, seeds {seeds}, cluster run {before['run_id']} "
           f"({len(before['clusters'])} clusters), mix {args.mix or 'default'}")
     print(line("before", before))
