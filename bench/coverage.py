@@ -174,6 +174,9 @@ def main() -> None:
     parser.add_argument("--seeds", default="0", help="comma-separated generation seeds, one pair of runs each")
     parser.add_argument("--mix", default=None, help="as generate --mix (default: generate's default mix)")
     parser.add_argument("--questions", type=Path, help="the realq questions.jsonl imported as the log")
+    parser.add_argument("--runs", default="default,coverage",
+                        help="which runs per seed: default, coverage or both (default runs of a seed are "
+                             "reproducible: measured twice on 2026-12-05, the same rows)")
     parser.add_argument("--out", type=Path, default=Path("/tmp/cov-bench"))
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -190,6 +193,8 @@ def main() -> None:
     landed_all: dict[str, list[dict]] = {"default": [], "target coverage": []}
     for seed in seeds:
         for name, aimed in (("default", False), ("target coverage", True)):
+            if ("coverage" if aimed else "default") not in args.runs.split(","):
+                continue
             copy = copy_project(base, args.out / f"{name.replace(' ', '-')}-{seed}.curator")
             config = GenerationConfig(count=args.count, seed=seed, mix=parse_mix(args.mix) if args.mix else None)
             result, landed = run(copy, f"{name} seed {seed}", config, aimed, set(before["under_covered"]))

@@ -336,9 +336,10 @@ def target_chunks(db: sqlite_utils.Database, k: int = K_NEIGHBOURS) -> dict:
 
     The real queries of under-covered clusters each bring their suggested chunks; a query comes up
     in proportion to its traffic, so a cluster gets rows in proportion to its real traffic. A
-    suggested chunk whose own text belongs to another cluster (``chunk_homes``) would mostly yield a
-    row there, so the chunks at home in the query's cluster come first, in that proportion; the
-    others follow, in case the first ones run out."""
+    suggested chunk whose own text belongs to another cluster (``chunk_homes``) is left out: a row
+    written from it would be about that other cluster. (They are not merely put last: generation
+    starts each query type at its own point of the list, i * len / types, so later types would
+    reach them first.) Only when no suggested chunk is at home in its query's cluster are they all kept."""
     m = measure(db, k)
     clusters = {c["cluster"]: c for c in _cluster_rows(m) if c["under_covered"]}
     real = [r for r in m.rows if r["source"] == "log" and r["cluster"] in clusters]
@@ -351,12 +352,10 @@ def target_chunks(db: sqlite_utils.Database, k: int = K_NEIGHBOURS) -> dict:
     homes = chunk_homes(db, m, sorted({c for chunks in suggested.values() for c in chunks}), k)
     at_home = {q: [c for c in chunks if homes.get(c, cluster_of[q]) == cluster_of[q]] for q, chunks in suggested.items()}
     elsewhere = {q: [c for c in chunks if c not in at_home[q]] for q, chunks in suggested.items()}
-    first = _interleave_with_keys(at_home, weights)
-    taken = {chunk for chunk, _ in first}
-    order = first + [(c, q) for c, q in _interleave_with_keys(elsewhere, weights) if c not in taken]
+    order = _interleave_with_keys(at_home, weights) or _interleave_with_keys(elsewhere, weights)
     total = sum(c["traffic"] for c in clusters.values())
     return {"chunk_ids": [chunk for chunk, _ in order], "queries": len(real), "queries_with_suggestions": len(suggested),
-            "at_home": len(first),  # chunks whose own text belongs to the cluster they are aimed at (listed first)
+            "at_home": sum(homes.get(c, a) == a for c, a in ((c, cluster_of[q]) for c, q in order)),
             # why each chunk is on the list: the real query whose turn brought it, and that query's cluster
             "aimed": {chunk: {"query": query, "cluster": cluster_of[query]} for chunk, query in order},
             "clusters": [{"cluster": c["cluster"], "label": c["label"], "real": c["real"],
