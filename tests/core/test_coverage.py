@@ -168,7 +168,7 @@ def test_target_chunks_says_which_query_and_cluster_each_chunk_is_for(clustered)
 
 def test_aimed_chunks_are_those_whose_text_belongs_to_the_cluster(clustered):
     """chunk_homes places each chunk's own text among the clustered queries; target_chunks keeps
-    only the chunks at home in their query's cluster (when there are any)."""
+    only the chunks at home in their query's cluster (a cluster with none keeps them all)."""
     db, real = clustered
     billing = _cluster_of(db, real["billing"][0])
     plan = coverage.target_chunks(db)
