@@ -5,7 +5,10 @@ call per colour and marker: 10k+ points stay smooth); hover, selection and the l
 drawn on top of that cache. Synthetic queries are filled discs, log (real) queries are
 squares with a dark outline; a real query with no synthetic row among its nearest neighbours (a
 coverage gap, ``set_coverage``) sits on a red halo with a red ring, so regions of real queries
-without synthetic rows show at a glance. Each cluster's label is drawn above its points.
+without synthetic rows show at a glance. Queries added since the cluster run (``set_placed``) are
+drawn hollow: their position is an estimate from their nearest clustered queries, not a fit.
+Each cluster's label is drawn near its points; labels are laid out greedily so no two overlap
+(``label_boxes``).
 Hover text is shown in a plain-text label, never as rich text.
 Clicking a point selects it, dragging draws a lasso polygon; Shift adds to the selection.
 """
@@ -15,7 +18,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import numpy as np
-from PySide6.QtCore import QPoint, QPointF, QRect, Qt, Signal
+from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QLabel, QWidget
 
@@ -30,6 +33,10 @@ DRAG_START = 4       # pixels the mouse must move before a press becomes a lasso
 TIP_CHARS = 300
 GAP = QColor("#dc2626")  # a real query without a synthetic neighbour
 LABEL_CHARS = 32
+
+
+def _area(rect: QRectF) -> float:
+    return max(0.0, rect.width()) * max(0.0, rect.height())
 
 
 def cluster_color(cluster: int) -> QColor:
@@ -69,6 +76,7 @@ class ClusterMap(QWidget):
         self.clusters = np.zeros(0, int)
         self.is_log = np.zeros(0, bool)
         self.gap = np.zeros(0, bool)
+        self.placed = np.zeros(0, bool)  # added since the run: position estimated, drawn hollow
         self.labels: dict[int, str] = {}
         self.selected = np.zeros(0, bool)
         self.screen_xy = np.zeros((0, 2), np.float32)
@@ -88,11 +96,12 @@ class ClusterMap(QWidget):
 
     # -- data ------------------------------------------------------------------------------
     def set_points(self, ids: Sequence[str], xy: np.ndarray, clusters: Sequence[int],
-                   is_log: Sequence[bool], texts: Sequence[str]) -> None:
+                   is_log: Sequence[bool], texts: Sequence[str], placed: Optional[Sequence[bool]] = None) -> None:
         self.ids, self.texts = list(ids), list(texts)
         self.data_xy = np.asarray(xy, np.float64).reshape(-1, 2)
         self.clusters = np.asarray(clusters, int)
         self.is_log = np.asarray(is_log, bool)
+        self.placed = np.zeros(len(self.ids), bool) if placed is None else np.asarray(placed, bool)
         self.gap = np.zeros(len(self.ids), bool)
         self.selected = np.zeros(len(self.ids), bool)
         self._hover = -1
@@ -100,10 +109,33 @@ class ClusterMap(QWidget):
         self._relayout()
 
     def set_rows(self, rows: Sequence[dict]) -> None:
-        """Rows as returned by ``curator.core.views.cluster_points``."""
+        """Rows as returned by ``reads.cluster_points`` or ``coverage.map_points`` (whose ``placed``
+        rows were added since the run)."""
         self.set_points([r["query_id"] for r in rows], np.array([[r["x"], r["y"]] for r in rows], np.float64),
                         [r["cluster"] for r in rows], [r["source"] == "log" for r in rows],
-                        [r["text"] or "" for r in rows])
+                        [r["text"] or "" for r in rows], [bool(r.get("placed")) for r in rows])
+
+    def set_placed(self, rows: Sequence[dict]) -> None:
+        """Replace the points added since the run (``coverage.map_points`` rows with ``placed``) and
+        keep the fitted ones, the selection and the gap marks of the points that stay. A placed point
+        is a mean of fitted positions, inside their bounds: the map's scale does not jump."""
+        fitted = np.flatnonzero(~self.placed)
+        rows = [r for r in rows if r.get("placed")]
+        selected, gaps = set(self.selected_ids()), set(self.gap_ids())
+        self.ids = [self.ids[i] for i in fitted] + [r["query_id"] for r in rows]
+        self.texts = [self.texts[i] for i in fitted] + [r["text"] or "" for r in rows]
+        self.data_xy = np.vstack([self.data_xy[fitted], np.array([[r["x"], r["y"]] for r in rows], np.float64).reshape(-1, 2)])
+        self.clusters = np.concatenate([self.clusters[fitted], np.array([r["cluster"] for r in rows], int)])
+        self.is_log = np.concatenate([self.is_log[fitted], np.array([r["source"] == "log" for r in rows], bool)])
+        self.placed = np.concatenate([np.zeros(len(fitted), bool), np.ones(len(rows), bool)])
+        self.gap = np.array([q in gaps for q in self.ids], bool)
+        self.selected = np.array([q in selected for q in self.ids], bool)
+        self._hover = -1
+        self.tip.hide()
+        self._relayout()
+
+    def placed_ids(self) -> list[str]:
+        return [self.ids[i] for i in np.flatnonzero(self.placed)]
 
     def set_coverage(self, gap_ids, labels: dict[int, str]) -> None:
         """Highlight the real queries in ``gap_ids`` and draw ``labels`` (cluster -> text) on the map."""
@@ -117,14 +149,73 @@ class ClusterMap(QWidget):
         return [self.ids[i] for i in np.flatnonzero(self.gap)]
 
     def label_positions(self) -> dict[int, tuple[float, float]]:
-        """Where each labelled cluster's name is drawn: above its points, centred on their median x
-        (a label over the median covered the very points it names)."""
+        """Where each labelled cluster's name would go first: above its points, centred on their
+        median x (a label over the median covered the very points it names)."""
         out = {}
         for c in np.unique(self.clusters):
             if int(c) in self.labels:
                 pts = self.screen_xy[self.clusters == c]
                 out[int(c)] = (float(np.median(pts[:, 0])), float(pts[:, 1].min()))
         return out
+
+    def label_text(self, cluster: int) -> str:
+        label = self.labels[cluster]
+        return f"{cluster} · " + (label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…")
+
+    def label_boxes(self) -> dict[int, QRectF]:
+        """Each label's box in widget pixels, laid out greedily so that no two overlap.
+
+        Larger clusters are placed first (they are the ones a reader looks for). Each label tries
+        spots around its cluster, nearest first: above the middle half of its points, below it, on it, then
+        further up and down in steps of a box height; it takes the first spot inside the map that
+        overlaps no label placed before it and covers no point (``_free_spot``)."""
+        from PySide6.QtGui import QFontMetrics
+
+        metrics = QFontMetrics(self.font())
+        placed: list[QRectF] = []
+        out: dict[int, QRectF] = {}
+        sizes = {c: int((self.clusters == c).sum()) for c in self.label_positions()}
+        for cluster in sorted(sizes, key=lambda c: (-sizes[c], c)):
+            size = metrics.boundingRect(self.label_text(cluster)).adjusted(-4, -2, 4, 2).size()
+            box = self._free_spot(cluster, float(size.width()), float(size.height()), placed)
+            placed.append(box)
+            out[cluster] = box
+        return out
+
+    def _spots(self, cluster: int, w: float, h: float) -> list[QRectF]:
+        """Candidate boxes for one cluster's label, best first, each kept inside the widget."""
+        pts = self.screen_xy[self.clusters == cluster]
+        x = float(np.median(pts[:, 0]))
+        # the middle half of its points: in the free layout a cluster's outliers sit far from its bulk
+        top, middle, bottom = (float(v) for v in np.percentile(pts[:, 1], [25, 50, 75]))
+        ys = [top - POINT - h, bottom + POINT, middle - h / 2]
+        for step in range(1, 12):
+            ys += [top - POINT - h - step * (h + 2), bottom + POINT + step * (h + 2)]
+        xs = [x - w / 2, x - w - POINT, x + POINT]
+        out = []
+        for y in ys:
+            for left in xs:
+                left = min(max(2.0, left), self.width() - w - 2)
+                out.append(QRectF(left, min(max(2.0, y), self.height() - h - 2), w, h))
+        return out
+
+    def _free_spot(self, cluster: int, w: float, h: float, taken: list[QRectF]) -> QRectF:
+        """The first spot that overlaps no placed label and covers no point; failing that, the one
+        that overlaps labels least, then covers fewest points (a label must never hide another)."""
+        best, best_score = None, None
+        for order, spot in enumerate(self._spots(cluster, w, h)):
+            overlap = sum(_area(spot.intersected(other)) for other in taken)
+            covered = self._points_under(spot)
+            if overlap == 0 and covered == 0:
+                return spot
+            score = (overlap, covered, order)
+            if best_score is None or score < best_score:
+                best, best_score = spot, score
+        return best
+
+    def _points_under(self, box: QRectF) -> int:
+        x, y = self.screen_xy[:, 0], self.screen_xy[:, 1]
+        return int(((x >= box.left()) & (x <= box.right()) & (y >= box.top()) & (y <= box.bottom())).sum())
 
     def selected_ids(self) -> list[str]:
         return [self.ids[i] for i in np.flatnonzero(self.selected)]
@@ -189,11 +280,14 @@ class ClusterMap(QWidget):
         painter.drawRect(QRect(0, 0, self.width() - 1, self.height() - 1))
         self._draw_gap_halos(painter)
         # Synthetic first, log on top: real queries are fewer and the ones worth spotting.
-        for log in (False, True):
-            for cluster in np.unique(self.clusters):
-                mask = (self.clusters == cluster) & (self.is_log == log)
-                if mask.any():
-                    self._draw_group(painter, self.screen_xy[mask], cluster_color(int(cluster)), log)
+        # Placed points last: one can sit exactly on the fitted point it was placed by.
+        for placed in (False, True):
+            for log in (False, True):
+                for cluster in np.unique(self.clusters):
+                    mask = (self.clusters == cluster) & (self.is_log == log) & (self.placed == placed)
+                    if mask.any():
+                        draw = self._draw_placed if placed else self._draw_group
+                        draw(painter, self.screen_xy[mask], cluster_color(int(cluster)), log)
         self._draw_gap_rings(painter)
         self._draw_labels(painter)
         painter.end()
@@ -218,20 +312,25 @@ class ClusterMap(QWidget):
             painter.drawEllipse(point, POINT, POINT)
 
     def _draw_labels(self, painter: QPainter) -> None:
-        """Each cluster's number and label on a pale box at its points' median, kept inside the map."""
-        metrics = painter.fontMetrics()
-        for cluster, (x, y) in sorted(self.label_positions().items()):
-            label = self.labels[cluster]
-            text = f"{cluster} · " + (label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…")
-            box = metrics.boundingRect(text).adjusted(-4, -2, 4, 2)
-            left = min(max(2, x - box.width() / 2), self.width() - box.width() - 2)
-            top = min(max(2, y - POINT - box.height()), self.height() - box.height() - 2)
-            box.moveTo(int(left), int(top))
+        """Each cluster's number and label on a pale box near its points, no two boxes overlapping."""
+        painter.setFont(self.font())  # the font label_boxes measured with
+        for cluster, box in sorted(self.label_boxes().items()):
             painter.setPen(QPen(cluster_color(cluster), 1.5))
             painter.setBrush(QColor(255, 255, 255, 215))
             painter.drawRoundedRect(box, 3, 3)
             painter.setPen(QColor("#111827"))
-            painter.drawText(box, Qt.AlignCenter, text)
+            painter.drawText(box, Qt.AlignCenter, self.label_text(cluster))
+
+    @staticmethod
+    def _draw_placed(painter: QPainter, pts: np.ndarray, colour: QColor, log: bool) -> None:
+        """A point added since the run: its marker's outline in the cluster colour, white inside
+        (hollow), so an estimated position never passes for a fitted one."""
+        poly = QPolygonF([QPointF(float(x), float(y)) for x, y in pts])
+        cap = Qt.SquareCap if log else Qt.RoundCap
+        painter.setPen(QPen(colour, POINT + 4, Qt.SolidLine, cap))
+        painter.drawPoints(poly)
+        painter.setPen(QPen(QColor("#ffffff"), POINT - 1, Qt.SolidLine, cap))
+        painter.drawPoints(poly)
 
     @staticmethod
     def _draw_group(painter: QPainter, pts: np.ndarray, colour: QColor, log: bool) -> None:
@@ -331,6 +430,8 @@ class ClusterMap(QWidget):
         kind = "log" if self.is_log[index] else "synthetic"
         if self.gap[index]:
             kind += " · no synthetic row among its nearest queries"
+        if self.placed[index]:
+            kind += " · added since the cluster run: placed near its nearest queries (run clustering to fit it)"
         self.tip.setText(f"{text}\n— cluster {self.clusters[index]} · {kind}")
         self.tip.adjustSize()
         x, y = self.screen_xy[index]

@@ -9,6 +9,11 @@ Coverage (curator.core.clustering.coverage) fills the list's Real, Negative, Syn
 columns and the map's red gap points; an under-covered cluster's Gaps cell is red. "Generate for
 gaps" asks the window to start a coverage-aimed run in the Generate tab (``generate_for_gaps``):
 a view never imports another view.
+
+Rows added since the cluster run (generated for the gaps, a log imported) are drawn hollow at the
+mean map position of their nearest clustered queries (``coverage.map_points``), so a coverage-aimed
+run shows on the map at once; "Run clustering" fits them properly. Their vectors are embedded by
+a worker (``workers.place_task``) when not cached: the GUI thread only reads cached vectors.
 """
 
 from __future__ import annotations
@@ -66,6 +71,11 @@ class ClustersView(TaskView, QWidget):
         self.db, self.project_path = db, Path(project_path)
         self.coverage: Optional[dict] = None  # core's coverage report of the active run, as last read
         self._coverage_of: Optional[tuple] = None  # what that report was measured on (see _coverage_key)
+        self._placer: Optional[workers.TaskWorker] = None  # embeds rows added since the run, off this thread
+        self._placing_tried: Optional[tuple] = None  # the coverage key a placing worker last ran for
+        self.unplaced = 0  # rows added since the run that are not on the map (no vector yet, or none possible)
+        self._cluster_of: dict[str, int] = {}  # query id -> cluster as coverage counts it (placed rows included)
+        self._labels: dict[int, str] = {}
         self.init_tasks()
         self._build()
         self.reload()
@@ -113,16 +123,19 @@ class ClustersView(TaskView, QWidget):
         self.clear_button = QPushButton("Clear selection")
         self.clear_button.setEnabled(False)
         self.clear_button.clicked.connect(self.map.clear_selection)
-        legend = QLabel("● synthetic   ■ log (real) query   red ring: no synthetic row near it")
+        legend = QLabel("● synthetic   ■ log (real) query   red ring: no synthetic row near it   "
+                        "hollow: added since the run")
         legend.setObjectName("hint")
-        under = QHBoxLayout()
+        legend.setToolTip("Hollow points were added after this cluster run: each is drawn at the mean position of "
+                          "its nearest clustered queries and counted in their cluster. Run clustering to fit them.")
+        under = QHBoxLayout()  # the legend has its own line: beside it the selection hint wrapped to a column
         under.addWidget(self.selection_label, 1)
-        under.addWidget(legend)
         under.addWidget(self.clear_button)
         right = QWidget()
         rcol = QVBoxLayout(right)
         rcol.setContentsMargins(0, 0, 0, 0)
         rcol.addWidget(self.map, 1)
+        rcol.addWidget(legend)
         rcol.addLayout(under)
 
         splitter = QSplitter()
@@ -149,19 +162,65 @@ class ClustersView(TaskView, QWidget):
         self.refresh_counts()
         if run:
             sil = f", silhouette {run['silhouette']:.2f}" if run.get("silhouette") is not None else ""
-            self.status.setText(f"Cluster run {run['id']} ({run['embedder']}, k={run['k']}{sil}) · "
-                                f"{len(self.map.ids)} queries on the map" + self._coverage_text())
+            self.status.setText(self._run_text(run))
         else:
             self.status.setText("No cluster run yet. Run clustering to group the queries, then build a review queue.")
 
+    def _run_text(self, run: dict) -> str:
+        sil = f", silhouette {run['silhouette']:.2f}" if run.get("silhouette") is not None else ""
+        return (f"Cluster run {run['id']} ({run['embedder']}, k={run['k']}{sil}) · "
+                f"{len(self.map.ids)} queries on the map" + self._placed_text() + self._coverage_text())
+
+    def _placed_text(self) -> str:
+        placed = int(self.map.placed.sum())
+        text = (f" · {placed} added since the run drawn hollow near their nearest queries "
+                "(Run clustering to fit them)") if placed else ""
+        if self.unplaced:
+            text += f" · {self.unplaced} added since the run not on the map yet" + (
+                ": placing them…" if self._placer is not None else " (their embedder cannot be rebuilt: Run clustering)")
+        return text
+
     def _measure(self) -> Optional[dict]:
-        """Coverage of the active run from cached vectors only (nothing is embedded on the GUI thread)."""
+        """Coverage of the active run from cached vectors only (nothing is embedded on the GUI thread);
+        the rows added since the run that it could place are drawn on the map."""
         try:
             measured = coverage.measure(self.db, embed_new=False)
         except CuratorError:
             return None
+        self.map.set_placed(coverage.map_points(measured))
         self.map.set_coverage(measured.gap_ids(), measured.labels)
+        self.unplaced = sum(r["cluster"] < 0 for r in measured.rows)
+        self._cluster_of = {r["id"]: int(r["cluster"]) for r in measured.rows}
+        self._labels = dict(measured.labels)
         return coverage.report(measured)
+
+    def _place_new_rows(self, key: tuple) -> None:
+        """Rows added since the run without a cached vector: embed them in a worker, then measure again.
+        Once per coverage key, so an embedder that cannot be rebuilt is not retried on every show."""
+        if not self.unplaced or self._placer is not None or self._placing_tried == key:
+            return
+        self._placing_tried = key
+        self._placer = workers.launch(self.project_path, workers.place_task, progress=lambda *_: None,
+                                      finished=self._placed, failed=self._placing_failed,
+                                      cancelled=lambda: None, done=self._placing_done)
+
+    def _placed(self, embedded: int) -> None:
+        if embedded:
+            self._coverage_of = None  # the cache now holds their vectors: measure again
+
+    def _placing_failed(self, what: str, todo: str) -> None:
+        self.status.setText(f"Could not place the rows added since the run: {what}")
+
+    def _placing_done(self) -> None:
+        self._placer = None
+        self.refresh_counts()
+        run = active_cluster_run(self.db)
+        if run and not self.busy():
+            self.status.setText(self._run_text(run))
+
+    def placing(self) -> bool:
+        """A worker is embedding rows added since the run (tests wait on it)."""
+        return self._placer is not None
 
     def _coverage_text(self) -> str:
         r = self.coverage
@@ -170,13 +229,35 @@ class ClustersView(TaskView, QWidget):
         return (f" · {r['real_in_clusters_without_synthetic']} of {r['real']} real queries in clusters without "
                 f"synthetic rows, {r['real_without_synthetic_neighbour']} with none near them (red)")
 
+    def _review_counts(self) -> list[dict]:
+        """Per cluster as coverage counts it (rows added since the run in the cluster they were placed
+        in, so Size = Real + Synthetic): size, queued, reviewed, approved; -1 holds the rows not placed.
+        Statuses and the queue are read afresh (review decisions do not change the coverage key)."""
+        if not self._cluster_of:
+            return sample.coverage(self.db)
+        out: dict[int, dict] = {}
+        for query_id, status, queued in self.db.execute(
+                "SELECT q.id, q.status, r.query_id IS NOT NULL FROM queries q "
+                "LEFT JOIN review_queue r ON r.query_id = q.id"):
+            cluster = self._cluster_of.get(query_id, -1)
+            c = out.setdefault(cluster, {"cluster": cluster, "population": 0, "queued": 0, "reviewed": 0, "approved": 0,
+                                         "label": self._labels.get(cluster, "not on the map: added since the run")})
+            c["population"] += 1
+            c["queued"] += bool(queued)
+            c["reviewed"] += status != "pending"
+            c["approved"] += status == "approved"
+        return [out[c] for c in sorted(out)]
+
     def refresh_counts(self) -> None:
         """Cluster list: review counts from the queue, real/synthetic/gap counts from coverage."""
         run = active_cluster_run(self.db)
-        rows = sample.coverage(self.db) if run else []
         key = self._coverage_key(run) if run else None
         if key != self._coverage_of:  # coverage reads every vector: measure again only when rows changed
+            self._cluster_of, self._labels = {}, {}
             self.coverage, self._coverage_of = (self._measure() if run else None), key
+            if run:
+                self._place_new_rows(key)
+        rows = self._review_counts() if run else []
         by_cluster = {c["cluster"]: c for c in (self.coverage or {}).get("clusters", [])}
         self.table.blockSignals(True)
         self.table.setRowCount(len(rows))

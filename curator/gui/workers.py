@@ -155,3 +155,11 @@ def sample_task(db, *, size: int, allocation: str = "proportional", seed: int = 
 
     return one_step("sampling", queue_then_suggest, on_progress, cancel)
 
+
+
+def place_task(db, *, on_progress=None, cancel=None) -> int:
+    """Embed the queries added since the active cluster run in its space (loading the embedder is
+    too slow for the GUI thread), so the Clusters tab can place them on the map; returns how many."""
+    from curator.core.clustering.coverage import embed_unplaced
+
+    return one_step("placing new rows", lambda: embed_unplaced(db), on_progress, cancel)

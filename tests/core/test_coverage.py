@@ -135,3 +135,47 @@ def test_generation_asks_an_ordered_chunk_list_in_its_order(sample_project_path)
     wanted = list(reversed(all_eligible[:4])) + ["c_not_a_chunk"]
     assert [c["id"] for c in eligible_chunks(db, 0, wanted)] == wanted[:4]
     db.close()
+
+
+def test_rows_added_since_the_run_get_a_map_position_near_their_neighbours(clustered):
+    """map_points: the run's own points as stored, a new row placed (flagged) inside the bounds of
+    the fitted points of the cluster it is counted in."""
+    db, real = clustered
+    billing = _cluster_of(db, real["billing"][0])
+    with db.conn:
+        new = add_query(db, "refund my invoice twice please", "synthetic", query_type="factoid")
+    points = coverage.map_points(coverage.measure(db))
+    by_id = {p["query_id"]: p for p in points}
+    assert len(points) == db.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
+    assert by_id[new]["placed"] and by_id[new]["cluster"] == billing
+    assert not any(p["placed"] for q, p in by_id.items() if q != new)
+    fitted = [p for p in points if p["cluster"] == billing and not p["placed"]]
+    for axis in ("x", "y"):
+        values = [p[axis] for p in fitted]
+        assert min(values) <= by_id[new][axis] <= max(values)
+    stored = dict(db.execute("SELECT query_id, x FROM query_clusters").fetchall())
+    assert all(by_id[q]["x"] == x for q, x in stored.items())
+
+
+def test_target_chunks_says_which_query_and_cluster_each_chunk_is_for(clustered):
+    db, real = clustered
+    billing = _cluster_of(db, real["billing"][0])
+    plan = coverage.target_chunks(db)
+    assert set(plan["aimed"]) == set(plan["chunk_ids"])
+    assert {a["cluster"] for a in plan["aimed"].values()} == {billing}
+    assert {a["query"] for a in plan["aimed"].values()} <= set(real["billing"])
+
+
+def test_aimed_chunks_are_those_whose_text_belongs_to_the_cluster(clustered):
+    """chunk_homes places each chunk's own text among the clustered queries; target_chunks keeps
+    only the chunks at home in their query's cluster (a cluster with none keeps them all)."""
+    db, real = clustered
+    billing = _cluster_of(db, real["billing"][0])
+    plan = coverage.target_chunks(db)
+    homes = coverage.chunk_homes(db, coverage.measure(db), plan["chunk_ids"])
+    assert set(homes) == set(plan["chunk_ids"]) and set(homes.values()) <= {0, 1, 2}
+    suggested = sorted({c for chunks in coverage._suggested(db, real["billing"]).values() for c in chunks})
+    every_home = coverage.chunk_homes(db, coverage.measure(db), suggested)
+    at_home = {c for c in suggested if every_home[c] == billing}
+    assert at_home, "some suggested chunk of a billing query is about billing"
+    assert set(plan["chunk_ids"]) == at_home and plan["at_home"] == len(at_home)

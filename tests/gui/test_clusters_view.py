@@ -297,3 +297,89 @@ def test_generate_for_gaps_runs_in_the_generate_tab_on_the_gaps_chunks(qtbot, pr
     assert sources and set(sources) <= set(aimed)
     win.close()
     db.close()
+
+
+def test_rows_added_after_clustering_are_drawn_hollow_in_their_cluster(qtbot, project, tmp_path):
+    """Rows generated after the run (no vector cached yet) are embedded by a worker, then drawn
+    hollow at their nearest clustered queries, counted in that cluster, and the status says so."""
+    from curator.core.clustering import coverage
+    from curator.gui.cluster_map import PALETTE
+
+    db = open_project(project)
+    topic = next(iter(TOPICS.values()))
+    with db.conn:
+        new = [add_query(db, f"{text} added later {i}", "synthetic", query_type="factoid")
+               for i, text in enumerate(topic[:3])]
+    v = ClustersView(db, project)
+    qtbot.addWidget(v)
+    v.resize(1100, 650)
+    v.show()
+    qtbot.waitExposed(v)
+    qtbot.waitUntil(lambda: not v.placing(), timeout=120000)
+    m = v.map
+    assert set(new) <= set(m.placed_ids()) and len(m.placed_ids()) == len(new)
+    assert len(m.ids) == 3 * PER_TOPIC + len(new)
+    counted = {r["id"]: r["cluster"] for r in coverage.measure(db).rows}
+    index = {q: i for i, q in enumerate(m.ids)}
+    for query_id in new:
+        assert m.clusters[index[query_id]] == counted[query_id] >= 0
+    assert "3 added since the run drawn hollow" in v.status.text()
+    rows = v.counts()
+    assert all(r[0] != "-" for r in rows)  # every new row is placed: none left outside the clusters
+    assert all(int(r[2]) == int(r[3]) + int(r[5]) for r in rows)  # Size = Real + Synthetic, placed rows included
+    image = m.grab().toImage()
+    assert image.save(str(tmp_path / "placed.png"))
+    boxes = m.label_boxes().values()
+    hollow = [index[q] for q in new if not any(b.contains(QPointF(*m.screen_xy[index[q]])) for b in boxes)]
+    assert hollow, "every placed point is under a label"
+    for i in hollow:  # white inside, the cluster colour on the ring
+        x, y = (int(round(float(c))) for c in m.screen_xy[i])
+        assert image.pixelColor(x, y).name() == "#ffffff"
+        ring = {image.pixelColor(x + dx, y).name() for dx in (-5, -4, 4, 5)}
+        assert PALETTE[int(m.clusters[i])] in ring
+    fitted = next(i for i in np.flatnonzero(~m.placed & ~m.is_log & ~m.gap)
+                  if not any(b.contains(QPointF(*m.screen_xy[i])) for b in boxes))
+    x, y = (int(round(float(c))) for c in m.screen_xy[fitted])
+    assert image.pixelColor(x, y).name() != "#ffffff"  # a fitted point is filled
+    v.close()
+    db.close()
+
+
+def _crowded_map(qtbot, clusters: int = 12):
+    """A map of ``clusters`` small clusters packed side by side, each with a long label."""
+    from curator.gui.cluster_map import ClusterMap
+
+    m = ClusterMap()
+    qtbot.addWidget(m)
+    m.resize(650, 560)  # about the map's share of the window at its default size
+    rng = np.random.default_rng(0)
+    centres = [(c % 4 * 1.0, c // 4 * 0.6) for c in range(clusters)]
+    xy = np.vstack([rng.normal(centre, 0.08, size=(10, 2)) for centre in centres])
+    ids = [f"q{i}" for i in range(len(xy))]
+    labels = np.repeat(np.arange(clusters), 10)
+    m.set_points(ids, xy, labels, [i % 2 == 0 for i in range(len(xy))], ids)
+    m.set_coverage([], {c: "configuration · installation · packages" for c in range(clusters)})
+    m.show()
+    qtbot.waitExposed(m)
+    return m
+
+
+def test_cluster_labels_do_not_overlap(qtbot, tmp_path):
+    """Twelve crowded clusters: the label boxes stay inside the map and no two intersect, where the
+    first-choice spots (above each cluster's points) do collide."""
+    from PySide6.QtCore import QRectF
+
+    m = _crowded_map(qtbot)
+    boxes = m.label_boxes()
+    assert set(boxes) == set(range(12))
+    for a in boxes:
+        assert QRectF(m.rect()).contains(boxes[a])
+        for b in boxes:
+            if a < b:
+                assert not boxes[a].intersects(boxes[b]), (a, b, boxes[a], boxes[b])
+    assert sum(m._points_under(box) for box in boxes.values()) == 0  # and no label hides a point
+    # the naive layout (every label centred above its cluster) overlaps here: the test can fail
+    naive = [QRectF(x - boxes[c].width() / 2, y - boxes[c].height(), boxes[c].width(), boxes[c].height())
+             for c, (x, y) in m.label_positions().items()]
+    assert any(naive[a].intersects(naive[b]) for a in range(len(naive)) for b in range(a + 1, len(naive)))
+    assert m.grab().save(str(tmp_path / "labels.png"))

@@ -9,11 +9,14 @@ a ``GAP_SHARE`` of its real queries without a synthetic neighbour.
 Queries added after the run (rows generated since, a log imported since) are placed in the
 cluster of their nearest clustered query, so coverage can be measured again after generating
 without re-clustering (a new run would move every cluster and the figures would not compare).
+For the map they get a position too (``map_points``): the mean map position of their nearest
+clustered queries of that cluster in embedding space. That is an estimate, not a UMAP fit (the
+map draws them hollow and says so); a new cluster run fits them properly.
 
 ``target_chunks`` turns the under-covered clusters into an ordered list of chunk ids for
 ``generate --target coverage``: the suggested gold chunks of their real queries, interleaved in
 proportion to each query's traffic (its frequency, weighted up for negative feedback by the review
-queue's own ``draw_weight``).
+queue's own ``draw_weight``), those whose own text belongs to the query's cluster first.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ class Measure:
     """Per-query facts behind the coverage report (the map draws ``gap`` points highlighted)."""
 
     run: dict
-    rows: list[dict]  # id, text, source, status, frequency, negative_count, cluster (-1 = unplaced), placed
+    rows: list[dict]  # id, text, source, status, frequency, negative_count, cluster (-1 = unplaced), placed, x, y
     gap: np.ndarray  # bool per row: a real query with no synthetic row among its k nearest neighbours
     k: int
     labels: dict[int, str] = field(default_factory=dict)
@@ -50,7 +53,7 @@ class Measure:
 
 def _rows(db: sqlite_utils.Database, run_id: int) -> list[dict]:
     return store.rows(db, """SELECT q.id, q.text, q.source, q.status, q.frequency, q.negative_count,
-            COALESCE(qc.cluster, -1) AS cluster, qc.query_id IS NOT NULL AS clustered
+            COALESCE(qc.cluster, -1) AS cluster, qc.query_id IS NOT NULL AS clustered, qc.x, qc.y
         FROM queries q LEFT JOIN query_clusters qc ON qc.run_id = ? AND qc.query_id = q.id ORDER BY q.id""", [run_id])
 
 
@@ -126,17 +129,22 @@ def _nearest(matrix: np.ndarray, rows: np.ndarray, k: int, among: Optional[np.nd
     return out
 
 
-def _place_new(rows: list[dict], matrix: np.ndarray, have: np.ndarray) -> None:
-    """Put each query the run never saw into the cluster of its nearest clustered query."""
+def _place_new(rows: list[dict], matrix: np.ndarray, have: np.ndarray, k: int = K_NEIGHBOURS) -> None:
+    """Put each query the run never saw into the cluster of its nearest clustered query, and on the
+    map at the mean position of those of its ``k`` nearest clustered queries that share that cluster
+    (the nearest one always does): averaging across clusters could drop a point between two islands."""
     index = np.flatnonzero(have)  # row number of each matrix line
     clustered = np.array([bool(rows[i]["clustered"]) for i in index], bool)
     new = np.array([j for j, i in enumerate(index) if not rows[i]["clustered"]], int)
     if len(new) == 0 or not clustered.any():
         return
-    nearest = _nearest(matrix, new, 1, among=clustered)[:, 0]
-    for j, n in zip(new, nearest):
-        rows[index[j]]["cluster"] = rows[index[n]]["cluster"]
-        rows[index[j]]["placed"] = True
+    nearest = _nearest(matrix, new, min(k, int(clustered.sum())), among=clustered)
+    for j, near in zip(new, nearest):
+        row, first = rows[index[j]], rows[index[near[0]]]
+        same = [rows[index[n]] for n in near if rows[index[n]]["cluster"] == first["cluster"]]
+        row["cluster"], row["placed"] = first["cluster"], True
+        row["x"] = float(np.mean([r["x"] for r in same]))
+        row["y"] = float(np.mean([r["y"] for r in same]))
 
 
 def _gaps(rows: list[dict], matrix: np.ndarray, have: np.ndarray, k: int) -> np.ndarray:
@@ -227,6 +235,38 @@ def coverage(db: sqlite_utils.Database, k: int = K_NEIGHBOURS) -> dict:
     return report(measure(db, k))
 
 
+def map_points(m: Measure) -> list[dict]:
+    """Every query the map can draw: the run's own points (``placed`` False) and those added since
+    the run and placed by ``_place_new`` (``placed`` True); keys as ``reads.cluster_points`` gives."""
+    return [{"query_id": r["id"], "cluster": r["cluster"], "x": r["x"], "y": r["y"], "text": r["text"],
+             "source": r["source"], "status": r["status"], "placed": bool(r["placed"])}
+            for r in m.rows if r["clustered"] or r["placed"]]
+
+
+def embed_unplaced(db: sqlite_utils.Database) -> int:
+    """Embed, in the active run's space, the queries it never saw and whose vector is not cached yet,
+    so that a later ``measure(db, embed_new=False)`` (the GUI thread's) places them. Returns how many
+    were embedded (0 when the run's embedder cannot be rebuilt: they stay unplaced)."""
+    run = active_cluster_run(db)
+    if run is None:
+        return 0
+    new = [r for r in _rows(db, run["id"]) if not r["clustered"]]
+    missing = [r["text"] for r, v in zip(new, _cached_vectors(db, run["embedder"], [r["text"] for r in new]))
+               if v is None]
+    if not missing:
+        return 0
+    return 0 if _embed_missing(db, run["embedder"], missing) is None else len(missing)
+
+
+def unplaced_without_vector(db: sqlite_utils.Database) -> int:
+    """Queries the active run never saw whose vector is not cached (the GUI then embeds them off its thread)."""
+    run = active_cluster_run(db)
+    if run is None:
+        return 0
+    new = [r["text"] for r in _rows(db, run["id"]) if not r["clustered"]]
+    return sum(v is None for v in _cached_vectors(db, run["embedder"], new)) if new else 0
+
+
 def _suggested(db, query_ids: list[str]) -> dict[str, list[str]]:
     """Suggested gold chunks of these queries (best first), computing those never suggested."""
     from curator.core.retrieval.suggest import suggest, suggested_ids
@@ -242,6 +282,11 @@ def _suggested(db, query_ids: list[str]) -> dict[str, list[str]]:
 def weighted_interleave(lists: dict[str, list[str]], weights: dict[str, float]) -> list[str]:
     """One ordered list of distinct items: each key's items in turn, a key coming up as often as its
     weight says (weighted fair queueing), so any stretch of the list keeps the proportions."""
+    return [item for item, _ in _interleave_with_keys(lists, weights)]
+
+
+def _interleave_with_keys(lists: dict[str, list[str]], weights: dict[str, float]) -> list[tuple[str, str]]:
+    """``weighted_interleave``'s items, each with the key whose turn brought it."""
     heap = [(1.0 / weights[key], key, 0) for key in sorted(lists) if lists[key] and weights.get(key, 0) > 0]
     heapq.heapify(heap)
     out, seen = [], set()
@@ -252,17 +297,53 @@ def weighted_interleave(lists: dict[str, list[str]], weights: dict[str, float]) 
             taken += 1
         if taken == len(items):
             continue
-        out.append(items[taken])
+        out.append((items[taken], key))
         seen.add(items[taken])
         heapq.heappush(heap, (finish + 1.0 / weights[key], key, taken + 1))
     return out
+
+
+def chunk_homes(db: sqlite_utils.Database, m: Measure, chunk_ids: list[str], k: int = K_NEIGHBOURS) -> dict[str, int]:
+    """The cluster each chunk's own text would be placed in: the most common cluster among its ``k``
+    nearest clustered queries in the run's embedding space (ties to the nearer). Empty when the
+    run's embedder cannot be rebuilt (a user's GGUF, an endpoint, a refitted tfidf space).
+
+    Why: a question written from a chunk lands near what the chunk is about. On the Debian FAQ
+    (12 clusters, bench/coverage.py) only 54% of the chunks suggested for under-covered clusters'
+    real queries were, by this rule, about those clusters, and the rule agreed with where the
+    generated rows were placed for 8 of 12 aimed rows (docs/benchmarks.md, 2026-12-05 late)."""
+    clustered = [r for r in m.rows if r["clustered"]]
+    if not chunk_ids or not clustered:
+        return {}
+    matrix, have = _vectors(db, m.run, clustered, embed_new=False)
+    texts = dict(db.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(chunk_ids))})", chunk_ids).fetchall())
+    ids = [c for c in chunk_ids if c in texts]
+    vectors = _embed_missing(db, m.run["embedder"], [texts[c] for c in ids]) if ids and len(matrix) else None
+    if vectors is None:
+        return {}
+    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    clusters = np.array([r["cluster"] for r, h in zip(clustered, have) if h], int)
+    homes = {}
+    for chunk, sims in zip(ids, vectors @ matrix.T):
+        near = clusters[np.argsort(-sims, kind="stable")[:k]]
+        counts = {c: int((near == c).sum()) for c in near}
+        homes[chunk] = int(max(near, key=lambda c: counts[c]))  # max keeps the first (nearest) of a tie
+    return homes
 
 
 def target_chunks(db: sqlite_utils.Database, k: int = K_NEIGHBOURS) -> dict:
     """Chunk ids for coverage-aimed generation, in the order to ask about them, and why.
 
     The real queries of under-covered clusters each bring their suggested chunks; a query comes up
-    in proportion to its traffic, so a cluster gets rows in proportion to its real traffic."""
+    in proportion to its traffic, so a cluster gets rows in proportion to its real traffic. A
+    suggested chunk whose own text belongs to another cluster (``chunk_homes``) is left out: a row
+    written from it would more likely be about that other cluster. A cluster none of whose
+    suggested chunks is at home keeps them all (it would get no rows otherwise).
+
+    Measured (bench/coverage.py, Debian FAQ, 3 seeds, 2026-12-05): with the at-home chunks put first,
+    33 of 36 aimed rows came from at-home chunks, yet only 15 of 36 were placed in the cluster aimed
+    at (the same count as without the rule): the bundled model's questions drift from their chunk,
+    so this rule cannot steer a row more than loosely."""
     m = measure(db, k)
     clusters = {c["cluster"]: c for c in _cluster_rows(m) if c["under_covered"]}
     real = [r for r in m.rows if r["source"] == "log" and r["cluster"] in clusters]
@@ -271,9 +352,17 @@ def target_chunks(db: sqlite_utils.Database, k: int = K_NEIGHBOURS) -> dict:
                          "('curator cluster PROJECT --coverage' shows the figures); generate without --target coverage")
     suggested = _suggested(db, [r["id"] for r in real])
     weights = {r["id"]: _traffic(r) for r in real}
-    order = weighted_interleave(suggested, weights)
+    cluster_of = {r["id"]: r["cluster"] for r in real}
+    homes = chunk_homes(db, m, sorted({c for chunks in suggested.values() for c in chunks}), k)
+    at_home = {q: [c for c in chunks if homes.get(c, cluster_of[q]) == cluster_of[q]] for q, chunks in suggested.items()}
+    homeless = {cluster_of[q] for q in at_home} - {cluster_of[q] for q, chunks in at_home.items() if chunks}
+    kept = {q: suggested[q] if cluster_of[q] in homeless else chunks for q, chunks in at_home.items()}
+    order = _interleave_with_keys(kept, weights)
     total = sum(c["traffic"] for c in clusters.values())
-    return {"chunk_ids": order, "queries": len(real), "queries_with_suggestions": len(suggested),
+    return {"chunk_ids": [chunk for chunk, _ in order], "queries": len(real), "queries_with_suggestions": len(suggested),
+            "at_home": sum(homes.get(c, a) == a for c, a in ((c, cluster_of[q]) for c, q in order)),
+            # why each chunk is on the list: the real query whose turn brought it, and that query's cluster
+            "aimed": {chunk: {"query": query, "cluster": cluster_of[query]} for chunk, query in order},
             "clusters": [{"cluster": c["cluster"], "label": c["label"], "real": c["real"],
                           "traffic": c["traffic"], "share": round(c["traffic"] / total, 4)}
                          for c in clusters.values()]}
