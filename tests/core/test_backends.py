@@ -94,9 +94,10 @@ def test_http_backend_drops_replies_in_flight_when_the_caller_stops():
     results.close()  # a cancelled run: the pool shuts down without waiting for the rest
 
 
-# The default mix without near misses: the fake model's "What is known about ..." asks nothing that
-# depends on a setting, which a near miss must (tests/core/test_unanswerable.py covers them).
-FAKE_MIX = {t: w for t, w in generate_module.DEFAULT_MIX.items() if t != "unanswerable"}
+# The default mix without near misses and multi-hop rows: the fake model's "What is known about ..." asks
+# nothing that depends on a setting, which a near miss must, and names no shared entity in a second part,
+# which a multi-hop row must (tests/core/test_unanswerable.py and test_multihop_rules.py cover them).
+FAKE_MIX = {t: w for t, w in generate_module.DEFAULT_MIX.items() if t not in ("unanswerable", "multi_hop")}
 
 
 @pytest.mark.parametrize("parallel", [2, 5])

@@ -813,8 +813,7 @@ _NOTHING_DERIVED = {
 }
 
 
-def _plan(db, config: GenerationConfig, backend: Optional[Backend] = None
-          ) -> tuple[Optional[dict], dict, dict[str, int], dict]:
+def _plan(db, config: GenerationConfig) -> tuple[Optional[dict], dict, dict[str, int], dict]:
     """The run resumed (or None), its mix, the rows still wanted per type and the shares handed over at
     plan time (_hand_over); raises NothingToGenerate, before any model is loaded, when no candidate
     could be asked."""
@@ -825,53 +824,31 @@ def _plan(db, config: GenerationConfig, backend: Optional[Backend] = None
         mix = config.mix or DEFAULT_MIX
     done = _accepted_by_type(db, resumed["id"]) if resumed else {}
     plan = {t: max(0, n - done.get(t, 0)) for t, n in allocate(config.count, mix).items()}
-    plan, handed = _hand_over(db, plan, mix, config, backend)
+    plan, handed = _hand_over(db, plan, mix, config)
     reason = _why_nothing_to_ask(db, plan, config.seed, _chunk_choice(db, config), config.answers)
     if reason:
         raise NothingToGenerate(reason)
     return resumed, mix, plan, handed
 
 
-# Multi-hop rows in a project without approved factoid rows ask the model for both questions at once
-# (multihop.sentence_pairs); the bundled model kept 0 of 96 such candidates on the Python FAQ and 0 of 39
-# on the Debian FAQ (docs/generate.md), each a two-question reply, before the refill gave the share away.
-SENTENCE_PAIRS_WITH_BUNDLED = ("no approved factoid row to build on: the bundled model writing both questions "
-                               "kept 0 of 135 candidates on two FAQs; approve factoid rows (or use --model) "
-                               "for multi-hop rows")
-
-
-def _unbuildable(db, plan: dict[str, int], config: GenerationConfig, backend: Optional[Backend]) -> dict[str, str]:
+def _unbuildable(db, plan: dict[str, int], config: GenerationConfig) -> dict[str, str]:
     """Types of ``plan`` that cannot make a row in this project, each with why: a type built from the
-    corpus with nothing to build from (no unused chunk offers a near miss, a sentence pair or an
-    approved row to join), and multi-hop rows the bundled model would have to write whole."""
+    corpus with nothing to build from (no unused chunk offers a near miss, a pair made by rule or an
+    approved row to join; multihop.options decides which pairs are worth asking)."""
     if config.answers != "extractive":
         return {}
     found = {}
     for query_type in [t for t, n in plan.items() if n > 0 and derived(t, config.answers)]:
-        if query_type == "multi_hop" and _bundled(config, backend) and not multihop.RunScope(db).builds_on_rows:
-            found[query_type] = SENTENCE_PAIRS_WITH_BUNDLED
-        elif next(plan_tasks(db, {query_type: 1}, config.seed, _chunk_choice(db, config), config.answers), None) is None:
+        if next(plan_tasks(db, {query_type: 1}, config.seed, _chunk_choice(db, config), config.answers), None) is None:
             found[query_type] = _NOTHING_DERIVED[query_type].split(";")[0]
     return found
 
 
-def _bundled(config: GenerationConfig, backend: Optional[Backend]) -> bool:
-    """Whether the run writes with the bundled model (its Q4_1 file or the Q8_0 copy made from it)."""
-    from curator.core.resources import bundled_model_path
-
-    if backend is None:
-        return not (config.model_path or config.endpoint)
-    described = backend.describe()
-    path = described.get("source_model_path") or described.get("model_path")
-    return bool(path) and Path(path).resolve() == Path(bundled_model_path()).resolve()
-
-
-def _hand_over(db, plan: dict[str, int], mix: dict, config: GenerationConfig, backend: Optional[Backend]
-               ) -> tuple[dict[str, int], dict]:
+def _hand_over(db, plan: dict[str, int], mix: dict, config: GenerationConfig) -> tuple[dict[str, int], dict]:
     """``plan`` with the rows of types that cannot build anything here (_unbuildable) moved to the types
     that can take rows (REFILL_TYPES, by mix weight), before any candidate is asked; and what moved,
     where and why ({type: {"rows", "to", "why"}}). A type no other type can stand in for keeps its rows."""
-    unbuildable = _unbuildable(db, plan, config, backend)
+    unbuildable = _unbuildable(db, plan, config)
     takers = {t: w for t, w in mix.items() if w > 0 and t in REFILL_TYPES and t not in unbuildable}
     if not unbuildable or not takers:
         return plan, {}
@@ -1045,7 +1022,7 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     """
     if config.resume:
         _adopt_run_settings(db, config)
-    resumed, mix, plan, handed = _plan(db, config, backend)
+    resumed, mix, plan, handed = _plan(db, config)
     backend = backend or _open_engine(config, resumed, on_progress, cancel)
     if resumed:
         _check_same_model(db, resumed, backend)
