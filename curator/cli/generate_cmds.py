@@ -44,8 +44,8 @@ def _render_summary(s: dict) -> str:
 @click.option("--threads", type=click.IntRange(1, 256), help="CPU threads (default: the physical cores other processes leave free).")
 @click.option("--parallel", type=click.IntRange(1, 64),
               help="Rows generated at once: sequences decoded together, or requests in flight with --endpoint "
-                   "(default local: chosen by a short timing probe on first use of a model for a mode, cached; "
-                   "4 remote; 1 = one at a time).")
+                   "(default local: 1 for answer-first rows with the bundled model, measured fastest for them; else "
+                   "chosen by a short timing probe on first use of a model for a mode, cached; 4 remote).")
 @click.option("--retries", default=RETRIES_PER_CHUNK, show_default=True, type=click.IntRange(0, 10),
               help="New seeds for a rejected candidate before its chunk is given up (cheap: the prompt stays cached).")
 @click.option("--cluster", type=int, help="Seed generation with the chunks behind this cluster's real queries.")
@@ -53,10 +53,11 @@ def _render_summary(s: dict) -> str:
               help="corpus: chunks drawn across the documents; coverage: the chunks suggested for the real queries "
                    "of under-covered clusters, in proportion to their traffic (see 'curator cluster --coverage').")
 @click.option("--min-quality", default=0.0, show_default=True, type=click.FloatRange(0, 1),
-              help="Reject rows whose quality score (BM25 round trip + filter margins, 0..1) is below this.")
+              help="Reject rows whose quality score (0..1: the mean of the filters' margins, "
+                   "grounding, no restating, no repetition; the BM25 round trip is shown, never scored) is below this.")
 @click.option("--no-repack", is_flag=True,
-              help="Run the bundled model from its Q4_1 file only (by default the probe may choose its Q8_0 copy, "
-                   "cached on first use).")
+              help="Never use the bundled model's Q8_0 copy (only --answers free or --parallel N may choose it "
+                   "through the probe; answer-first rows run the Q4_1 file).")
 @click.option("--chat-format", help="For a GGUF that holds no chat template: a llama-cpp-python format name "
                                      "(chatml, gemma, llama-3, mistral-instruct, ...). Default: the file's template.")
 @click.option("--answers", "answers_mode", type=click.Choice(["extractive", "free"]), default="extractive",
