@@ -31,6 +31,8 @@ DOCS = {
      "How can I use aptitude?"),
     ("Cython compiles a modified version of Python with optional annotations into C extensions.", "Cython",
      "What does Cython compile?"),
+    ("The `re` module matches patterns against strings.", "re", "What does the re module match?"),
+    ("The `lru` decorator caches results of calls.", "lru", "What does the lru decorator cache?"),
 ])
 def test_a_rule_writes_the_question_a_subject_first_sentence_answers(sentence, entity, question):
     assert multihop.rule_question(sentence, entity) == question

@@ -301,9 +301,17 @@ def rule_question(sentence: str, entity: str) -> Optional[str]:
     if verb == "can":
         return f"What can {subject} be used for?" if rest[:2] == ["be", "used"] else f"What can {subject} do?"
     plural = not verb.endswith("s")
-    base = verb if plural else ("have" if verb == "has" else verb[:-2] if verb.endswith(("ches", "shes", "sses", "xes"))
-                                else verb[:-1])
-    return f"What {'do' if plural else 'does'} {subject} {base}?"
+    return f"What {'do' if plural else 'does'} {subject} {verb if plural else _base_form(verb)}?"
+
+
+_IRREGULAR_BASE = {"has": "have", "does": "do", "goes": "go", "caches": "cache"}  # "caches" ends in -ches
+
+
+def _base_form(verb: str) -> str:
+    """The base form of a third-person verb: "matches" -> "match", "takes" -> "take", "caches" -> "cache"."""
+    if verb in _IRREGULAR_BASE:
+        return _IRREGULAR_BASE[verb]
+    return verb[:-2] if verb.endswith(("ches", "shes", "sses", "xes")) else verb[:-1]
 
 
 # A second sentence that leans on what came before it in its chunk ("On one hand, requiring `global`
