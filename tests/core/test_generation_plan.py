@@ -59,6 +59,14 @@ def test_unanswerable_rows_without_near_miss_material_go_to_the_others(docs_proj
                                            GenerationConfig(count=3))
     assert plan == {"factoid": 3, "unanswerable": 0}
     assert handed["unanswerable"]["to"] == {"factoid": 1} and "no near miss" in handed["unanswerable"]["why"]
+    # once near misses were asked in this project, finding none left says so, not "nothing to build from"
+    (chunk_id,) = db.execute("SELECT id FROM chunks LIMIT 1").fetchone()
+    with db.conn:
+        db.execute("INSERT INTO rejected_candidates (query_type, source_chunk_ids, text, reason) VALUES (?, ?, ?, ?)",
+                   ["unanswerable", json.dumps([chunk_id]), "How do I purge on ChromeOS?", "answered"])
+    why = generate_mod._hand_over(db, {"factoid": 2, "unanswerable": 1}, {"factoid": 0.8, "unanswerable": 0.2},
+                                  GenerationConfig(count=3))[1]["unanswerable"]["why"]
+    assert why.startswith("every chunk that offers one was already used for unanswerable rows")
 
 
 LONG = ("The agent uploads every changed file to the server in the background and retries a failed upload "

@@ -813,10 +813,11 @@ _NOTHING_DERIVED = {
 }
 
 
-def _plan(db, config: GenerationConfig) -> tuple[Optional[dict], dict, dict[str, int], dict]:
+def _plan(db, config: GenerationConfig, chunk_choice) -> tuple[Optional[dict], dict, dict[str, int], dict]:
     """The run resumed (or None), its mix, the rows still wanted per type and the shares handed over at
     plan time (_hand_over); raises NothingToGenerate, before any model is loaded, when no candidate
-    could be asked."""
+    could be asked. ``chunk_choice`` is _chunk_choice's, computed once a run (a cluster's costs a search
+    per real query)."""
     resumed = _last_run(db) if config.resume else None
     if resumed:
         config.count, mix = resumed["target"], store.loads(resumed["mix"])
@@ -824,31 +825,35 @@ def _plan(db, config: GenerationConfig) -> tuple[Optional[dict], dict, dict[str,
         mix = config.mix or DEFAULT_MIX
     done = _accepted_by_type(db, resumed["id"]) if resumed else {}
     plan = {t: max(0, n - done.get(t, 0)) for t, n in allocate(config.count, mix).items()}
-    plan, handed = _hand_over(db, plan, mix, config)
-    reason = _why_nothing_to_ask(db, plan, config.seed, _chunk_choice(db, config), config.answers)
+    plan, handed = _hand_over(db, plan, mix, config, chunk_choice)
+    reason = _why_nothing_to_ask(db, plan, config.seed, chunk_choice, config.answers)
     if reason:
         raise NothingToGenerate(reason)
     return resumed, mix, plan, handed
 
 
-def _unbuildable(db, plan: dict[str, int], config: GenerationConfig) -> dict[str, str]:
+def _unbuildable(db, plan: dict[str, int], config: GenerationConfig, chunk_choice=None) -> dict[str, str]:
     """Types of ``plan`` that cannot make a row in this project, each with why: a type built from the
     corpus with nothing to build from (no unused chunk offers a near miss, a pair made by rule or an
     approved row to join; multihop.options decides which pairs are worth asking)."""
     if config.answers != "extractive":
         return {}
-    found = {}
+    found, asked_before = {}, None
     for query_type in [t for t, n in plan.items() if n > 0 and derived(t, config.answers)]:
-        if next(plan_tasks(db, {query_type: 1}, config.seed, _chunk_choice(db, config), config.answers), None) is None:
-            found[query_type] = _NOTHING_DERIVED[query_type].split(";")[0]
+        if next(plan_tasks(db, {query_type: 1}, config.seed, chunk_choice, config.answers), None) is None:
+            asked_before = asked_before if asked_before is not None else {t for t, _ in _used_pairs(db)}
+            found[query_type] = (f"every chunk that offers one was already used for {query_type} rows (each chunk "
+                                 "is asked once per type)" if query_type in asked_before
+                                 else _NOTHING_DERIVED[query_type].split(";")[0])
     return found
 
 
-def _hand_over(db, plan: dict[str, int], mix: dict, config: GenerationConfig) -> tuple[dict[str, int], dict]:
+def _hand_over(db, plan: dict[str, int], mix: dict, config: GenerationConfig, chunk_choice=None
+               ) -> tuple[dict[str, int], dict]:
     """``plan`` with the rows of types that cannot build anything here (_unbuildable) moved to the types
     that can take rows (REFILL_TYPES, by mix weight), before any candidate is asked; and what moved,
     where and why ({type: {"rows", "to", "why"}}). A type no other type can stand in for keeps its rows."""
-    unbuildable = _unbuildable(db, plan, config)
+    unbuildable = _unbuildable(db, plan, config, chunk_choice)
     takers = {t: w for t, w in mix.items() if w > 0 and t in REFILL_TYPES and t not in unbuildable}
     if not unbuildable or not takers:
         return plan, {}
@@ -983,9 +988,9 @@ def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progre
 
 def _run_pass(db, run_id: int, config: GenerationConfig, backend: Backend, plan: dict, progress: _Progress,
               checks: _Checks, target: int, on_progress: Optional[ProgressCallback], cancel: Optional[CancelToken],
-              events: GenerationEvents) -> None:
+              events: GenerationEvents, chunk_choice=None) -> None:
     """Ask the backend until ``plan`` is met or no task is left; each reply is committed as it comes."""
-    scheduler = _Scheduler(plan_tasks(db, plan, config.seed, _chunk_choice(db, config), config.answers), plan, progress,
+    scheduler = _Scheduler(plan_tasks(db, plan, config.seed, chunk_choice, config.answers), plan, progress,
                            config, cancel)
     scheduler.examples = checks.examples
     results = backend.iter_complete(scheduler.requests())
@@ -1022,7 +1027,8 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     """
     if config.resume:
         _adopt_run_settings(db, config)
-    resumed, mix, plan, handed = _plan(db, config)
+    chunk_choice = _chunk_choice(db, config)
+    resumed, mix, plan, handed = _plan(db, config, chunk_choice)
     backend = backend or _open_engine(config, resumed, on_progress, cancel)
     if resumed:
         _check_same_model(db, resumed, backend)
@@ -1037,15 +1043,18 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     target = sum(plan.values())
     if handed:  # said once, before the first candidate; the run record keeps it (counts.handed_over)
         progress.handed_over = handed
-        report(on_progress, 0, target, "handed over at plan time: " + handed_over_message(handed))
-        events.progress(0, target, "handed over at plan time: " + handed_over_message(handed))
+        said = "handed over at plan time: " + handed_over_message(handed)
+        report(on_progress, 0, target, said)
+        events.progress(0, target, said)
     try:
-        _run_pass(db, run_id, config, backend, plan, progress, checks, target, on_progress, cancel, events)
+        _run_pass(db, run_id, config, backend, plan, progress, checks, target, on_progress, cancel, events,
+                  chunk_choice)
         _store_spares(db, run_id, plan, progress, events)
         refill = _refill_plan(plan, {t: w for t, w in mix.items() if t not in handed}, progress)
         if refill:  # a type could not fill its share: the types that could take its rows
             plan.update({t: 0 for t in plan}, **refill)
-            _run_pass(db, run_id, config, backend, plan, progress, checks, target, on_progress, cancel, events)
+            _run_pass(db, run_id, config, backend, plan, progress, checks, target, on_progress, cancel, events,
+                      chunk_choice)
             _store_spares(db, run_id, plan, progress, events)
     except (Cancelled, KeyboardInterrupt):
         return _finish(db, run_id, "cancelled", progress, started)
