@@ -38,16 +38,18 @@ def test_answer_sentences_keep_standalone_prose_only():
                                   "What does this sentence ask about the thing it names here?"])
 def test_text_without_an_answer_sentence_gives_none(text):
     assert answer_sentences(text) == []
-    assert pick_answer({"id": "c1", "text": text}, 0, seed=0) is None
+    assert pick_answer({"id": "c1", "text": text}, 0) is None
 
 
-def test_pick_answer_is_seeded_and_a_retry_takes_another_sentence():
+def test_a_retry_takes_another_sentence_and_skipped_sentences_are_never_asked():
     text = " ".join(f"Sentence number {i} explains how widget {i} is calibrated before the audit." for i in range(5))
     chunk = {"id": "c_1", "text": text}
-    first, second = pick_answer(chunk, 0, seed=7), pick_answer(chunk, 1, seed=7)
+    first, second = pick_answer(chunk, 0), pick_answer(chunk, 1)
     assert first != second and {first, second} <= set(answer_sentences(text))
-    assert pick_answer(chunk, 0, seed=7) == first  # the same seed, the same sentence
-    assert {pick_answer(chunk, a, seed=7) for a in range(5)} == set(answer_sentences(text))  # every one in turn
+    assert pick_answer(chunk, 0) == first  # the same attempt, the same sentence
+    assert {pick_answer(chunk, a) for a in range(5)} == set(answer_sentences(text))  # every one in turn
+    skipped = {pick_answer(chunk, a, skip=lambda s: "widget 2" in s) for a in range(5)}
+    assert len(skipped) == 4 and not any("widget 2" in s for s in skipped)
 
 
 def test_ranked_answer_sentences_put_stated_facts_first_and_examples_and_pointers_last():
@@ -62,7 +64,7 @@ def test_ranked_answer_sentences_put_stated_facts_first_and_examples_and_pointer
     assert ranked[0].startswith("Widget calibration resets")
     assert ranked[1].startswith("The widget measures")
     assert {ranked[2][:10], ranked[3][:10]} == {"For exampl", "Refer to t"}
-    assert [pick_answer(chunk, a, seed=s) for a, s in ((0, 1), (1, 2))] == ranked[:2]  # the order, whatever the seed
+    assert [pick_answer(chunk, a) for a in (0, 1)] == ranked[:2]
 
 
 def test_an_extracted_answer_must_add_words_to_its_question():

@@ -83,9 +83,9 @@ def test_sentences_seldom_kept_for_a_type_are_not_asked_about():
     assert seldom_kept("factoid", LONG) and seldom_kept("vague", LONG) and not seldom_kept("keyword", LONG)
     assert not any(seldom_kept(t, PLAIN) for t in ("factoid", "keyword", "vague"))
     chunk = {"id": "c1", "title": "Sync", "text": f"{LONG} {CODE} {PLAIN}"}
-    assert [pick_answer("factoid", chunk, attempt, 0) for attempt in range(3)] == [CODE, PLAIN, CODE]
-    assert [pick_answer("keyword", chunk, attempt, 0) for attempt in range(2)] == [LONG, PLAIN]
-    assert pick_answer("vague", {"id": "c2", "title": "Sync", "text": LONG}, 0, 0) is None  # nothing left to ask
+    assert [pick_answer("factoid", chunk, attempt) for attempt in range(3)] == [CODE, PLAIN, CODE]
+    assert [pick_answer("keyword", chunk, attempt) for attempt in range(2)] == [LONG, PLAIN]
+    assert pick_answer("vague", {"id": "c2", "title": "Sync", "text": LONG}, 0) is None  # nothing left to ask
 
 
 def test_the_switch_asks_every_sentence_again(monkeypatch):
@@ -93,7 +93,7 @@ def test_the_switch_asks_every_sentence_again(monkeypatch):
 
     chunk = {"id": "c1", "title": "Sync", "text": f"{LONG} {CODE} {PLAIN}"}
     monkeypatch.setattr(generate_mod, "SKIP_SELDOM_KEPT", False)
-    assert [pick_answer("factoid", chunk, a, 0) for a in range(3)] == [answers.pick_answer(chunk, a, 0) for a in range(3)]
+    assert [pick_answer("factoid", chunk, a) for a in range(3)] == [answers.pick_answer(chunk, a) for a in range(3)]
 
 
 def test_a_near_miss_about_a_sentence_naming_its_setting_must_spell_it(bundled_model):

@@ -21,7 +21,7 @@ usable share was no higher (28%), so it mainly keeps the reviewer's queue and th
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Callable, Optional
 
 # A sentence ends at . ! ? followed by space and a capital, a quote, a backtick or a digit, except
 # after an abbreviation ("e.g. \u201c2.2+\u201d" cut a reference answer in two in the quality bench).
@@ -108,13 +108,13 @@ def _content(text: str) -> set[str]:
     return stems(text)
 
 
-def pick_answer(chunk: dict, attempt: int, seed: int) -> Optional[str]:
+def pick_answer(chunk: dict, attempt: int, skip: Optional[Callable[[str], bool]] = None) -> Optional[str]:
     """The answer sentence of a chunk for a given attempt: the best sentence first
     (ranked_answer_sentences), and a retry asks about the next one (a new question, not the same
-    failure again). ``seed`` is kept for callers; the order no longer depends on it: a seeded
-    shuffle picked the third or later sentence as often as the first, and those rows were usable
-    less often."""
-    sentences = ranked_answer_sentences(chunk)
+    failure again); sentences ``skip`` says yes to are never asked about. The order is not seeded: a
+    seeded shuffle picked the third or later sentence as often as the first, and those rows were
+    usable less often."""
+    sentences = [s for s in ranked_answer_sentences(chunk) if not (skip and skip(s))]
     if not sentences:
         return None
     return sentences[attempt % len(sentences)]

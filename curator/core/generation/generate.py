@@ -11,6 +11,7 @@ import random
 import time
 import zlib
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
@@ -201,13 +202,10 @@ def seldom_kept(query_type: str, sentence: str) -> bool:
     return query_type in ("factoid", "vague") and len(sentence.split()) >= LONG_ANSWER_WORDS
 
 
-def pick_answer(query_type: str, chunk: dict, attempt: int, seed: int) -> Optional[str]:
+def pick_answer(query_type: str, chunk: dict, attempt: int) -> Optional[str]:
     """The answer sentence an answer-first task of ``query_type`` asks about on its ``attempt``-th try:
     answers.pick_answer's order, without the sentences whose rows of this type were seldom kept."""
-    if not SKIP_SELDOM_KEPT:
-        return answers.pick_answer(chunk, attempt, seed)
-    sentences = [s for s in answers.ranked_answer_sentences(chunk) if not seldom_kept(query_type, s)]
-    return sentences[attempt % len(sentences)] if sentences else None
+    return answers.pick_answer(chunk, attempt, skip=partial(seldom_kept, query_type) if SKIP_SELDOM_KEPT else None)
 
 
 def answer_first(query_type: str, answers_mode: str) -> bool:
@@ -270,7 +268,7 @@ def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, clust
                 if query_type == "multi_hop" and extra is None:
                     continue
                 asks_answer_first = answer_first(query_type, answers_mode)
-                answer = pick_answer(query_type, chunk, 0, seed) if asks_answer_first else None
+                answer = pick_answer(query_type, chunk, 0) if asks_answer_first else None
                 if asks_answer_first and answer is None:
                     continue
                 yield Task(query_type, [chunk] + ([extra] if extra else []), answer=answer)
@@ -956,7 +954,7 @@ class _Scheduler:
                 return  # a row made by rule comes out the same when asked again
             self.retries.append(_task_option(task, task.attempt + 1))
         elif task.attempt < self.config.retries:
-            answer = pick_answer(task.query_type, task.chunks[0], task.attempt + 1, self.config.seed) if task.answer else None
+            answer = pick_answer(task.query_type, task.chunks[0], task.attempt + 1) if task.answer else None
             self.retries.append(Task(task.query_type, task.chunks, task.attempt + 1, answer))
 
     def abandon_full_types(self) -> None:
