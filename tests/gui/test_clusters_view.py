@@ -383,3 +383,90 @@ def test_cluster_labels_do_not_overlap(qtbot, tmp_path):
              for c, (x, y) in m.label_positions().items()]
     assert any(naive[a].intersects(naive[b]) for a in range(len(naive)) for b in range(a + 1, len(naive)))
     assert m.grab().save(str(tmp_path / "labels.png"))
+
+
+def _with_new_rows(project, count: int = 3) -> tuple:
+    """The project's connection after adding ``count`` synthetic rows the cluster run never saw."""
+    db = open_project(project)
+    topic = next(iter(TOPICS.values()))
+    with db.conn:
+        new = [add_query(db, f"{text} added later {i}", "synthetic", query_type="factoid")
+               for i, text in enumerate(topic[:count])]
+    return db, new
+
+
+def _shown_view(qtbot, db, project) -> ClustersView:
+    v = ClustersView(db, project)
+    qtbot.addWidget(v)
+    v.resize(1100, 650)
+    v.show()
+    qtbot.waitExposed(v)
+    return v
+
+
+def test_shutdown_cancels_the_placing_worker_and_its_late_signals_touch_nothing(qtbot, project):
+    """The project is left while rows added since the run are being embedded: shutdown cancels the
+    worker and its signals, arriving after the connection closed, neither read the project nor
+    raise (pytest-qt fails the test on an exception in a slot)."""
+    db, _ = _with_new_rows(project)
+    v = _shown_view(qtbot, db, project)
+    placer = v._placer
+    assert placer is not None, "rows without a cached vector start a placing worker"
+    v.shutdown()
+    db.close()  # as the window does right after shutdown
+    qtbot.waitUntil(lambda: not v.placing(), timeout=120000)
+    qtbot.wait(50)  # any signal still queued is delivered
+    assert placer.token.cancelled
+    v.close()
+
+
+def test_rows_added_while_placing_are_placed_too(qtbot, project, monkeypatch):
+    """A row added while the placing worker runs, after it read what to embed: when that worker
+    embedded nothing (here it is held, then returns 0), a second one places the new row too."""
+    import threading
+
+    from curator.gui import workers
+
+    real, release, calls = workers.place_task, threading.Event(), []
+
+    def held_first(db, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            release.wait(60)
+            return 0
+        return real(db, **kwargs)
+
+    monkeypatch.setattr(workers, "place_task", held_first)
+    db, new = _with_new_rows(project)
+    v = _shown_view(qtbot, db, project)
+    assert v.placing()
+    with db.conn:
+        new.append(add_query(db, "how do I reset my password added while placing", "synthetic", query_type="factoid"))
+    v.refresh_counts()  # the tab is shown again: the new row is counted, the worker already runs
+    assert v.unplaced == len(new)
+    release.set()
+    qtbot.waitUntil(lambda: len(calls) == 2 and not v.placing(), timeout=120000)
+    assert sorted(v.map.placed_ids()) == sorted(new)
+    assert v.unplaced == 0
+    v.close()
+    db.close()
+
+
+def test_a_placing_failure_stays_in_the_status_line(qtbot, project, monkeypatch):
+    """The placing worker fails: the status line keeps why (it used to be overwritten at once)."""
+    from curator.core.errors import InputError
+    from curator.gui import workers
+
+    def failing(db, **kwargs):
+        raise InputError("the run's embedder file is gone")
+
+    monkeypatch.setattr(workers, "place_task", failing)
+    db, new = _with_new_rows(project)
+    v = _shown_view(qtbot, db, project)
+    qtbot.waitUntil(lambda: not v.placing(), timeout=120000)
+    qtbot.wait(50)
+    assert v.unplaced == len(new)
+    assert f"{len(new)} added since the run not on the map yet (could not place them: the run's embedder file is gone)" \
+        in v.status.text()
+    v.close()
+    db.close()
