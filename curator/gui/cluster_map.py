@@ -109,18 +109,16 @@ class ClusterMap(QWidget):
         self._relayout()
 
     def set_rows(self, rows: Sequence[dict]) -> None:
-        """Rows as returned by ``reads.cluster_points`` or ``coverage.map_points`` (whose ``placed``
-        rows were added since the run)."""
+        """Rows as returned by ``reads.cluster_points`` (a row with ``placed`` True is drawn hollow)."""
         self.set_points([r["query_id"] for r in rows], np.array([[r["x"], r["y"]] for r in rows], np.float64),
                         [r["cluster"] for r in rows], [r["source"] == "log" for r in rows],
                         [r["text"] or "" for r in rows], [bool(r.get("placed")) for r in rows])
 
     def set_placed(self, rows: Sequence[dict]) -> None:
-        """Replace the points added since the run (``coverage.map_points`` rows with ``placed``) and
+        """Replace the points added since the run with ``rows`` (``coverage.placed_points``) and
         keep the fitted ones, the selection and the gap marks of the points that stay. A placed point
         is a mean of fitted positions, inside their bounds: the map's scale does not jump."""
         fitted = np.flatnonzero(~self.placed)
-        rows = [r for r in rows if r.get("placed")]
         selected, gaps = set(self.selected_ids()), set(self.gap_ids())
         self.ids = [self.ids[i] for i in fitted] + [r["query_id"] for r in rows]
         self.texts = [self.texts[i] for i in fitted] + [r["text"] or "" for r in rows]
@@ -174,7 +172,8 @@ class ClusterMap(QWidget):
         metrics = QFontMetrics(self.font())
         placed: list[QRectF] = []
         out: dict[int, QRectF] = {}
-        sizes = {c: int((self.clusters == c).sum()) for c in self.label_positions()}
+        clusters, counts = np.unique(self.clusters, return_counts=True)
+        sizes = {int(c): int(n) for c, n in zip(clusters, counts) if int(c) in self.labels}
         for cluster in sorted(sizes, key=lambda c: (-sizes[c], c)):
             size = metrics.boundingRect(self.label_text(cluster)).adjusted(-4, -2, 4, 2).size()
             box = self._free_spot(cluster, float(size.width()), float(size.height()), placed)

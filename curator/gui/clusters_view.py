@@ -11,7 +11,7 @@ gaps" asks the window to start a coverage-aimed run in the Generate tab (``gener
 a view never imports another view.
 
 Rows added since the cluster run (generated for the gaps, a log imported) are drawn hollow at the
-mean map position of their nearest clustered queries (``coverage.map_points``), so a coverage-aimed
+mean map position of their nearest clustered queries (``coverage.placed_points``), so a coverage-aimed
 run shows on the map at once; "Run clustering" fits them properly. Their vectors are embedded by
 a worker (``workers.place_task``) when not cached: the GUI thread only reads cached vectors.
 
@@ -193,7 +193,7 @@ class ClustersView(TaskView, QWidget):
             measured = coverage.measure(self.db, embed_new=False)
         except CuratorError:
             return None
-        self.map.set_placed(coverage.map_points(measured))
+        self.map.set_placed(coverage.placed_points(measured))
         self.map.set_coverage(measured.gap_ids(), measured.labels)
         self.unplaced = sum(r["cluster"] < 0 for r in measured.rows)
         self._cluster_of = {r["id"]: int(r["cluster"]) for r in measured.rows}
