@@ -364,6 +364,39 @@ def _crowded_map(qtbot, clusters: int = 12):
     return m
 
 
+def _points_in(xy, box) -> int:
+    """The exact number of points inside ``box`` (edges included)."""
+    x, y = xy[:, 0], xy[:, 1]
+    return int(((x >= box.left()) & (x <= box.right()) & (y >= box.top()) & (y <= box.bottom())).sum())
+
+
+def test_occupancy_grid_never_undercounts_and_is_zero_only_on_empty_boxes():
+    """The label layout's occupancy grid against an exact count, on random points and boxes: at
+    least the exact count, exactly 0 when the box holds no point, and close to it (a box counts
+    only the cells it touches)."""
+    from PySide6.QtCore import QRectF
+
+    from curator.gui.cluster_map import CELL, Occupancy
+
+    rng = np.random.default_rng(1)
+    xy = rng.uniform(0, [640, 480], size=(3000, 2)).astype(np.float32)
+    xy[:500] = rng.normal([200, 150], 20, size=(500, 2))  # a dense cluster
+    grid = Occupancy(xy, 640, 480)
+    empty = 0
+    for _ in range(2000):
+        w, h = rng.uniform(4, 160), rng.uniform(4, 40)
+        box = QRectF(rng.uniform(0, 640 - w), rng.uniform(0, 480 - h), w, h)
+        exact, counted = _points_in(xy, box), grid.count(box)
+        assert counted >= exact
+        empty += exact == 0
+        grown = QRectF(box.left() - CELL, box.top() - CELL, box.width() + 2 * CELL, box.height() + 2 * CELL)
+        assert counted <= _points_in(xy, grown)  # only the cells the box touches
+    assert empty > 20, "some boxes must be empty for the zero case to be tested"
+    tiny = QRectF(600, 20, 30, 10)
+    assert Occupancy(np.array([[610.0, 25.0]], np.float32), 640, 480).count(tiny) == 1
+    assert Occupancy(np.array([[610.0, 45.0]], np.float32), 640, 480).count(tiny) == 0
+
+
 def test_cluster_labels_do_not_overlap(qtbot, tmp_path):
     """Twelve crowded clusters: the label boxes stay inside the map and no two intersect, where the
     first-choice spots (above each cluster's points) do collide."""
@@ -377,7 +410,7 @@ def test_cluster_labels_do_not_overlap(qtbot, tmp_path):
         for b in boxes:
             if a < b:
                 assert not boxes[a].intersects(boxes[b]), (a, b, boxes[a], boxes[b])
-    assert sum(m._points_under(box) for box in boxes.values()) == 0  # and no label hides a point
+    assert sum(_points_in(m.screen_xy, box) for box in boxes.values()) == 0  # and no label hides a point
     # the naive layout (every label centred above its cluster) overlaps here: the test can fail
     naive = [QRectF(x - boxes[c].width() / 2, y - boxes[c].height(), boxes[c].width(), boxes[c].height())
              for c, (x, y) in m.label_positions().items()]
