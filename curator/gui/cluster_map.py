@@ -312,8 +312,7 @@ class ClusterMap(QWidget):
                 for cluster in np.unique(self.clusters):
                     mask = (self.clusters == cluster) & (self.is_log == log) & (self.placed == placed)
                     if mask.any():
-                        draw = self._draw_placed if placed else self._draw_group
-                        draw(painter, self.screen_xy[mask], cluster_color(int(cluster)), log)
+                        self._draw_group(painter, self.screen_xy[mask], cluster_color(int(cluster)), log, placed)
         self._draw_gap_rings(painter)
         self._draw_labels(painter)
         painter.end()
@@ -348,27 +347,24 @@ class ClusterMap(QWidget):
             painter.drawText(box, Qt.AlignCenter, self.label_text(cluster))
 
     @staticmethod
-    def _draw_placed(painter: QPainter, pts: np.ndarray, colour: QColor, log: bool) -> None:
-        """A point added since the run: its marker's outline in the cluster colour, white inside
-        (hollow), so an estimated position never passes for a fitted one."""
+    def _draw_group(painter: QPainter, pts: np.ndarray, colour: QColor, log: bool, hollow: bool = False) -> None:
+        """One cluster's points of one kind: log queries squares, synthetic ones discs. A ``hollow``
+        point (added since the run) is its marker's outline in the cluster colour, white inside, so an
+        estimated position never passes for a fitted one; a fitted log square has a dark outline."""
         poly = QPolygonF([QPointF(float(x), float(y)) for x, y in pts])
         cap = Qt.SquareCap if log else Qt.RoundCap
-        painter.setPen(QPen(colour, POINT + 4, Qt.SolidLine, cap))
-        painter.drawPoints(poly)
-        painter.setPen(QPen(QColor("#ffffff"), POINT - 1, Qt.SolidLine, cap))
-        painter.drawPoints(poly)
-
-    @staticmethod
-    def _draw_group(painter: QPainter, pts: np.ndarray, colour: QColor, log: bool) -> None:
-        poly = QPolygonF([QPointF(float(x), float(y)) for x, y in pts])
-        if log:  # dark square outline, then the coloured square inside it
-            painter.setPen(QPen(QColor("#111827"), POINT + 2, Qt.SolidLine, Qt.SquareCap))
+        if hollow:
+            painter.setPen(QPen(colour, POINT + 4, Qt.SolidLine, cap))
             painter.drawPoints(poly)
-            painter.setPen(QPen(colour, POINT - 1, Qt.SolidLine, Qt.SquareCap))
+            painter.setPen(QPen(QColor("#ffffff"), POINT - 1, Qt.SolidLine, cap))
+        elif log:  # dark square outline, then the coloured square inside it
+            painter.setPen(QPen(QColor("#111827"), POINT + 2, Qt.SolidLine, cap))
+            painter.drawPoints(poly)
+            painter.setPen(QPen(colour, POINT - 1, Qt.SolidLine, cap))
         else:
             fill = QColor(colour)
             fill.setAlpha(210)
-            painter.setPen(QPen(fill, POINT + 2, Qt.SolidLine, Qt.RoundCap))
+            painter.setPen(QPen(fill, POINT + 2, Qt.SolidLine, cap))
         painter.drawPoints(poly)
 
     def paintEvent(self, event) -> None:
