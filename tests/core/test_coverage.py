@@ -218,3 +218,20 @@ def test_embed_unplaced_embeds_only_what_is_not_cached(clustered):
     assert coverage.embed_unplaced(db) == 0  # cached now: nothing to embed
     placed = {r["id"]: r for r in coverage.measure(db, embed_new=False).rows if r["id"] in new}
     assert all(r["placed"] and r["cluster"] >= 0 for r in placed.values())
+
+
+def test_embed_unplaced_stops_when_cancelled(clustered):
+    """The Clusters tab cancels its placing worker when the project is left: the token reaches the
+    embedding loop, which stops before its next batch and stores nothing more."""
+    from curator.core.progress import CancelToken, Cancelled
+
+    db, _ = clustered
+    with db.conn:
+        add_query(db, "refund my invoice twice please", "synthetic", query_type="factoid")
+    token = CancelToken()
+    token.cancel()
+    before = db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+    with pytest.raises(Cancelled):
+        coverage.embed_unplaced(db, cancel=token)
+    assert db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0] == before
+    assert coverage.embed_unplaced(db) == 1

@@ -85,22 +85,24 @@ def _spec_for(embedder_id: str) -> Optional[str]:
     return None if spec is None or spec.startswith("endpoint:") else spec
 
 
-def _embed_missing(db, embedder_id: str, texts: list[str]) -> Optional[np.ndarray]:
+def _embed_missing(db, embedder_id: str, texts: list[str], cancel=None) -> Optional[np.ndarray]:
     """Vectors of texts the run never embedded, from the embedder that made the run (None when
-    it cannot be rebuilt: a tfidf space refitted on a grown project is another space)."""
+    it cannot be rebuilt: a tfidf space refitted on a grown project is another space). ``cancel``
+    (a CancelToken) is checked between batches; each batch stored stays cached."""
     from curator.core.embedding.embed import embed_texts, get_embedder
 
     spec = _spec_for(embedder_id)
     try:
         embedder = get_embedder(spec, db) if spec else None
         if embedder is not None and embedder.id == embedder_id:  # same model file, same fitted space
-            return embed_texts(db, embedder, texts)
+            return embed_texts(db, embedder, texts, cancel=cancel)
     except (ModelFileError, InputError, OSError, ValueError):
         pass
     return None
 
 
-def _lookup(db, embedder_id: str, texts: list[str], embed_new: bool) -> tuple[list[Optional[np.ndarray]], int]:
+def _lookup(db, embedder_id: str, texts: list[str], embed_new: bool,
+            cancel=None) -> tuple[list[Optional[np.ndarray]], int]:
     """Each text's vector in the run's space (None when it has none): the cache first, then, with
     ``embed_new``, the run's embedder for the rest (built only when some are missing). Returns the
     vectors and how many were embedded now."""
@@ -108,7 +110,7 @@ def _lookup(db, embedder_id: str, texts: list[str], embed_new: bool) -> tuple[li
     missing = [i for i, v in enumerate(vectors) if v is None]
     if not missing or not embed_new:
         return vectors, 0
-    more = _embed_missing(db, embedder_id, [texts[i] for i in missing])
+    more = _embed_missing(db, embedder_id, [texts[i] for i in missing], cancel)
     if more is None:
         return vectors, 0
     for i, v in zip(missing, more):
@@ -258,15 +260,16 @@ def placed_points(m: Measure) -> list[dict]:
             for r in m.rows if r["placed"]]
 
 
-def embed_unplaced(db: sqlite_utils.Database) -> int:
+def embed_unplaced(db: sqlite_utils.Database, cancel=None) -> int:
     """Embed, in the active run's space, the queries it never saw and whose vector is not cached yet,
     so that a later ``measure(db, embed_new=False)`` (the GUI thread's) places them. Returns how many
-    were embedded (0 when the run's embedder cannot be rebuilt: they stay unplaced)."""
+    were embedded (0 when the run's embedder cannot be rebuilt: they stay unplaced). ``cancel`` stops
+    it between batches (raising Cancelled): the project is being left."""
     run = active_cluster_run(db)
     if run is None:
         return 0
     new = [r["text"] for r in _rows(db, run["id"]) if not r["clustered"]]
-    return _lookup(db, run["embedder"], new, embed_new=True)[1] if new else 0
+    return _lookup(db, run["embedder"], new, embed_new=True, cancel=cancel)[1] if new else 0
 
 
 def _suggested(db, query_ids: list[str]) -> dict[str, list[str]]:
