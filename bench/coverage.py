@@ -92,7 +92,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from curator.core.clustering.coverage import map_points, measure, report, target_chunks  # noqa: E402
+from curator.core.clustering.coverage import measure, placed_points, report, target_chunks  # noqa: E402
 from curator.core.generation.generate import GenerationConfig, generate, parse_mix  # noqa: E402
 from curator.core.store import open_project  # noqa: E402
 
@@ -122,7 +122,7 @@ def line(name: str, r: dict) -> str:
 def landing(db, run_id: int, aimed: dict, under_covered: set) -> list[dict]:
     """Each row of a run: the cluster its source chunk was aimed at (None in a default run) and where
     it was placed: that cluster, another cluster under-covered before the run, or a covered one."""
-    placed = {p["query_id"]: p["cluster"] for p in map_points(measure(db))}
+    placed = {p["query_id"]: p["cluster"] for p in placed_points(measure(db))}
     out = []
     for query_id, text, sources in db.execute("SELECT id, text, source_chunk_ids FROM queries WHERE run_id = ?", [run_id]):
         source = (json.loads(sources) or [None])[0]

@@ -11,9 +11,12 @@ gaps" asks the window to start a coverage-aimed run in the Generate tab (``gener
 a view never imports another view.
 
 Rows added since the cluster run (generated for the gaps, a log imported) are drawn hollow at the
-mean map position of their nearest clustered queries (``coverage.map_points``), so a coverage-aimed
+mean map position of their nearest clustered queries (``coverage.placed_points``), so a coverage-aimed
 run shows on the map at once; "Run clustering" fits them properly. Their vectors are embedded by
 a worker (``workers.place_task``) when not cached: the GUI thread only reads cached vectors.
+
+After ``shutdown`` (the project is left, its connection closed) a worker that ends later touches
+nothing, as in the Review tab's suggestion lists.
 """
 
 from __future__ import annotations
@@ -73,6 +76,8 @@ class ClustersView(TaskView, QWidget):
         self._coverage_of: Optional[tuple] = None  # what that report was measured on (see _coverage_key)
         self._placer: Optional[workers.TaskWorker] = None  # embeds rows added since the run, off this thread
         self._placing_tried: Optional[tuple] = None  # the coverage key a placing worker last ran for
+        self._placing_error: Optional[str] = None  # why the last placing worker failed (shown in the status)
+        self._closed = False  # shutdown() ran: the project's connection is closed, workers' slots do nothing
         self.unplaced = 0  # rows added since the run that are not on the map (no vector yet, or none possible)
         self._cluster_of: dict[str, int] = {}  # query id -> cluster as coverage counts it (placed rows included)
         self._labels: dict[int, str] = {}
@@ -161,7 +166,6 @@ class ClustersView(TaskView, QWidget):
             self._map_selected([])
         self.refresh_counts()
         if run:
-            sil = f", silhouette {run['silhouette']:.2f}" if run.get("silhouette") is not None else ""
             self.status.setText(self._run_text(run))
         else:
             self.status.setText("No cluster run yet. Run clustering to group the queries, then build a review queue.")
@@ -177,7 +181,9 @@ class ClustersView(TaskView, QWidget):
                 "(Run clustering to fit them)") if placed else ""
         if self.unplaced:
             text += f" · {self.unplaced} added since the run not on the map yet" + (
-                ": placing them…" if self._placer is not None else " (their embedder cannot be rebuilt: Run clustering)")
+                ": placing them…" if self._placer is not None else
+                f" (could not place them: {self._placing_error})" if self._placing_error else
+                " (their embedder cannot be rebuilt: Run clustering)")
         return text
 
     def _measure(self) -> Optional[dict]:
@@ -187,7 +193,7 @@ class ClustersView(TaskView, QWidget):
             measured = coverage.measure(self.db, embed_new=False)
         except CuratorError:
             return None
-        self.map.set_placed(coverage.map_points(measured))
+        self.map.set_placed(coverage.placed_points(measured))
         self.map.set_coverage(measured.gap_ids(), measured.labels)
         self.unplaced = sum(r["cluster"] < 0 for r in measured.rows)
         self._cluster_of = {r["id"]: int(r["cluster"]) for r in measured.rows}
@@ -197,23 +203,29 @@ class ClustersView(TaskView, QWidget):
     def _place_new_rows(self, key: tuple) -> None:
         """Rows added since the run without a cached vector: embed them in a worker, then measure again.
         Once per coverage key, so an embedder that cannot be rebuilt is not retried on every show."""
-        if not self.unplaced or self._placer is not None or self._placing_tried == key:
+        if self._closed or not self.unplaced or self._placer is not None or self._placing_tried == key:
             return
-        self._placing_tried = key
+        self._placing_tried, self._placing_error = key, None
         self._placer = workers.launch(self.project_path, workers.place_task, progress=lambda *_: None,
                                       finished=self._placed, failed=self._placing_failed,
                                       cancelled=lambda: None, done=self._placing_done)
 
     def _placed(self, embedded: int) -> None:
-        if embedded:
+        if embedded and not self._closed:
             self._coverage_of = None  # the cache now holds their vectors: measure again
 
     def _placing_failed(self, what: str, todo: str) -> None:
-        self.status.setText(f"Could not place the rows added since the run: {what}")
+        if not self._closed:  # kept for the status line (_placed_text), which _placing_done rewrites
+            self._placing_error = what
 
     def _placing_done(self) -> None:
         self._placer = None
+        if self._closed:  # the project was left: its connection is closed
+            return
         self.refresh_counts()
+        if self._coverage_of is not None and self._placing_tried != self._coverage_of:
+            # rows were added while the worker ran, after it read which rows to embed: place them too
+            self._place_new_rows(self._coverage_of)
         run = active_cluster_run(self.db)
         if run and not self.busy():
             self.status.setText(self._run_text(run))
@@ -327,10 +339,17 @@ class ClustersView(TaskView, QWidget):
                              cancelled=lambda: self.status.setText("Cancelled; the project is unchanged."), **kwargs)
 
     def shutdown(self) -> None:
-        """Stop core's clustering process (app exit); a fit it kills has stored nothing."""
+        """The project is left (another opens, or the window closes): stop the workers and core's
+        clustering process (a fit it kills has stored nothing); their late signals touch nothing."""
+        self._closed = True
+        if self._placer is not None:
+            self._placer.cancel()
+        self.cancel()
         workers.stop_cluster_process()
 
     def set_busy(self, busy: bool, message: str = "") -> None:
+        if self._closed:  # a task that ends after shutdown: the view may be gone with its project
+            return
         for widget in (self.cluster_button, self.sample_button, self.k_spin, self.size_spin, self.allocation,
                        self.gaps_button):
             widget.setEnabled(not busy)
@@ -340,7 +359,13 @@ class ClustersView(TaskView, QWidget):
         super().show_task_progress(done, total, message)
         self.progress.setFormat(f"{message} %p%" if message else "%p%")
 
+    def fail(self, what: str, todo: str) -> None:
+        if not self._closed:  # no dialog over a project that is gone
+            super().fail(what, todo)
+
     def _finished(self, kind: str, result) -> tuple:
+        if self._closed:
+            return kind, result
         self.reload()
         if kind == "cluster":
             self.status.setText(f"{self.status.text()} · clustered in {result.get('seconds', 0):.1f} s")

@@ -162,4 +162,4 @@ def place_task(db, *, on_progress=None, cancel=None) -> int:
     too slow for the GUI thread), so the Clusters tab can place them on the map; returns how many."""
     from curator.core.clustering.coverage import embed_unplaced
 
-    return one_step("placing new rows", lambda: embed_unplaced(db), on_progress, cancel)
+    return one_step("placing new rows", lambda: embed_unplaced(db, cancel), on_progress, cancel)

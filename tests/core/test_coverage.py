@@ -138,23 +138,24 @@ def test_generation_asks_an_ordered_chunk_list_in_its_order(sample_project_path)
 
 
 def test_rows_added_since_the_run_get_a_map_position_near_their_neighbours(clustered):
-    """map_points: the run's own points as stored, a new row placed (flagged) inside the bounds of
-    the fitted points of the cluster it is counted in."""
+    """placed_points: only the row added since the run (flagged placed), inside the bounds of the
+    fitted points of the cluster it is counted in; the run's own points stay as stored."""
+    from curator.core.clustering.reads import cluster_points
+
     db, real = clustered
     billing = _cluster_of(db, real["billing"][0])
+    before = cluster_points(db)
     with db.conn:
         new = add_query(db, "refund my invoice twice please", "synthetic", query_type="factoid")
-    points = coverage.map_points(coverage.measure(db))
-    by_id = {p["query_id"]: p for p in points}
-    assert len(points) == db.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
-    assert by_id[new]["placed"] and by_id[new]["cluster"] == billing
-    assert not any(p["placed"] for q, p in by_id.items() if q != new)
-    fitted = [p for p in points if p["cluster"] == billing and not p["placed"]]
+    points = coverage.placed_points(coverage.measure(db))
+    assert [p["query_id"] for p in points] == [new]
+    placed = points[0]
+    assert placed["placed"] and placed["cluster"] == billing
+    fitted = [p for p in cluster_points(db) if p["cluster"] == billing]
     for axis in ("x", "y"):
         values = [p[axis] for p in fitted]
-        assert min(values) <= by_id[new][axis] <= max(values)
-    stored = dict(db.execute("SELECT query_id, x FROM query_clusters").fetchall())
-    assert all(by_id[q]["x"] == x for q, x in stored.items())
+        assert min(values) <= placed[axis] <= max(values)
+    assert cluster_points(db) == before  # placing writes nothing
 
 
 def test_target_chunks_says_which_query_and_cluster_each_chunk_is_for(clustered):
@@ -179,3 +180,58 @@ def test_aimed_chunks_are_those_whose_text_belongs_to_the_cluster(clustered):
     at_home = {c for c in suggested if every_home[c] == billing}
     assert at_home, "some suggested chunk of a billing query is about billing"
     assert set(plan["chunk_ids"]) == at_home and plan["at_home"] == len(at_home)
+
+
+def test_chunk_homes_reuses_the_measured_vectors_and_builds_no_embedder_when_all_are_cached(clustered, monkeypatch):
+    """Once the chunks' vectors are cached, chunk_homes neither builds the run's embedder nor reads
+    the clustered queries' vectors again (measure loaded them): the same homes, from memory."""
+    from curator.core.embedding import embed
+
+    db, real = clustered
+    suggested = sorted({c for chunks in coverage._suggested(db, real["billing"]).values() for c in chunks})
+    m = coverage.measure(db)
+    first = coverage.chunk_homes(db, m, suggested)  # embeds the chunks' texts into the cache
+    assert set(first) == set(suggested)
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the embedder was built although every vector is cached")
+
+    read = []
+    cached = coverage._cached_vectors
+    monkeypatch.setattr(embed, "get_embedder", no_model)
+    monkeypatch.setattr(coverage, "_cached_vectors", lambda db, e, texts: read.extend(texts) or cached(db, e, texts))
+    assert coverage.chunk_homes(db, m, suggested) == first
+    query_texts = {r["text"] for r in m.rows}
+    assert read and not query_texts & set(read), "only the chunks' texts are looked up"
+
+
+def test_embed_unplaced_embeds_only_what_is_not_cached(clustered):
+    """The worker's step: the rows added since the run get vectors (counted once), so a measure from
+    cached vectors only then places them."""
+    db, _ = clustered
+    with db.conn:
+        new = [add_query(db, text, "synthetic", query_type="factoid")
+               for text in ("refund my invoice twice please", "my sync stopped on the laptop")]
+    assert coverage.measure(db, embed_new=False).rows and all(
+        r["cluster"] < 0 for r in coverage.measure(db, embed_new=False).rows if r["id"] in new)
+    assert coverage.embed_unplaced(db) == len(new)
+    assert coverage.embed_unplaced(db) == 0  # cached now: nothing to embed
+    placed = {r["id"]: r for r in coverage.measure(db, embed_new=False).rows if r["id"] in new}
+    assert all(r["placed"] and r["cluster"] >= 0 for r in placed.values())
+
+
+def test_embed_unplaced_stops_when_cancelled(clustered):
+    """The Clusters tab cancels its placing worker when the project is left: the token reaches the
+    embedding loop, which stops before its next batch and stores nothing more."""
+    from curator.core.progress import CancelToken, Cancelled
+
+    db, _ = clustered
+    with db.conn:
+        add_query(db, "refund my invoice twice please", "synthetic", query_type="factoid")
+    token = CancelToken()
+    token.cancel()
+    before = db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+    with pytest.raises(Cancelled):
+        coverage.embed_unplaced(db, cancel=token)
+    assert db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0] == before
+    assert coverage.embed_unplaced(db) == 1

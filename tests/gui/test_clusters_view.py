@@ -364,6 +364,39 @@ def _crowded_map(qtbot, clusters: int = 12):
     return m
 
 
+def _points_in(xy, box) -> int:
+    """The exact number of points inside ``box`` (edges included)."""
+    x, y = xy[:, 0], xy[:, 1]
+    return int(((x >= box.left()) & (x <= box.right()) & (y >= box.top()) & (y <= box.bottom())).sum())
+
+
+def test_occupancy_grid_never_undercounts_and_is_zero_only_on_empty_boxes():
+    """The label layout's occupancy grid against an exact count, on random points and boxes: at
+    least the exact count, exactly 0 when the box holds no point, and close to it (a box counts
+    only the cells it touches)."""
+    from PySide6.QtCore import QRectF
+
+    from curator.gui.cluster_map import CELL, Occupancy
+
+    rng = np.random.default_rng(1)
+    xy = rng.uniform(0, [640, 480], size=(3000, 2)).astype(np.float32)
+    xy[:500] = rng.normal([200, 150], 20, size=(500, 2))  # a dense cluster
+    grid = Occupancy(xy, 640, 480)
+    empty = 0
+    for _ in range(2000):
+        w, h = rng.uniform(4, 160), rng.uniform(4, 40)
+        box = QRectF(rng.uniform(0, 640 - w), rng.uniform(0, 480 - h), w, h)
+        exact, counted = _points_in(xy, box), grid.count(box)
+        assert counted >= exact
+        empty += exact == 0
+        grown = QRectF(box.left() - CELL, box.top() - CELL, box.width() + 2 * CELL, box.height() + 2 * CELL)
+        assert counted <= _points_in(xy, grown)  # only the cells the box touches
+    assert empty > 20, "some boxes must be empty for the zero case to be tested"
+    tiny = QRectF(600, 20, 30, 10)
+    assert Occupancy(np.array([[610.0, 25.0]], np.float32), 640, 480).count(tiny) == 1
+    assert Occupancy(np.array([[610.0, 45.0]], np.float32), 640, 480).count(tiny) == 0
+
+
 def test_cluster_labels_do_not_overlap(qtbot, tmp_path):
     """Twelve crowded clusters: the label boxes stay inside the map and no two intersect, where the
     first-choice spots (above each cluster's points) do collide."""
@@ -377,9 +410,96 @@ def test_cluster_labels_do_not_overlap(qtbot, tmp_path):
         for b in boxes:
             if a < b:
                 assert not boxes[a].intersects(boxes[b]), (a, b, boxes[a], boxes[b])
-    assert sum(m._points_under(box) for box in boxes.values()) == 0  # and no label hides a point
+    assert sum(_points_in(m.screen_xy, box) for box in boxes.values()) == 0  # and no label hides a point
     # the naive layout (every label centred above its cluster) overlaps here: the test can fail
     naive = [QRectF(x - boxes[c].width() / 2, y - boxes[c].height(), boxes[c].width(), boxes[c].height())
              for c, (x, y) in m.label_positions().items()]
     assert any(naive[a].intersects(naive[b]) for a in range(len(naive)) for b in range(a + 1, len(naive)))
     assert m.grab().save(str(tmp_path / "labels.png"))
+
+
+def _with_new_rows(project, count: int = 3) -> tuple:
+    """The project's connection after adding ``count`` synthetic rows the cluster run never saw."""
+    db = open_project(project)
+    topic = next(iter(TOPICS.values()))
+    with db.conn:
+        new = [add_query(db, f"{text} added later {i}", "synthetic", query_type="factoid")
+               for i, text in enumerate(topic[:count])]
+    return db, new
+
+
+def _shown_view(qtbot, db, project) -> ClustersView:
+    v = ClustersView(db, project)
+    qtbot.addWidget(v)
+    v.resize(1100, 650)
+    v.show()
+    qtbot.waitExposed(v)
+    return v
+
+
+def test_shutdown_cancels_the_placing_worker_and_its_late_signals_touch_nothing(qtbot, project):
+    """The project is left while rows added since the run are being embedded: shutdown cancels the
+    worker and its signals, arriving after the connection closed, neither read the project nor
+    raise (pytest-qt fails the test on an exception in a slot)."""
+    db, _ = _with_new_rows(project)
+    v = _shown_view(qtbot, db, project)
+    placer = v._placer
+    assert placer is not None, "rows without a cached vector start a placing worker"
+    v.shutdown()
+    db.close()  # as the window does right after shutdown
+    qtbot.waitUntil(lambda: not v.placing(), timeout=120000)
+    qtbot.wait(50)  # any signal still queued is delivered
+    assert placer.token.cancelled
+    v.close()
+
+
+def test_rows_added_while_placing_are_placed_too(qtbot, project, monkeypatch):
+    """A row added while the placing worker runs, after it read what to embed: when that worker
+    embedded nothing (here it is held, then returns 0), a second one places the new row too."""
+    import threading
+
+    from curator.gui import workers
+
+    real, release, calls = workers.place_task, threading.Event(), []
+
+    def held_first(db, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            release.wait(60)
+            return 0
+        return real(db, **kwargs)
+
+    monkeypatch.setattr(workers, "place_task", held_first)
+    db, new = _with_new_rows(project)
+    v = _shown_view(qtbot, db, project)
+    assert v.placing()
+    with db.conn:
+        new.append(add_query(db, "how do I reset my password added while placing", "synthetic", query_type="factoid"))
+    v.refresh_counts()  # the tab is shown again: the new row is counted, the worker already runs
+    assert v.unplaced == len(new)
+    release.set()
+    qtbot.waitUntil(lambda: len(calls) == 2 and not v.placing(), timeout=120000)
+    assert sorted(v.map.placed_ids()) == sorted(new)
+    assert v.unplaced == 0
+    v.close()
+    db.close()
+
+
+def test_a_placing_failure_stays_in_the_status_line(qtbot, project, monkeypatch):
+    """The placing worker fails: the status line keeps why (it used to be overwritten at once)."""
+    from curator.core.errors import InputError
+    from curator.gui import workers
+
+    def failing(db, **kwargs):
+        raise InputError("the run's embedder file is gone")
+
+    monkeypatch.setattr(workers, "place_task", failing)
+    db, new = _with_new_rows(project)
+    v = _shown_view(qtbot, db, project)
+    qtbot.waitUntil(lambda: not v.placing(), timeout=120000)
+    qtbot.wait(50)
+    assert v.unplaced == len(new)
+    assert f"{len(new)} added since the run not on the map yet (could not place them: the run's embedder file is gone)" \
+        in v.status.text()
+    v.close()
+    db.close()

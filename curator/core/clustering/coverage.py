@@ -9,14 +9,15 @@ a ``GAP_SHARE`` of its real queries without a synthetic neighbour.
 Queries added after the run (rows generated since, a log imported since) are placed in the
 cluster of their nearest clustered query, so coverage can be measured again after generating
 without re-clustering (a new run would move every cluster and the figures would not compare).
-For the map they get a position too (``map_points``): the mean map position of their nearest
+For the map they get a position too (``placed_points``): the mean map position of their nearest
 clustered queries of that cluster in embedding space. That is an estimate, not a UMAP fit (the
 map draws them hollow and says so); a new cluster run fits them properly.
 
 ``target_chunks`` turns the under-covered clusters into an ordered list of chunk ids for
 ``generate --target coverage``: the suggested gold chunks of their real queries, interleaved in
 proportion to each query's traffic (its frequency, weighted up for negative feedback by the review
-queue's own ``draw_weight``), those whose own text belongs to the query's cluster first.
+queue's own ``draw_weight``). A chunk whose own text belongs to another cluster (``chunk_homes``) is
+left out, unless none of a cluster's suggested chunks is at home: that cluster keeps them all.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ class Measure:
     gap: np.ndarray  # bool per row: a real query with no synthetic row among its k nearest neighbours
     k: int
     labels: dict[int, str] = field(default_factory=dict)
+    # the unit vectors of the rows that have one in the run's space, one line per True in ``have``
+    # (kept so chunk_homes does not read them again)
+    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), np.float32))
+    have: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
     def gap_ids(self) -> set[str]:
         return {r["id"] for r, g in zip(self.rows, self.gap) if g}
@@ -80,30 +85,42 @@ def _spec_for(embedder_id: str) -> Optional[str]:
     return None if spec is None or spec.startswith("endpoint:") else spec
 
 
-def _embed_missing(db, embedder_id: str, texts: list[str]) -> Optional[np.ndarray]:
+def _embed_missing(db, embedder_id: str, texts: list[str], cancel=None) -> Optional[np.ndarray]:
     """Vectors of texts the run never embedded, from the embedder that made the run (None when
-    it cannot be rebuilt: a tfidf space refitted on a grown project is another space)."""
+    it cannot be rebuilt: a tfidf space refitted on a grown project is another space). ``cancel``
+    (a CancelToken) is checked between batches; each batch stored stays cached."""
     from curator.core.embedding.embed import embed_texts, get_embedder
 
     spec = _spec_for(embedder_id)
     try:
         embedder = get_embedder(spec, db) if spec else None
         if embedder is not None and embedder.id == embedder_id:  # same model file, same fitted space
-            return embed_texts(db, embedder, texts)
+            return embed_texts(db, embedder, texts, cancel=cancel)
     except (ModelFileError, InputError, OSError, ValueError):
         pass
     return None
 
 
+def _lookup(db, embedder_id: str, texts: list[str], embed_new: bool,
+            cancel=None) -> tuple[list[Optional[np.ndarray]], int]:
+    """Each text's vector in the run's space (None when it has none): the cache first, then, with
+    ``embed_new``, the run's embedder for the rest (built only when some are missing). Returns the
+    vectors and how many were embedded now."""
+    vectors = _cached_vectors(db, embedder_id, texts)
+    missing = [i for i, v in enumerate(vectors) if v is None]
+    if not missing or not embed_new:
+        return vectors, 0
+    more = _embed_missing(db, embedder_id, [texts[i] for i in missing], cancel)
+    if more is None:
+        return vectors, 0
+    for i, v in zip(missing, more):
+        vectors[i] = v
+    return vectors, len(missing)
+
+
 def _vectors(db, run: dict, rows: list[dict], embed_new: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Unit vectors of the rows that have one in the run's space, and the mask of those rows."""
-    vectors = _cached_vectors(db, run["embedder"], [r["text"] for r in rows])
-    missing = [i for i, v in enumerate(vectors) if v is None]
-    if missing and embed_new:
-        more = _embed_missing(db, run["embedder"], [rows[i]["text"] for i in missing])
-        if more is not None:
-            for i, v in zip(missing, more):
-                vectors[i] = v
+    vectors, _ = _lookup(db, run["embedder"], [r["text"] for r in rows], embed_new)
     have = np.array([v is not None for v in vectors], bool)
     if not have.any():
         return np.zeros((0, 1), np.float32), have
@@ -179,7 +196,7 @@ def measure(db: sqlite_utils.Database, k: int = K_NEIGHBOURS, embed_new: bool = 
         _place_new(rows, matrix, have)
     gap = _gaps(rows, matrix, have, k) if len(matrix) else np.zeros(len(rows), bool)
     labels = {c: label for c, label in db.execute("SELECT cluster, label FROM clusters WHERE run_id = ?", [run["id"]])}
-    return Measure(run, rows, gap, k, labels)
+    return Measure(run, rows, gap, k, labels, matrix, have)
 
 
 def _traffic(row: dict) -> float:
@@ -235,36 +252,24 @@ def coverage(db: sqlite_utils.Database, k: int = K_NEIGHBOURS) -> dict:
     return report(measure(db, k))
 
 
-def map_points(m: Measure) -> list[dict]:
-    """Every query the map can draw: the run's own points (``placed`` False) and those added since
-    the run and placed by ``_place_new`` (``placed`` True); keys as ``reads.cluster_points`` gives."""
+def placed_points(m: Measure) -> list[dict]:
+    """The queries added since the run that ``_place_new`` placed, as map points (``placed`` True;
+    keys as ``reads.cluster_points`` gives): the map draws the run's own points from the run."""
     return [{"query_id": r["id"], "cluster": r["cluster"], "x": r["x"], "y": r["y"], "text": r["text"],
-             "source": r["source"], "status": r["status"], "placed": bool(r["placed"])}
-            for r in m.rows if r["clustered"] or r["placed"]]
+             "source": r["source"], "status": r["status"], "placed": True}
+            for r in m.rows if r["placed"]]
 
 
-def embed_unplaced(db: sqlite_utils.Database) -> int:
+def embed_unplaced(db: sqlite_utils.Database, cancel=None) -> int:
     """Embed, in the active run's space, the queries it never saw and whose vector is not cached yet,
     so that a later ``measure(db, embed_new=False)`` (the GUI thread's) places them. Returns how many
-    were embedded (0 when the run's embedder cannot be rebuilt: they stay unplaced)."""
-    run = active_cluster_run(db)
-    if run is None:
-        return 0
-    new = [r for r in _rows(db, run["id"]) if not r["clustered"]]
-    missing = [r["text"] for r, v in zip(new, _cached_vectors(db, run["embedder"], [r["text"] for r in new]))
-               if v is None]
-    if not missing:
-        return 0
-    return 0 if _embed_missing(db, run["embedder"], missing) is None else len(missing)
-
-
-def unplaced_without_vector(db: sqlite_utils.Database) -> int:
-    """Queries the active run never saw whose vector is not cached (the GUI then embeds them off its thread)."""
+    were embedded (0 when the run's embedder cannot be rebuilt: they stay unplaced). ``cancel`` stops
+    it between batches (raising Cancelled): the project is being left."""
     run = active_cluster_run(db)
     if run is None:
         return 0
     new = [r["text"] for r in _rows(db, run["id"]) if not r["clustered"]]
-    return sum(v is None for v in _cached_vectors(db, run["embedder"], new)) if new else 0
+    return _lookup(db, run["embedder"], new, embed_new=True, cancel=cancel)[1] if new else 0
 
 
 def _suggested(db, query_ids: list[str]) -> dict[str, list[str]]:
@@ -305,26 +310,27 @@ def _interleave_with_keys(lists: dict[str, list[str]], weights: dict[str, float]
 
 def chunk_homes(db: sqlite_utils.Database, m: Measure, chunk_ids: list[str], k: int = K_NEIGHBOURS) -> dict[str, int]:
     """The cluster each chunk's own text would be placed in: the most common cluster among its ``k``
-    nearest clustered queries in the run's embedding space (ties to the nearer). Empty when the
-    run's embedder cannot be rebuilt (a user's GGUF, an endpoint, a refitted tfidf space).
+    nearest clustered queries in the run's embedding space (ties to the nearer). The clustered
+    queries' vectors are those ``measure`` loaded; a chunk's comes from the cache, else from the run's
+    embedder. A chunk with neither (the embedder cannot be rebuilt: a user's GGUF, an endpoint, a
+    refitted tfidf space) gets no home.
 
     Why: a question written from a chunk lands near what the chunk is about. On the Debian FAQ
     (12 clusters, bench/coverage.py) only 54% of the chunks suggested for under-covered clusters'
     real queries were, by this rule, about those clusters, and the rule agreed with where the
     generated rows were placed for 8 of 12 aimed rows (docs/benchmarks.md, 2026-12-05 late)."""
-    clustered = [r for r in m.rows if r["clustered"]]
-    if not chunk_ids or not clustered:
+    lines = np.array([bool(m.rows[i]["clustered"]) for i in np.flatnonzero(m.have)], bool)  # per matrix line
+    if not chunk_ids or not lines.any():
         return {}
-    matrix, have = _vectors(db, m.run, clustered, embed_new=False)
+    matrix = m.matrix[lines]
+    clusters = np.array([m.rows[i]["cluster"] for i in np.flatnonzero(m.have)], int)[lines]
     texts = dict(db.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(chunk_ids))})", chunk_ids).fetchall())
     ids = [c for c in chunk_ids if c in texts]
-    vectors = _embed_missing(db, m.run["embedder"], [texts[c] for c in ids]) if ids and len(matrix) else None
-    if vectors is None:
+    vectors, have = _vectors(db, m.run, [{"text": texts[c]} for c in ids], embed_new=True)
+    if not have.any():
         return {}
-    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    clusters = np.array([r["cluster"] for r, h in zip(clustered, have) if h], int)
     homes = {}
-    for chunk, sims in zip(ids, vectors @ matrix.T):
+    for chunk, sims in zip([c for c, h in zip(ids, have) if h], vectors @ matrix.T):
         near = clusters[np.argsort(-sims, kind="stable")[:k]]
         counts = {c: int((near == c).sum()) for c in near}
         homes[chunk] = int(max(near, key=lambda c: counts[c]))  # max keeps the first (nearest) of a tie
@@ -340,10 +346,10 @@ def target_chunks(db: sqlite_utils.Database, k: int = K_NEIGHBOURS) -> dict:
     written from it would more likely be about that other cluster. A cluster none of whose
     suggested chunks is at home keeps them all (it would get no rows otherwise).
 
-    Measured (bench/coverage.py, Debian FAQ, 3 seeds, 2026-12-05): with the at-home chunks put first,
-    33 of 36 aimed rows came from at-home chunks, yet only 15 of 36 were placed in the cluster aimed
-    at (the same count as without the rule): the bundled model's questions drift from their chunk,
-    so this rule cannot steer a row more than loosely."""
+    Measured (``bench/coverage.py --seeds 0,1,2``, 12 rows a run, docs/benchmarks.md 2026-12-05 late
+    night): of the 36 aimed rows on the Debian FAQ, 17 were placed in the cluster aimed at with this
+    rule and 15 with the chunks as suggested (21 of 36 on the Python FAQ with this rule): the bundled
+    model's questions drift from their chunk, so this rule cannot steer a row more than loosely."""
     m = measure(db, k)
     clusters = {c["cluster"]: c for c in _cluster_rows(m) if c["under_covered"]}
     real = [r for r in m.rows if r["source"] == "log" and r["cluster"] in clusters]
@@ -354,13 +360,17 @@ def target_chunks(db: sqlite_utils.Database, k: int = K_NEIGHBOURS) -> dict:
     weights = {r["id"]: _traffic(r) for r in real}
     cluster_of = {r["id"]: r["cluster"] for r in real}
     homes = chunk_homes(db, m, sorted({c for chunks in suggested.values() for c in chunks}), k)
-    at_home = {q: [c for c in chunks if homes.get(c, cluster_of[q]) == cluster_of[q]] for q, chunks in suggested.items()}
+
+    def is_home(chunk: str, query: str) -> bool:  # a chunk without a home (no vector) counts as at home
+        return homes.get(chunk, cluster_of[query]) == cluster_of[query]
+
+    at_home = {q: [c for c in chunks if is_home(c, q)] for q, chunks in suggested.items()}
     homeless = {cluster_of[q] for q in at_home} - {cluster_of[q] for q, chunks in at_home.items() if chunks}
     kept = {q: suggested[q] if cluster_of[q] in homeless else chunks for q, chunks in at_home.items()}
     order = _interleave_with_keys(kept, weights)
     total = sum(c["traffic"] for c in clusters.values())
     return {"chunk_ids": [chunk for chunk, _ in order], "queries": len(real), "queries_with_suggestions": len(suggested),
-            "at_home": sum(homes.get(c, a) == a for c, a in ((c, cluster_of[q]) for c, q in order)),
+            "at_home": sum(is_home(chunk, query) for chunk, query in order),
             # why each chunk is on the list: the real query whose turn brought it, and that query's cluster
             "aimed": {chunk: {"query": query, "cluster": cluster_of[query]} for chunk, query in order},
             "clusters": [{"cluster": c["cluster"], "label": c["label"], "real": c["real"],
