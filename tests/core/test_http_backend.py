@@ -92,9 +92,12 @@ def test_generate_through_the_endpoint_stores_rows(server, sample_project_path, 
     monkeypatch.setattr(generate_module, "ATTEMPTS_PER_ROW", 4)
     res = CliRunner().invoke(cli, ["generate", str(sample_project_path), "--endpoint", server, "--count", "1",
                                    "--mix", "factoid=1", "--answers", "free", "--parallel", "2", "--retries", "0", "--json"])
-    assert res.exit_code == 0, res.output
-    summary = json.loads(res.output)
+    summary = json.loads(res.stdout)
     assert summary["status"] in {"complete", "exhausted"}
+    # Which of two requests in flight the server answers first (and so which prompt prefix it reuses) depends
+    # on timing, and so can the 135M model's four replies: a run that kept none exits 1 by design, and what
+    # it stored is checked below all the same.
+    assert res.exit_code == (0 if summary["accepted"] else 1), res.output
     db = open_project(sample_project_path)
     try:
         run = db.execute("SELECT backend, params FROM generation_runs WHERE id = ?", [summary["run_id"]]).fetchone()
