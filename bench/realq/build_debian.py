@@ -20,18 +20,18 @@ Standard library only:  python3 bench/realq/build_debian.py [--out /tmp/realq-de
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import re
-import shutil
 import sys
-import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or loaded by path: faqset is beside it
+from faqset import print_counts, read_faq, write_set  # noqa: E402
 
 DEFAULT_FAQ = Path("/usr/share/doc/debian/FAQ/debian-faq.en.txt.gz")
 DEFAULT_OUT = Path("/tmp/realq-debian")
 MARKER = "Curator realq benchmark (Debian FAQ)"
-MIN_ANSWER_WORDS = 15
+RULE = "each heading holding a '?'"
+DISTRACTORS = "sections whose heading is not a question, and chapter introductions"
 # "2.5.\xa0Why does ..." at the start of a line; the table of contents is indented, so it never matches.
 HEADING = re.compile(r"^(\d+(?:\.\d+)+)\.[\s\xa0]+(\S.*)$")
 CHAPTER = re.compile(r"^Chapter (\d+)\.[\s\xa0]+(.*)$")
@@ -71,49 +71,7 @@ def _dedent(text: str) -> str:
 
 
 def build(faq: Path, out: Path) -> dict:
-    text = gzip.open(faq, "rt", encoding="utf-8").read() if faq.suffix == ".gz" else faq.read_text(encoding="utf-8")
-    found = sections(text)
-    work = Path(tempfile.mkdtemp(prefix="realq-debian-"))
-    questions, counts = [], {"questions": 0, "distractors": 0, "short_answers": 0}
-    for n, section in enumerate(found, 1):
-        words = len(section["body"].split())
-        chapter = f"chapter-{int(section['chapter']):02d}"
-        if "?" in section["heading"] and not section["intro"]:
-            if words < MIN_ANSWER_WORDS:
-                counts["short_answers"] += 1
-                continue
-            rel = f"faq/{chapter}/entry-{n:03d}.md"
-            questions.append({"id": f"debian-{section['number']}", "question": section["heading"], "gold_path": rel,
-                              "page": chapter, "anchor": section["number"]})
-            counts["questions"] += 1
-        elif words >= MIN_ANSWER_WORDS:
-            rel = f"docs/{chapter}/section-{n:03d}.md"
-            counts["distractors"] += 1
-        else:
-            continue
-        path = work / "corpus" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(section["body"] + "\n", encoding="utf-8")
-    (work / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
-    (work / "README.txt").write_text(
-        f"{MARKER}\nsource: {faq}\nquestions: {counts['questions']} (each heading holding a '?', answer of "
-        f"{MIN_ANSWER_WORDS}+ words; {counts['short_answers']} shorter answers skipped)\n"
-        f"distractors: {counts['distractors']} sections whose heading is not a question, and chapter introductions\n"
-        "answer files hold the answer text only, named by position (no question words in the indexed text)\n",
-        encoding="utf-8")
-    _swap_in(work, out)
-    return counts
-
-
-def _swap_in(work: Path, out: Path) -> None:
-    """Replace ``out`` with the built folder, only when ``out`` is absent or one of ours."""
-    if out.exists():
-        readme = out / "README.txt"
-        if not readme.is_file() or not readme.read_text(encoding="utf-8").startswith(MARKER):
-            shutil.rmtree(work)
-            raise SystemExit(f"{out} exists and was not built by this script: pick another --out")
-        shutil.rmtree(out)
-    shutil.move(str(work), str(out))
+    return write_set(sections(read_faq(faq)), out, "debian", MARKER, faq, RULE, DISTRACTORS)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,8 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.faq} not found: apt-get install debian-faq", file=sys.stderr)
         return 1
     counts = build(args.faq, args.out)
-    print(f"wrote {args.out}\nquestions: {counts['questions']} (skipped {counts['short_answers']} short answers)\n"
-          f"distractors: {counts['distractors']}")
+    print_counts(args.out, counts)
     return 0
 
 
