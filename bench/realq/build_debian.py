@@ -5,14 +5,10 @@ is /usr/share/doc/debian/FAQ/debian-faq.en.txt.gz. Each numbered section whose h
 is a question people asked ("How do I install Debian from CD-ROMs?", "You asked me to install
 stable, but ... What should I do?"), and its body is the answer.
 
-Writes to ``--out`` (default /tmp/realq-debian), in the layout of bench/realq/build.py, so
-bench/validity.py and bench/quality.py read it with ``--realq``:
-- ``corpus/faq/<chapter>/entry-NNN.md``: one file per answer, the answer text ONLY (the question
-  heading is removed, and the file is named by position, so a retriever cannot win by matching it);
-- ``corpus/docs/<chapter>/section-NNN.md``: the sections whose heading is not a question
-  ("Obtaining the source"), and each chapter's introduction, as distractors;
-- ``questions.jsonl``: {"id", "question", "gold_path", "page", "anchor"} (gold_path relative to corpus/);
-- ``README.txt``: counts and how the set was built.
+Writes to ``--out`` (default /tmp/realq-debian), for bench/validity.py and bench/quality.py
+(``--realq``), the layout bench/realq/faqset.py writes (answers without their question heading, named by position;
+distractors: the sections whose heading is not a question, such as "Obtaining the source", and each
+chapter's introduction; questions.jsonl; README.txt).
 
 Standard library only:  python3 bench/realq/build_debian.py [--out /tmp/realq-debian] [--faq FILE]
 """

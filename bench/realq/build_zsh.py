@@ -8,15 +8,11 @@ The package need not be installed; fetch and unpack it without root:
 Each numbered section "N.M: heading" whose heading holds a '?' is a question people asked ("Why is my
 history not being saved?", "How do I get a newline in my prompt?"), and its body is the answer.
 
-Writes to ``--out`` (default /tmp/realq-zsh), in the layout of bench/realq/build.py and
-build_debian.py, so bench/realq/load.py, bench/validity.py and bench/quality.py read it:
-- ``corpus/faq/<chapter>/entry-NNN.md``: one file per answer, the answer text ONLY (the question
-  heading is removed, and the file is named by position, so a retriever cannot win by matching it);
-- ``corpus/docs/<chapter>/section-NNN.md``: the sections whose heading is not a question
-  ("Differences from sh and ksh"), each chapter's introduction, the FAQ's own introduction and its
-  closing notes, as distractors;
-- ``questions.jsonl``: {"id", "question", "gold_path", "page", "anchor"} (gold_path relative to corpus/);
-- ``README.txt``: counts and how the set was built.
+Writes to ``--out`` (default /tmp/realq-zsh), for bench/realq/load.py, bench/validity.py and
+bench/quality.py, the layout bench/realq/faqset.py writes (answers without their question heading, named by position;
+distractors: the sections whose heading is not a question, such as "Differences from sh and ksh",
+each chapter's introduction, the FAQ's own introduction and its closing notes; questions.jsonl;
+README.txt).
 
 Standard library only:  python3 bench/realq/build_zsh.py [--out /tmp/realq-zsh] [--faq FILE]
 """
