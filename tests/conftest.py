@@ -108,3 +108,23 @@ def docs_project(tmp_path):
     yield make
     for db in opened:
         db.close()
+
+
+@pytest.fixture(scope="module")
+def grammar_accepts(bundled_model):
+    """Whether the batch decoder's grammar check lets the bundled model's tokens spell a reply."""
+    from curator.core.generation.backends import LlamaCppBackend
+    from curator.core.generation.backends.llama_batch import BatchDecoder
+
+    backend = LlamaCppBackend(bundled_model, n_threads=1)
+    decoder = BatchDecoder(backend, 1)
+
+    def accepts(grammar_text: str, reply: str) -> bool:
+        grammar = decoder._grammar_sampler(grammar_text)
+        for token in backend.llm.tokenize(reply.encode(), add_bos=False, special=False):
+            if not decoder._grammar_allows(grammar, token):
+                return False
+            grammar.accept(token)
+        return True
+
+    return accepts

@@ -238,25 +238,6 @@ def test_retries_zero_moves_to_a_new_chunk_after_a_rejection(sample_db):
     assert len(pairs) == len(set(pairs)) == 2 * 4  # ATTEMPTS_PER_ROW distinct chunks per wanted row, none twice
 
 
-@pytest.fixture(scope="module")
-def grammar_accepts(bundled_model):
-    """Whether the batch decoder's grammar check lets the bundled model's tokens spell a reply."""
-    from curator.core.generation.backends.llama_batch import BatchDecoder
-
-    backend = LlamaCppBackend(bundled_model)
-    decoder = BatchDecoder(backend, 1)
-
-    def accepts(grammar_text: str, reply: str) -> bool:
-        grammar = decoder._grammar_sampler(grammar_text)
-        for token in backend.llm.tokenize(reply.encode(), add_bos=False, special=False):
-            if not decoder._grammar_allows(grammar, token):
-                return False
-            grammar.accept(token)
-        return True
-
-    return accepts
-
-
 @pytest.mark.parametrize("grammar, reply, allowed", [
     ("question", "Question: How long are audit entries kept?\nAnswer: ninety days\n", True),
     ("keyword", "Query: sync interval setting\nAnswer: every 30 seconds\n", True),

@@ -96,12 +96,10 @@ def test_the_switch_asks_every_sentence_again(monkeypatch):
     assert [pick_answer("factoid", chunk, a) for a in range(3)] == [answers.pick_answer(chunk, a) for a in range(3)]
 
 
-def test_a_near_miss_about_a_sentence_naming_its_setting_must_spell_it(bundled_model):
+def test_a_near_miss_about_a_sentence_naming_its_setting_must_spell_it(grammar_accepts):
     """The grammar puts the setting in the question (a question without it is rejected after the fact);
     a chunk-wide setting may still be added afterwards, so that task keeps the plain grammar."""
     from curator.core.generation import prompts
-    from curator.core.generation.backends import LlamaCppBackend
-    from curator.core.generation.backends.llama_batch import BatchDecoder
 
     chunk = {"id": "c1", "title": "Installing", "text": "The agent installs on Windows with the MSI package."}
     sentence_task = Task("unanswerable", [chunk], answer=chunk["text"],
@@ -111,19 +109,8 @@ def test_a_near_miss_about_a_sentence_naming_its_setting_must_spell_it(bundled_m
     chunk_task = Task("unanswerable", [chunk], answer=chunk["text"], option={"scope": "chunk", "original": "Windows"})
     assert generate_mod._asked_grammar(chunk_task, "factoid") == prompts.asked_grammar("factoid")
 
-    backend = LlamaCppBackend(bundled_model, n_threads=1)
-    decoder = BatchDecoder(backend, 1)
-
-    def accepts(reply: str) -> bool:
-        sampler = decoder._grammar_sampler(grammar)
-        for token in backend.llm.tokenize(reply.encode(), add_bos=False, special=False):
-            if not decoder._grammar_allows(sampler, token):
-                return False
-            sampler.accept(token)
-        return True
-
-    assert accepts("Question: How do I install the agent on Windows?\n")
-    assert not accepts("Question: How do I install the agent with a package?\n")
+    assert grammar_accepts(grammar, "Question: How do I install the agent on Windows?\n")
+    assert not grammar_accepts(grammar, "Question: How do I install the agent with a package?\n")
 
 
 def test_real_bundled_model_run_asks_no_seldom_kept_sentence(sample_db, bundled_model):
