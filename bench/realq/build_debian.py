@@ -15,13 +15,13 @@ Standard library only:  python3 bench/realq/build_debian.py [--out /tmp/realq-de
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or loaded by path: faqset is beside it
-from faqset import print_counts, read_faq, write_set  # noqa: E402
+import faqset  # noqa: E402
+from faqset import read_faq, write_set  # noqa: E402
 
 DEFAULT_FAQ = Path("/usr/share/doc/debian/FAQ/debian-faq.en.txt.gz")
 DEFAULT_OUT = Path("/tmp/realq-debian")
@@ -71,16 +71,8 @@ def build(faq: Path, out: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--faq", type=Path, default=DEFAULT_FAQ)
-    args = parser.parse_args(argv)
-    if not args.faq.is_file():
-        print(f"{args.faq} not found: apt-get install debian-faq", file=sys.stderr)
-        return 1
-    counts = build(args.faq, args.out)
-    print_counts(args.out, counts)
-    return 0
+    return faqset.main(argv, __doc__.split("\n")[0], build, DEFAULT_FAQ, DEFAULT_OUT,
+                       "apt-get install debian-faq")
 
 
 if __name__ == "__main__":

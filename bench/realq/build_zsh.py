@@ -19,13 +19,13 @@ Standard library only:  python3 bench/realq/build_zsh.py [--out /tmp/realq-zsh] 
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or loaded by path: faqset is beside it
-from faqset import print_counts, read_faq, write_set  # noqa: E402
+import faqset  # noqa: E402
+from faqset import read_faq, write_set  # noqa: E402
 
 DEFAULT_FAQ = Path("/usr/share/doc/zsh-common/FAQ.gz")
 DEFAULT_OUT = Path("/tmp/realq-zsh")
@@ -91,17 +91,9 @@ def build(faq: Path, out: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--faq", type=Path, default=DEFAULT_FAQ)
-    args = parser.parse_args(argv)
-    if not args.faq.is_file():
-        print(f"{args.faq} not found: apt-get download zsh-common && dpkg -x zsh-common_*.deb DIR, "
-              "then --faq DIR/usr/share/doc/zsh-common/FAQ.gz", file=sys.stderr)
-        return 1
-    counts = build(args.faq, args.out)
-    print_counts(args.out, counts)
-    return 0
+    return faqset.main(argv, __doc__.split("\n")[0], build, DEFAULT_FAQ, DEFAULT_OUT,
+                       ("apt-get download zsh-common && dpkg -x zsh-common_*.deb DIR, then --faq "
+                          "DIR/usr/share/doc/zsh-common/FAQ.gz"))
 
 
 if __name__ == "__main__":

@@ -10,9 +10,11 @@ A FAQ's sections ({"number", "heading", "body", "chapter", "intro"}) are written
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -73,6 +75,16 @@ def _swap_in(work: Path, out: Path, marker: str) -> None:
     shutil.move(str(work), str(out))
 
 
-def print_counts(out: Path, counts: dict) -> None:
-    print(f"wrote {out}\nquestions: {counts['questions']} (skipped {counts['short_answers']} short answers)\n"
+def main(argv, description: str, build, default_faq: Path, default_out: Path, how_to_get: str) -> int:
+    """A builder's command line: ``--faq`` (``how_to_get`` says where it comes from when missing) and ``--out``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", type=Path, default=default_out)
+    parser.add_argument("--faq", type=Path, default=default_faq)
+    args = parser.parse_args(argv)
+    if not args.faq.is_file():
+        print(f"{args.faq} not found: {how_to_get}", file=sys.stderr)
+        return 1
+    counts = build(args.faq, args.out)
+    print(f"wrote {args.out}\nquestions: {counts['questions']} (skipped {counts['short_answers']} short answers)\n"
           f"distractors: {counts['distractors']}")
+    return 0

@@ -64,11 +64,7 @@ def project(tmp_path, clustered_template):
 @pytest.fixture
 def view(qtbot, project):
     db = open_project(project)
-    v = ClustersView(db, project)
-    qtbot.addWidget(v)
-    v.resize(1100, 650)
-    v.show()
-    qtbot.waitExposed(v)
+    v = _shown_view(qtbot, db, project)
     yield v
     v.close()
     db.close()
