@@ -40,6 +40,7 @@ from curator.gui.task_view import TaskView
 from curator.gui.widgets import plain_label
 
 LIST_HEADERS = ("Cluster", "Label", "Size", "Real", "Negative", "Synthetic", "Gaps", "Queued", "Reviewed", "Approved")
+LABEL_MAX_WIDTH = 260  # px: a label is four top terms; longer ones are elided and shown whole in the tooltip
 HEADER_TIPS = {"Real": "Real (log) queries; those added since the run are placed by their nearest clustered query",
                "Negative": "Real queries that got negative feedback",
                "Synthetic": "Generated rows",
@@ -143,17 +144,19 @@ class ClustersView(TaskView, QWidget):
         rcol.addWidget(legend)
         rcol.addLayout(under)
 
-        splitter = QSplitter()
-        splitter.addWidget(self.table)
-        splitter.addWidget(right)
-        splitter.setStretchFactor(0, 2)
-        splitter.setStretchFactor(1, 3)
-        splitter.setSizes([560, 700])
+        self.splitter = QSplitter()
+        self.splitter.addWidget(self.table)
+        self.splitter.addWidget(right)
+        self.splitter.setStretchFactor(0, 2)
+        self.splitter.setStretchFactor(1, 3)
+        self.splitter.setSizes([560, 700])
+        self._splitter_moved = False  # once the user drags it, the list keeps the width they chose
+        self.splitter.splitterMoved.connect(lambda *_: setattr(self, "_splitter_moved", True))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(bar)
         layout.addWidget(self.task_bar)
-        layout.addWidget(splitter, 1)
+        layout.addWidget(self.splitter, 1)
 
     # -- data ------------------------------------------------------------------------------
     def reload(self) -> None:
@@ -291,6 +294,22 @@ class ClustersView(TaskView, QWidget):
                 gaps.setForeground(QColor("#dc2626"))
                 gaps.setToolTip("Under-covered: real queries here have few synthetic rows near them")
         self.table.blockSignals(False)
+        self._fit_labels()
+
+    def _fit_labels(self) -> None:
+        """Widen the list so its labels show whole (up to LABEL_MAX_WIDTH), taking the room from the
+        map but leaving it at least half the splitter: nine count columns otherwise squeeze the
+        Label column, which stretches, to a few letters."""
+        if self._splitter_moved or self.table.rowCount() == 0:
+            return
+        header = self.table.horizontalHeader()
+        counts = sum(header.sectionSize(col) for col in range(self.table.columnCount()) if col != 1)
+        label = min(max(self.table.sizeHintForColumn(1), header.sectionSizeHint(1)), LABEL_MAX_WIDTH)
+        frame = self.table.verticalScrollBar().sizeHint().width() + 2 * self.table.frameWidth()
+        total = sum(self.splitter.sizes())
+        wanted = min(counts + label + frame, total // 2)
+        if wanted > self.splitter.sizes()[0]:
+            self.splitter.setSizes([wanted, total - wanted])
 
     def _coverage_key(self, run: dict) -> tuple:
         """The run and the rows coverage counts: the tab is shown after every review decision, but
