@@ -279,10 +279,24 @@ def rule_question(sentence: str, entity: str) -> Optional[str]:
     """The question a sentence answers when its subject names the entity and its verb says what the
     subject is, does or holds; None for any other sentence. "TCP is a reliable protocol ..." -> "What
     is TCP?"; "The `addstr()` method takes a Python string ..." -> "What does the addstr() method take?";
-    "The `select` module is commonly used to help ..." -> "What is the select module used for?"."""
+    "The `select` module is commonly used to help ..." -> "What is the select module used for?".
+    A sentence that opens with a marker or a setting ("For instance, the built-in `range()` function
+    expects ...", "In Python's string literals, `\\b` is ...") is asked without the marker and with
+    the setting at the end ("What is \\b in Python's string literals?"); one that tells the reader to use
+    the entity for a goal ("To read binary data, use the `struct` module.") asks what it is used for;
+    one whose subject names the entity in the passive ("... the `NullHandler` class is defined in the
+    core logging package.") asks where, how or by what (WIDER_SHAPES: issue 28, session 38)."""
     using = _using_question(sentence, entity)
     if using:
         return using
+    direct = _subject_question(sentence, entity)
+    if direct or not WIDER_SHAPES:
+        return direct
+    return _wider_question(sentence, entity)
+
+
+def _subject_question(sentence: str, entity: str) -> Optional[str]:
+    """rule_question for a sentence that opens with its subject (no marker, no setting before it)."""
     words = sentence.split()
     verb_at = next((i for i, w in enumerate(words[:MAX_SUBJECT_WORDS + 1]) if w.lower() in _RULE_VERBS), None)
     if not verb_at:
@@ -299,9 +313,133 @@ def rule_question(sentence: str, entity: str) -> Optional[str]:
             return f"What {verb} {subject}?"
         return None
     if verb == "can":
-        return f"What can {subject} be used for?" if rest[:2] == ["be", "used"] else f"What can {subject} do?"
+        if rest[:2] == ["be", "used"]:
+            return f"What can {subject} be used for?"
+        # "`select` can be handy even with blocking sockets" does not say what select does
+        return None if rest[:1] == ["be"] and WIDER_SHAPES else f"What can {subject} do?"
     plural = not verb.endswith("s")
     return f"What {'do' if plural else 'does'} {subject} {verb if plural else _base_form(verb)}?"
+
+
+# Whether rule_question also reads the wider shapes below (a marker or a setting before the subject,
+# "use X to ...", a passive whose subject names the entity). Session 37's rule found 4 pairs in the
+# Python FAQ and 1 in the Debian FAQ; of the Python FAQ's 35 specific entities with one subject-first
+# sentence and another chunk's sentence about them, most partner sentences have one of these shapes.
+WIDER_SHAPES = True
+
+# Markers that tie a sentence to what came before it and say nothing of its own: dropped before the
+# subject ("For instance, the built-in `range()` function expects ..." -> "... range() function expect?").
+_MARKER = re.compile(r"^(?:for (?:example|instance)|actually|also|however|similarly|likewise|in addition|"
+                     r"in fact|by default|in general|in practice|of course|therefore|thus|so|now|note that|"
+                     r"in particular|generally|usually|normally|typically|fortunately|unfortunately)\b,?\s+", re.I)
+# A setting before the subject, kept for the end of the question ("In Python's string literals, ..."):
+# a short phrase after "in", "on", "under", "within" or "inside", ended by a comma.
+_LEADING_SETTING = re.compile(r"^(?P<setting>(?:in|on|under|within|inside) [^,;:]{3,50}?),\s+(?P<rest>.+)$", re.I)
+# "Use X to <goal>", "To <goal>, use X", "For <goal>, use X", "it's best to use X": the sentence says
+# what X is used for. The entity's phrase runs from "use" (or an article after it) to the entity and
+# at most one word past it ("the `struct` module").
+_USE_FOR = re.compile(r"^(?:(?:use|call|run|try)\s+(?P<a>[^,;:]+?)\s+to\s+\w|"
+                      r"(?:to|for)\s+[^,;:]{5,90},\s+(?:(?:it[’']s|it is) (?:best|better|easiest|simplest) to |"
+                      r"you (?:can|should|could) )?(?:use|call|run|try)\s+(?:the command\s+)?(?P<b>[^,;:]+?)\s*[.;]?$)", re.I)
+MAX_USE_WORDS = 4
+# The passive: "<subject> is/are <done> <preposition> ..." -> where / by what / from what / how.
+_PASSIVE_SUBJECT = re.compile(r"^(?P<subject>.+?) (?P<be>is|are) (?:(?:usually|often|always|normally|"
+                              r"typically|now|also|then|automatically) )?(?P<done>[a-z]+(?:ed|en|wn|lt|ne))"
+                              r" (?P<prep>by|from|in|into|on|through|with|as|at|when|for)\b")
+_PASSIVE_ASK = {"by": "What {be} {s} {done} by?", "from": "What {be} {s} {done} from?", "in": "Where {be} {s} {done}?",
+                "into": "What {be} {s} {done} into?", "on": "Where {be} {s} {done}?", "at": "Where {be} {s} {done}?",
+                "when": "When {be} {s} {done}?", "as": "How {be} {s} {done}?", "through": "How {be} {s} {done}?",
+                "with": "How {be} {s} {done}?", "for": "What {be} {s} {done} for?"}
+
+
+def _wider_question(sentence: str, entity: str) -> Optional[str]:
+    """rule_question's wider shapes: a marker dropped, a leading setting moved to the end, "use X to",
+    a passive, a modal verb, a subject "the <noun> of/to X", a gerund subject ("Passing X to Y makes ...")."""
+    core = _MARKER.sub("", sentence, count=1)
+    setting = _LEADING_SETTING.match(core)
+    if setting:
+        asked = _core_question(setting.group("rest"), entity)
+        place = setting.group("setting").replace("`", "")
+        if asked and not names_entity(place, entity):
+            return f"{asked.rstrip('?')} {place[:1].lower()}{place[1:]}?"
+        return None
+    if core != sentence:
+        return _core_question(core, entity)
+    return _use_question(sentence, entity) or _core_question(sentence, entity, subject_first=False)
+
+
+def _core_question(core: str, entity: str, subject_first: bool = True) -> Optional[str]:
+    """The shapes of a sentence that opens with its subject, after any marker or setting."""
+    return ((_subject_question(core, entity) if subject_first else None) or _passive_question(core, entity)
+            or _modal_question(core, entity) or _of_subject_question(core, entity) or _gerund_question(core, entity))
+
+
+# "dpkg will unpack the archive file ..." -> "What will dpkg unpack?"
+_MODAL = re.compile(r"^(?P<subject>.+?) (?P<modal>will|may|should|must|would) (?P<verb>[a-z]{3,})\b(?P<rest>.*)$")
+# "An alternative to aptitude is apt-get ...", "The first argument to `--install' option is the symlink ..."
+_OF_SUBJECT = re.compile(r"^(?P<subject>(?:the|an?) [^,;:()]{2,40}? (?:of|to|for) [^,;:()]{1,40}?) (?P<be>is|are) "
+                         r"(?P<rest>\S.*)$", re.I)
+# "Passing the --log-option to dpkg makes dpkg log ..." -> "What does passing the --log-option to dpkg do?"
+_GERUND = re.compile(r"^(?P<act>(?:Passing|Using|Running|Calling|Setting|Adding|Removing|Installing|Enabling|"
+                     r"Disabling|Applying|Importing|Defining|Changing) [^,;:]{2,50}?) (?P<verb>makes|causes|lets|allows|"
+                     r"gives|returns|creates|means|ensures|prevents|tells|forces|turns)\b")
+_NOT_AFTER_MODAL = {"be", "have", "not", "also", "still", "only", "always", "never", "then", "now"}
+
+
+def _modal_question(core: str, entity: str) -> Optional[str]:
+    found = _MODAL.match(core)
+    if not found or found.group("verb") in _NOT_AFTER_MODAL or not found.group("rest").strip():
+        return None
+    subject = found.group("subject").replace("`", "")
+    if len(subject.split()) > MAX_SUBJECT_WORDS or not _rule_subject(subject, entity):
+        return None
+    subject = _ARTICLE.sub(lambda m: m.group(1).lower(), subject)
+    return f"What {found.group('modal')} {subject} {found.group('verb')}?"
+
+
+def _of_subject_question(core: str, entity: str) -> Optional[str]:
+    found = _OF_SUBJECT.match(core.replace("`", "").replace("'", " ").replace("  ", " "))
+    if not found or not names_entity(found.group("subject"), entity) or names_entity(found.group("rest"), entity):
+        return None  # the entity after "of/to", not in the answer (then the subject asks for it)
+    subject = " ".join(found.group("subject").split())
+    return f"What {found.group('be')} {subject[:1].lower()}{subject[1:]}?"
+
+
+def _gerund_question(core: str, entity: str) -> Optional[str]:
+    found = _GERUND.match(core)
+    if not found or not names_entity(found.group("act"), entity):
+        return None
+    act = found.group("act").replace("`", "")
+    return f"What does {act[:1].lower()}{act[1:]} do?"
+
+
+def _use_question(sentence: str, entity: str) -> Optional[str]:
+    """"What can I use the struct module for?" for a sentence that says to use it for a goal."""
+    found = _USE_FOR.match(sentence.rstrip())
+    phrase = found and (found.group("a") or found.group("b"))
+    if not phrase:
+        return None
+    phrase = phrase.replace("`", "").rstrip(".")
+    words = phrase.split()
+    named_at = [i for i, w in enumerate(words) if names_entity(w, entity)]
+    if not named_at or len(words) > MAX_USE_WORDS or len(words) - 1 - named_at[-1] > 1 \
+            or not (words[0].lower() in _ARTICLES or named_at[0] == 0):
+        return None
+    phrase = _ARTICLE.sub(lambda m: m.group(1).lower(), phrase)
+    return f"What can I use {phrase} for?"
+
+
+def _passive_question(sentence: str, entity: str) -> Optional[str]:
+    """"Where are the NullHandler, ... classes defined?" for "<subject naming the entity> are defined in
+    ...": the subject a plain noun phrase (_rule_subject), the verb a past participle."""
+    found = _PASSIVE_SUBJECT.match(sentence)
+    if not found:
+        return None
+    subject = found.group("subject").replace("`", "")
+    if len(subject.split()) > MAX_SUBJECT_WORDS or not _rule_subject(subject, entity):
+        return None
+    subject = _ARTICLE.sub(lambda m: m.group(1).lower(), subject)
+    return _PASSIVE_ASK[found.group("prep")].format(be=found.group("be"), s=subject, done=found.group("done"))
 
 
 _IRREGULAR_BASE = {"has": "have", "does": "do", "goes": "go", "caches": "cache"}  # "caches" ends in -ches
