@@ -383,6 +383,7 @@ _OF_SUBJECT = re.compile(r"^(?P<subject>(?:the|an?) [^,;:()]{2,40}? (?:of|to|for
 _GERUND = re.compile(r"^(?P<act>(?:Passing|Using|Running|Calling|Setting|Adding|Removing|Installing|Enabling|"
                      r"Disabling|Applying|Importing|Defining|Changing) [^,;:]{2,50}?) (?P<verb>makes|causes|lets|allows|"
                      r"gives|returns|creates|means|ensures|prevents|tells|forces|turns)\b")
+MAX_OF_SUBJECT_WORDS = 6
 _NOT_AFTER_MODAL = {"be", "have", "not", "also", "still", "only", "always", "never", "then", "now"}
 
 
@@ -402,6 +403,8 @@ def _of_subject_question(core: str, entity: str) -> Optional[str]:
     if not found or not names_entity(found.group("subject"), entity) or names_entity(found.group("rest"), entity):
         return None  # the entity after "of/to", not in the answer (then the subject asks for it)
     subject = " ".join(found.group("subject").split())
+    if len(subject.split()) > MAX_OF_SUBJECT_WORDS:  # a longer one copies an 8-token span of its chunk
+        return None
     return f"What {found.group('be')} {subject[:1].lower()}{subject[1:]}?"
 
 
