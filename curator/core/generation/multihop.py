@@ -311,6 +311,8 @@ def _subject_question(sentence: str, entity: str) -> Optional[str]:
             return f"What {verb} {subject} used for?"
         if rest and rest[0] in ("a", "an", "the", "one"):
             return f"What {verb} {subject}?"
+        if WIDER_SHAPES and verb == "are" and rest and re.fullmatch(r"[a-z]{4,}s", rest[0]) and not rest[0].endswith("ss"):
+            return f"What are {subject}?"  # "Cython and Pyrex are compilers that ..."
         return None
     if verb == "can":
         if rest[:2] == ["be", "used"]:
@@ -331,16 +333,22 @@ WIDER_SHAPES = True
 # subject ("For instance, the built-in `range()` function expects ..." -> "... range() function expect?").
 _MARKER = re.compile(r"^(?:for (?:example|instance)|actually|also|however|similarly|likewise|in addition|"
                      r"in fact|by default|in general|in practice|of course|therefore|thus|so|now|note that|"
-                     r"in particular|generally|usually|normally|typically|fortunately|unfortunately)\b,?\s+", re.I)
+                     r"in particular|generally|usually|normally|typically|fortunately|unfortunately|in contrast|"
+                     r"in short|in other words|in this case|in that case|in summary|in turn|on the other hand|"
+                     r"on one hand|as you can see|as a result|as such)\b,?\s+", re.I)
 # A setting before the subject, kept for the end of the question ("In Python's string literals, ..."):
 # a short phrase after "in", "on", "under", "within" or "inside", ended by a comma.
-_LEADING_SETTING = re.compile(r"^(?P<setting>(?:in|on|under|within|inside) [^,;:]{3,50}?),\s+(?P<rest>.+)$", re.I)
+_LEADING_SETTING = re.compile(r"^(?P<setting>(?:in|on|under|within|inside|since|as of|starting with) [^,;:]{3,50}?),"
+                              r"\s+(?P<rest>.+)$", re.I)
 # "Use X to <goal>", "To <goal>, use X", "For <goal>, use X", "it's best to use X": the sentence says
 # what X is used for. The entity's phrase runs from "use" (or an article after it) to the entity and
 # at most one word past it ("the `struct` module").
 _USE_FOR = re.compile(r"^(?:(?:use|call|run|try)\s+(?P<a>[^,;:]+?)\s+to\s+\w|"
-                      r"(?:to|for)\s+[^,;:]{5,90},\s+(?:(?:it[’']s|it is) (?:best|better|easiest|simplest) to |"
-                      r"you (?:can|should|could) )?(?:use|call|run|try)\s+(?:the command\s+)?(?P<b>[^,;:]+?)\s*[.;]?$)", re.I)
+                      r"(?:to|for|if you (?:want|need|wish) to)\s+[^,;:]{5,90},\s+(?:(?:it[’']s|it is) "
+                      r"(?:best|better|easiest|simplest) to |you (?:can|should|could) )?(?:use|call|run|try)"
+                      r"(?:\s+using)?\s+(?:the command\s+|a command like\s+)?(?P<b>[^,;:]+?)\s*(?:\binstead\s*)?[.;]?$)", re.I)
+# Where the phrase of the entity ends: "the `sorted()` function which returns a new sorted list".
+_PHRASE_END = re.compile(r"\s+(?:which|that|instead|to|for|with|in|on|and|or)\b.*$")
 MAX_USE_WORDS = 4
 # The passive: "<subject> is/are <done> <preposition> ..." -> where / by what / from what / how.
 _PASSIVE_SUBJECT = re.compile(r"^(?P<subject>.+?) (?P<be>is|are) (?:(?:usually|often|always|normally|"
@@ -365,7 +373,26 @@ def _wider_question(sentence: str, entity: str) -> Optional[str]:
         return None
     if core != sentence:
         return _core_question(core, entity)
-    return _use_question(sentence, entity) or _core_question(sentence, entity, subject_first=False)
+    return (_use_question(sentence, entity) or _purpose_question(sentence, entity)
+            or _core_question(sentence, entity, subject_first=False))
+
+
+# "For usage in scripts or advanced use cases, apt-get is still preferable or needed." -> "What is
+# apt-get preferable for?"
+_FOR_PURPOSE = re.compile(r"^For [^,;:]{5,80}, (?P<subject>[^,;:]{2,40}?) (?P<be>is|are) (?:still |often |usually )?"
+                          r"(?P<adj>preferable|recommended|needed|required|preferred|best|better|useful|suitable|"
+                          r"necessary)\b")
+
+
+def _purpose_question(sentence: str, entity: str) -> Optional[str]:
+    found = _FOR_PURPOSE.match(sentence)
+    if not found:
+        return None
+    subject = found.group("subject").replace("`", "")
+    if not _rule_subject(subject, entity):
+        return None
+    subject = _ARTICLE.sub(lambda m: m.group(1).lower(), subject)
+    return f"What {found.group('be')} {subject} {found.group('adj')} for?"
 
 
 def _core_question(core: str, entity: str, subject_first: bool = True) -> Optional[str]:
@@ -381,15 +408,16 @@ _OF_SUBJECT = re.compile(r"^(?P<subject>(?:the|an?) [^,;:()]{2,40}? (?:of|to|for
                          r"(?P<rest>\S.*)$", re.I)
 # "Passing the --log-option to dpkg makes dpkg log ..." -> "What does passing the --log-option to dpkg do?"
 _GERUND = re.compile(r"^(?P<act>(?:Passing|Using|Running|Calling|Setting|Adding|Removing|Installing|Enabling|"
-                     r"Disabling|Applying|Importing|Defining|Changing) [^,;:]{2,50}?) (?P<verb>makes|causes|lets|allows|"
-                     r"gives|returns|creates|means|ensures|prevents|tells|forces|turns)\b")
+                     r"Disabling|Applying|Importing|Defining|Changing) [^,;:]{2,50}?) (?:always |only |also )?"
+                     r"(?P<verb>(?!is\b|has\b|was\b|does\b)[a-z]{3,}s)\b")
 MAX_OF_SUBJECT_WORDS = 6
-_NOT_AFTER_MODAL = {"be", "have", "not", "also", "still", "only", "always", "never", "then", "now"}
+_NOT_AFTER_MODAL = {"be", "not", "also", "still", "only", "always", "never", "then", "now"}
 
 
 def _modal_question(core: str, entity: str) -> Optional[str]:
     found = _MODAL.match(core)
-    if not found or found.group("verb") in _NOT_AFTER_MODAL or not found.group("rest").strip():
+    if not found or found.group("verb") in _NOT_AFTER_MODAL or found.group("verb").endswith("ly") \
+            or not found.group("rest").strip():
         return None
     subject = found.group("subject").replace("`", "")
     if len(subject.split()) > MAX_SUBJECT_WORDS or not _rule_subject(subject, entity):
@@ -422,13 +450,16 @@ def _use_question(sentence: str, entity: str) -> Optional[str]:
     phrase = found and (found.group("a") or found.group("b"))
     if not phrase:
         return None
-    phrase = phrase.replace("`", "").rstrip(".")
+    phrase = _PHRASE_END.sub("", phrase.replace("`", "").rstrip("."))
     words = phrase.split()
-    named_at = [i for i, w in enumerate(words) if names_entity(w, entity)]
+    # the word is the entity, not a dotted name that starts with it ("collections.deque" is not collections)
+    named_at = [i for i, w in enumerate(words) if names_entity(w, entity) and not re.search(r"\.\w", w.split(entity)[-1])]
+    if named_at and named_at[0] == 0 and not entity[:1].isupper():  # a command line: "dpkg --list foo"
+        words = words[:2]  # the command and its first word ("--list", "source"); the rest is its argument
     if not named_at or len(words) > MAX_USE_WORDS or len(words) - 1 - named_at[-1] > 1 \
             or not (words[0].lower() in _ARTICLES or named_at[0] == 0):
         return None
-    phrase = _ARTICLE.sub(lambda m: m.group(1).lower(), phrase)
+    phrase = _ARTICLE.sub(lambda m: m.group(1).lower(), " ".join(words))
     return f"What can I use {phrase} for?"
 
 
@@ -441,6 +472,9 @@ def _passive_question(sentence: str, entity: str) -> Optional[str]:
     subject = found.group("subject").replace("`", "")
     if len(subject.split()) > MAX_SUBJECT_WORDS or not _rule_subject(subject, entity):
         return None
+    after = sentence[found.end():].split()[:1]
+    if found.group("prep") in ("in", "on", "at") and after[:1] and after[0].lower() not in ("the", "a", "an", "its", "their"):
+        return None  # "executed in any event", "stored in Python 3": no place to ask "where" of
     subject = _ARTICLE.sub(lambda m: m.group(1).lower(), subject)
     return _PASSIVE_ASK[found.group("prep")].format(be=found.group("be"), s=subject, done=found.group("done"))
 
@@ -503,9 +537,17 @@ def rule_first_pairs(db: sqlite_utils.Database, chunk: dict, seed: int, scope: O
 _GENERIC_VERBS = {"have", "contain", "provide", "offer", "include", "support"}
 
 
+MIN_RULE_PAIR_DIFFERENCE = 2  # content words in one rule question of a pair and not the other
+
+
 def _rule_pair_differs(first: str, second: str) -> bool:
-    """Whether two rule questions ask different things: not both with a generic verb."""
-    return not all(set(q.lower().rstrip("?").split()) & _GENERIC_VERBS for q in (first, second))
+    """Whether two rule questions ask different things: not both with a generic verb, and their content
+    words differ by MIN_RULE_PAIR_DIFFERENCE ("What can I use the sorted() function for?" and "... the
+    built-in sorted() function for?" differ by one)."""
+    if all(set(q.lower().rstrip("?").split()) & _GENERIC_VERBS for q in (first, second)):
+        return False
+    a, b = (content_words(q) - STOPWORDS for q in (first, second))
+    return bool(a) and bool(b) and len(a ^ b) >= MIN_RULE_PAIR_DIFFERENCE
 
 
 def _spelled_alike(entity: str, first: str, second: str) -> bool:
