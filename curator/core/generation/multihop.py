@@ -420,7 +420,8 @@ def _modal_question(core: str, entity: str) -> Optional[str]:
             or not found.group("rest").strip():
         return None
     subject = found.group("subject").replace("`", "")
-    if len(subject.split()) > MAX_SUBJECT_WORDS or not _rule_subject(subject, entity):
+    if len(subject.split()) > MAX_SUBJECT_WORDS or not _rule_subject(subject, entity) \
+            or any(w.endswith("ed") for w in subject.split()[1:]):  # "The HTTPError instance raised will have"
         return None
     subject = _ARTICLE.sub(lambda m: m.group(1).lower(), subject)
     return f"What {found.group('modal')} {subject} {found.group('verb')}?"

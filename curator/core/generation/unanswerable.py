@@ -306,6 +306,7 @@ LEARNED = "learned:"
 # A chunk naming the peer and this many of the question's content words (or all of them, when it has
 # fewer) may answer the swapped question: the peer is not kept.
 MIN_SHARED_WITH_PEER = 2
+SHARED_SHARE = 3  # or a third of them, whichever is more
 
 
 def learned_kinds(db: sqlite_utils.Database) -> dict[str, frozenset[str]]:
@@ -346,11 +347,12 @@ def _question_stems(db: sqlite_utils.Database, text: str, leave_out: tuple[str, 
 
 
 def chunks_with(db: sqlite_utils.Database, peer: str, text: str, leave_out: tuple[str, ...]) -> list[str]:
-    """Active chunks that name ``peer`` and MIN_SHARED_WITH_PEER of ``text``'s content stems (all of
-    them when it has fewer): chunks that may answer ``text`` asked of the peer. Full-text matching of
+    """Active chunks that name ``peer`` and MIN_SHARED_WITH_PEER of ``text``'s content stems, or a
+    third of them if more (all when it has fewer): chunks that may answer ``text`` asked of the peer. Full-text matching of
     the peer's name, then stems counted in Python (a co-occurrence count, not a retriever's ranking)."""
     asked = _question_stems(db, text, leave_out + (peer,))
-    need = min(MIN_SHARED_WITH_PEER, len(asked))
+    # a long sentence shares a couple of words with any chunk of its corpus: a third of its words, there
+    need = min(len(asked), max(MIN_SHARED_WITH_PEER, -(-len(asked) // SHARED_SHARE)))
     words = re.findall(r"\w+", peer.lower())
     rows = db.execute("SELECT c.id, c.text FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
                       "WHERE chunks_fts MATCH ? AND c.active = 1", ['"' + " ".join(words) + '"']).fetchall()
