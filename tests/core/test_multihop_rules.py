@@ -91,3 +91,67 @@ def test_real_bundled_model_keeps_a_row_made_by_rule(rule_db, bundled_model):
         assert set(row["source_chunk_ids"]) <= set(row["gold_chunk_ids"]) and len(row["source_chunk_ids"]) == 2
         own, other = signals["sentence_gains"], signals["other_sentence_gains"]
         assert min(own) >= multihop.MIN_SENTENCE_GAIN and all(o > x for o, x in zip(own, other))
+
+
+# Session 38: the wider shapes a rule reads (multihop.WIDER_SHAPES), all from the Python and Debian FAQs.
+@pytest.mark.parametrize("sentence, entity, question", [
+    ("For instance, the built-in `range()` function expects separate *start* and *stop* arguments.", "range()",
+     "What does the built-in range() function expect?"),
+    ("In Python’s string literals, `\\b` is the backspace character, ASCII value 8.", "\\b",
+     "What is \\b in Python’s string literals?"),
+    ("To read or write complex binary data formats, it’s best to use the `struct` module.", "struct",
+     "What can I use the struct module for?"),
+    ("If you want to return a new list, use the built-in `sorted()` function instead.", "sorted()",
+     "What can I use the built-in sorted() function for?"),
+    ("For a one-line description of the installation status of package foo, use the command dpkg --list foo.", "dpkg",
+     "What can I use dpkg --list for?"),
+    ("In Python 3.2 and later, `LogRecord` creation is done through a factory, which you can specify.", "LogRecord",
+     "How is LogRecord creation done in Python 3.2 and later?"),
+    ("In the case of most packages, dpkg will unpack the archive file of a package.", "dpkg",
+     "What will dpkg unpack in the case of most packages?"),
+    ("Passing the --log-option to dpkg makes dpkg log status change updates and actions.", "dpkg",
+     "What does passing the --log-option to dpkg do?"),
+    ("An alternative to aptitude is apt-get which is an APT-based command-line tool.", "aptitude",
+     "What is an alternative to aptitude?"),
+    ("For usage in scripts or advanced use cases, apt-get is still preferable or needed.", "apt-get",
+     "What is apt-get preferable for?"),
+    ("Cython and its relative Pyrex are compilers that accept a slightly modified form of Python.", "Cython",
+     "What are Cython and its relative Pyrex?"),
+    ("In contrast, the `sorted()` function accepts any iterable.", "sorted()", "What does the sorted() function accept?"),
+])
+def test_a_rule_reads_wider_sentence_shapes(sentence, entity, question):
+    assert multihop.rule_question(sentence, entity) == question
+
+
+@pytest.mark.parametrize("sentence, entity", [
+    ("Actually, `select` can be handy even with blocking sockets.", "select"),  # "can be handy" says nothing it does
+    ("As you can see, the `finally` clause is executed in any event.", "finally"),  # "in any event" is no place
+    ("The `HTTPError` instance raised will have an integer code attribute.", "HTTPError"),
+    ("To loop over a sequence, use `collections.deque` in place of a list.", "collections"),  # another name
+    ("The first argument of the call to the Enum constructor of the module is the name.", "Enum"),  # copies a span
+])
+def test_no_rule_question_from_the_wider_shapes_for_these(sentence, entity):
+    assert multihop.rule_question(sentence, entity) is None
+
+
+def test_two_rule_parts_that_differ_by_one_word_ask_one_thing():
+    assert not multihop._rule_pair_differs("What can I use the sorted() function for?",
+                                           "What can I use the built-in sorted() function for?")
+    assert multihop._rule_pair_differs("What does the struct module provide?", "What can I use the struct module for?")
+
+
+WIDER = {
+    "struct.md": "# Binary data\n\nThe `fmtpack` module provides functions for packing records into bytes and back "
+                 "again, with one format string per record layout.\n\nEach format string names the byte order "
+                 "first and then the size of every field in the record.\n",
+    "files.md": "# Files\n\nTo read or write binary files of fixed-size records, it is best to use the `fmtpack` "
+                "module.\n\nText files are opened in text mode by default on every platform.\n",
+}
+
+
+def test_a_use_for_sentence_pairs_with_a_subject_first_one(docs_project):
+    db = docs_project(WIDER, "wider")
+    tasks = list(plan_tasks(db, {"multi_hop": 2}, 0, answers_mode="extractive"))
+    assert tasks and multihop.made_by_rule(tasks[0].option)
+    assert {tasks[0].option["first_question"], tasks[0].option["second_question"]} == {
+        "What does the fmtpack module provide?", "What can I use the fmtpack module for?"}
