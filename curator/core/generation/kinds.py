@@ -33,11 +33,12 @@ _ITEM = r"(?:the )?[`'\"]?[A-Za-z][\w+#.-]*[\w+#][`'\"]?(?:\([1-8]\))?"
 _LIST = re.compile(rf"(?<![\w`'\"])({_ITEM}(?:, {_ITEM}){{1,10}},? (?:and|or) {_ITEM}|{_ITEM} (?:and|or) {_ITEM})"
                    r"(?![\w`'\"(+#-])(?!\.\w)")
 # A last name followed by a noun qualifies it ("DVI, PostScript, PDF or GNU info" lists formats, not GNU;
-# "CDs, DVDs and Blu-ray discs"): that name is left out of the list.
+# "CDs, DVDs and Blu-ray discs") or is half of a longer name ("Visa, Mastercard and American Express"):
+# that name is left out of the list.
 _FUNCTION_WORDS = STOPWORDS | {"without", "within", "through", "across", "because", "since", "while", "unless",
                                 "until", "via", "per", "like", "unlike", "alike", "either", "both", "too", "instead",
                                 "respectively", "etc", "among", "between", "against", "towards", "upon", "onto"}
-_NOUN_AFTER = re.compile(r" (?!(?:" + "|".join(sorted(_FUNCTION_WORDS)) + r")\b)[a-z]")
+_NOUN_AFTER = re.compile(r" (?!(?:" + "|".join(sorted(_FUNCTION_WORDS)) + r")\b)[a-zA-Z]")  # "American Express"
 _SPLIT = re.compile(r",? (?:and|or) |, ")
 # The setting slot: a name after one of these is where or with what a sentence holds ("to", which the
 # fixed families accept, takes verbs here: "to install, upgrade or remove").
