@@ -89,8 +89,11 @@ def test_real_bundled_model_keeps_a_row_made_by_rule(rule_db, bundled_model):
         signals = row["quality_signals"]["multi_hop"]
         assert signals["made_by"] == "rule" and row["text"] == multihop.join(*signals["parts"], "sync_interval")
         assert set(row["source_chunk_ids"]) <= set(row["gold_chunk_ids"]) and len(row["source_chunk_ids"]) == 2
-        own, other = signals["sentence_gains"], signals["other_sentence_gains"]
-        assert min(own) >= multihop.MIN_SENTENCE_GAIN and all(o > x for o, x in zip(own, other))
+        if "likelihood_note" in signals:  # the check's verdict is shown, not applied, on rows made by rule
+            assert signals["likelihood_note"].startswith("multi-hop: the ") and signals["sentence_gains"]
+        else:
+            own, other = signals["sentence_gains"], signals["other_sentence_gains"]
+            assert min(own) >= multihop.MIN_SENTENCE_GAIN and all(o > x for o, x in zip(own, other))
 
 
 # Session 38: the wider shapes a rule reads (multihop.WIDER_SHAPES), all from the Python and Debian FAQs.
@@ -155,3 +158,40 @@ def test_a_use_for_sentence_pairs_with_a_subject_first_one(docs_project):
     assert tasks and multihop.made_by_rule(tasks[0].option)
     assert {tasks[0].option["first_question"], tasks[0].option["second_question"]} == {
         "What does the fmtpack module provide?", "What can I use the fmtpack module for?"}
+
+
+class _Gains:
+    """An answer check whose gains make the second part lead to the first sentence more than its own."""
+
+    def gain(self, question: str, sentence: str) -> float:
+        return 0.9 if "option sets" in sentence else 0.5
+
+
+def test_the_likelihood_check_is_shown_not_applied_on_rows_made_by_rule(rule_db):
+    option = next(iter(plan_tasks(rule_db, {"multi_hop": 1}, 0, answers_mode="extractive"))).option
+    raw = f"Question: {option['second_question']}\n"
+    reason, signals = multihop.judge(raw, option, _Gains())
+    assert reason is None and "leads to the other sentence" in signals["likelihood_note"]
+    assert len(signals["sentence_gains"]) == 2
+    model_part = {**option, "first_by": "model"}  # not made wholly by rule: the check rejects it
+    reason, _ = multihop.judge(raw, model_part, _Gains())
+    assert reason and "leads to the other sentence" in reason
+
+
+def test_one_sentence_makes_one_multi_hop_row(rule_db):
+    scope = multihop.RunScope(rule_db)
+    chunk = dict(zip(("id", "doc_id", "title", "text"), rule_db.execute(
+        "SELECT id, doc_id, title, text FROM chunks WHERE text LIKE '%sets how often%'").fetchone()))
+    first = multihop.options(rule_db, chunk, 0, scope)
+    assert first and set(first[0]["sentences"]) <= scope.used_sentences
+    partner = dict(zip(("id", "doc_id", "title", "text"), rule_db.execute(
+        "SELECT id, doc_id, title, text FROM chunks WHERE id = ?", [first[0]["partner"]["id"]]).fetchone()))
+    assert multihop.options(rule_db, partner, 0, scope) == []  # the same pair from the other side: claimed
+    generate(rule_db, GenerationConfig(count=1, mix={"multi_hop": 1}, seed=0), backend=_rule_backend(first[0]))
+    assert set(first[0]["sentences"]) <= multihop.RunScope(rule_db).used_sentences  # and in the next run
+
+
+def _rule_backend(option):
+    from curator.core.generation.backends import FakeBackend
+
+    return FakeBackend(lambda messages: f"Question: {option['second_question']}\n")

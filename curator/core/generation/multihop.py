@@ -119,6 +119,17 @@ class RunScope:
         them and asks no sentence pairs)."""
         return _has_first_parts(self.db)
 
+    @cached_property
+    def used_sentences(self) -> set[str]:
+        """Sentences already a part of a stored multi-hop row, and of the first pair a task of this run
+        asks (rule_first_pairs adds them): one sentence makes one row. Without this, the Python FAQ's
+        three Cython sentences made two rows that share one ("What are Cython and Pyrex, and what can
+        Cython do?", "What does Cython compile, and what are Cython and Pyrex?")."""
+        used = set()
+        for (signals,) in self.db.execute("SELECT quality_signals FROM queries WHERE query_type = 'multi_hop'"):
+            used.update((json.loads(signals or "{}").get("multi_hop") or {}).get("sentences") or [])
+        return used
+
     def claim(self, found: list[dict]) -> list[dict]:
         """``found`` without options whose first row another task of this run claimed; claims the rest.
         Two tasks in flight asking with one approved question made two rows with the same first part."""
@@ -527,9 +538,11 @@ def rule_first_pairs(db: sqlite_utils.Database, chunk: dict, seed: int, scope: O
     seen, kept = set(), []
     for option in found:  # one option per pair of sentences, the rule-made one first
         key = frozenset(option["sentences"])
-        if key not in seen:
+        if key not in seen and not key & scope.used_sentences:
             seen.add(key)
             kept.append(option)
+    if kept and made_by_rule(kept[0]):  # the task asks its first option, which no likelihood check rejects
+        scope.used_sentences.update(kept[0]["sentences"])
     return kept[:MAX_OPTIONS]
 
 
@@ -848,7 +861,20 @@ def judge(raw: str, option: dict, answer_check=None) -> tuple[Optional[str], dic
         return "multi-hop: the two questions ask the same thing", signals
     if answer_check is None:
         return None, signals
-    return _likelihood_reason(answer_check, parts, option["sentences"], signals), signals
+    reason = _likelihood_reason(answer_check, parts, option["sentences"], signals)
+    if reason and by_rule and not RULE_ROWS_FILTERED_BY_LIKELIHOOD:
+        signals["likelihood_note"] = reason  # shown to the reviewer, not a reason to reject (see the flag)
+        return None, signals
+    return reason, signals
+
+
+# Whether the likelihood check rejects rows a rule wrote both parts of. Each part is written from its
+# own sentence and the two differ by MIN_RULE_PAIR_DIFFERENCE words, so neither sentence alone answers
+# the pair by construction; the bundled model's gains on such short questions did not tell usable rows
+# from others: labelled on the Python and Debian FAQs (bench/quality_labels_s38_mh.jsonl, 2026-12-06),
+# it kept 9 rows, all usable, and rejected 13 distinct ones, 12 of them usable (code s38_mh_rejected).
+# The gains stay in the row's signals, with the reason the check would have given ("likelihood_note").
+RULE_ROWS_FILTERED_BY_LIKELIHOOD = False
 
 
 def _likelihood_reason(answer_check, parts, sentences, signals: dict) -> Optional[str]:
