@@ -44,8 +44,14 @@ from quality import _rows  # noqa: E402  (the quality bench's row reader: same f
 
 
 def phase(db, query_type: str, count: int, seed: int, chunk_ids: Optional[list] = None) -> dict:
+    from curator.core.errors import NothingToGenerate
+
     wall = time.perf_counter()
-    summary = generate(db, GenerationConfig(count=count, seed=seed, mix={query_type: 1}, chunk_ids=chunk_ids))
+    try:
+        summary = generate(db, GenerationConfig(count=count, seed=seed, mix={query_type: 1}, chunk_ids=chunk_ids))
+    except NothingToGenerate as reason:  # a corpus with no pair: 0 rows is the figure (the held-out zsh FAQ)
+        return {"type": query_type, "status": "nothing to generate", "accepted": 0, "candidates": 0,
+                "reason": str(reason), "load": open("/proc/loadavg").read().split()[:3]}
     wall = time.perf_counter() - wall
     accepted, rejected = summary["accepted_this_session"], summary["rejected_this_session"]
     return {"type": query_type, "status": summary["status"], "accepted": accepted, "candidates": accepted + rejected,

@@ -89,5 +89,109 @@ def test_real_bundled_model_keeps_a_row_made_by_rule(rule_db, bundled_model):
         signals = row["quality_signals"]["multi_hop"]
         assert signals["made_by"] == "rule" and row["text"] == multihop.join(*signals["parts"], "sync_interval")
         assert set(row["source_chunk_ids"]) <= set(row["gold_chunk_ids"]) and len(row["source_chunk_ids"]) == 2
-        own, other = signals["sentence_gains"], signals["other_sentence_gains"]
-        assert min(own) >= multihop.MIN_SENTENCE_GAIN and all(o > x for o, x in zip(own, other))
+        if "likelihood_note" in signals:  # the check's verdict is shown, not applied, on rows made by rule
+            assert signals["likelihood_note"].startswith("multi-hop: the ") and signals["sentence_gains"]
+        else:
+            own, other = signals["sentence_gains"], signals["other_sentence_gains"]
+            assert min(own) >= multihop.MIN_SENTENCE_GAIN and all(o > x for o, x in zip(own, other))
+
+
+# Session 38: the wider shapes a rule reads (multihop.WIDER_SHAPES), all from the Python and Debian FAQs.
+@pytest.mark.parametrize("sentence, entity, question", [
+    ("For instance, the built-in `range()` function expects separate *start* and *stop* arguments.", "range()",
+     "What does the built-in range() function expect?"),
+    ("In Python’s string literals, `\\b` is the backspace character, ASCII value 8.", "\\b",
+     "What is \\b in Python’s string literals?"),
+    ("To read or write complex binary data formats, it’s best to use the `struct` module.", "struct",
+     "What can I use the struct module for?"),
+    ("If you want to return a new list, use the built-in `sorted()` function instead.", "sorted()",
+     "What can I use the built-in sorted() function for?"),
+    ("For a one-line description of the installation status of package foo, use the command dpkg --list foo.", "dpkg",
+     "What can I use dpkg --list for?"),
+    ("In Python 3.2 and later, `LogRecord` creation is done through a factory, which you can specify.", "LogRecord",
+     "How is LogRecord creation done in Python 3.2 and later?"),
+    ("In the case of most packages, dpkg will unpack the archive file of a package.", "dpkg",
+     "What will dpkg unpack in the case of most packages?"),
+    ("Passing the --log-option to dpkg makes dpkg log status change updates and actions.", "dpkg",
+     "What does passing the --log-option to dpkg do?"),
+    ("An alternative to aptitude is apt-get which is an APT-based command-line tool.", "aptitude",
+     "What is an alternative to aptitude?"),
+    ("For usage in scripts or advanced use cases, apt-get is still preferable or needed.", "apt-get",
+     "What is apt-get preferable for?"),
+    ("Cython and its relative Pyrex are compilers that accept a slightly modified form of Python.", "Cython",
+     "What are Cython and its relative Pyrex?"),
+    ("In contrast, the `sorted()` function accepts any iterable.", "sorted()", "What does the sorted() function accept?"),
+])
+def test_a_rule_reads_wider_sentence_shapes(sentence, entity, question):
+    assert multihop.rule_question(sentence, entity) == question
+
+
+@pytest.mark.parametrize("sentence, entity", [
+    ("Actually, `select` can be handy even with blocking sockets.", "select"),  # "can be handy" says nothing it does
+    ("As you can see, the `finally` clause is executed in any event.", "finally"),  # "in any event" is no place
+    ("The `HTTPError` instance raised will have an integer code attribute.", "HTTPError"),
+    ("To loop over a sequence, use `collections.deque` in place of a list.", "collections"),  # another name
+    ("The first argument of the call to the Enum constructor of the module is the name.", "Enum"),  # copies a span
+])
+def test_no_rule_question_from_the_wider_shapes_for_these(sentence, entity):
+    assert multihop.rule_question(sentence, entity) is None
+
+
+def test_two_rule_parts_that_differ_by_one_word_ask_one_thing():
+    assert not multihop._rule_pair_differs("What can I use the sorted() function for?",
+                                           "What can I use the built-in sorted() function for?")
+    assert multihop._rule_pair_differs("What does the struct module provide?", "What can I use the struct module for?")
+
+
+WIDER = {
+    "struct.md": "# Binary data\n\nThe `fmtpack` module provides functions for packing records into bytes and back "
+                 "again, with one format string per record layout.\n\nEach format string names the byte order "
+                 "first and then the size of every field in the record.\n",
+    "files.md": "# Files\n\nTo read or write binary files of fixed-size records, it is best to use the `fmtpack` "
+                "module.\n\nText files are opened in text mode by default on every platform.\n",
+}
+
+
+def test_a_use_for_sentence_pairs_with_a_subject_first_one(docs_project):
+    db = docs_project(WIDER, "wider")
+    tasks = list(plan_tasks(db, {"multi_hop": 2}, 0, answers_mode="extractive"))
+    assert tasks and multihop.made_by_rule(tasks[0].option)
+    assert {tasks[0].option["first_question"], tasks[0].option["second_question"]} == {
+        "What does the fmtpack module provide?", "What can I use the fmtpack module for?"}
+
+
+class _Gains:
+    """An answer check whose gains make the second part lead to the first sentence more than its own."""
+
+    def gain(self, question: str, sentence: str) -> float:
+        return 0.9 if "option sets" in sentence else 0.5
+
+
+def test_the_likelihood_check_is_shown_not_applied_on_rows_made_by_rule(rule_db):
+    option = next(iter(plan_tasks(rule_db, {"multi_hop": 1}, 0, answers_mode="extractive"))).option
+    raw = f"Question: {option['second_question']}\n"
+    reason, signals = multihop.judge(raw, option, _Gains())
+    assert reason is None and "leads to the other sentence" in signals["likelihood_note"]
+    assert len(signals["sentence_gains"]) == 2
+    model_part = {**option, "first_by": "model"}  # not made wholly by rule: the check rejects it
+    reason, _ = multihop.judge(raw, model_part, _Gains())
+    assert reason and "leads to the other sentence" in reason
+
+
+def test_one_sentence_makes_one_multi_hop_row(rule_db):
+    scope = multihop.RunScope(rule_db)
+    chunk = dict(zip(("id", "doc_id", "title", "text"), rule_db.execute(
+        "SELECT id, doc_id, title, text FROM chunks WHERE text LIKE '%sets how often%'").fetchone()))
+    first = multihop.options(rule_db, chunk, 0, scope)
+    assert first and set(first[0]["sentences"]) <= scope.used_sentences
+    partner = dict(zip(("id", "doc_id", "title", "text"), rule_db.execute(
+        "SELECT id, doc_id, title, text FROM chunks WHERE id = ?", [first[0]["partner"]["id"]]).fetchone()))
+    assert multihop.options(rule_db, partner, 0, scope) == []  # the same pair from the other side: claimed
+    generate(rule_db, GenerationConfig(count=1, mix={"multi_hop": 1}, seed=0), backend=_rule_backend(first[0]))
+    assert set(first[0]["sentences"]) <= multihop.RunScope(rule_db).used_sentences  # and in the next run
+
+
+def _rule_backend(option):
+    from curator.core.generation.backends import FakeBackend
+
+    return FakeBackend(lambda messages: f"Question: {option['second_question']}\n")

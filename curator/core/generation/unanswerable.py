@@ -47,7 +47,7 @@ import numpy as np
 import sqlite_utils
 
 from curator.core.corpus.search import search_chunks
-from curator.core.queries.words import content_words, stem
+from curator.core.queries.words import STOPWORDS, content_words, stem
 from curator.core.generation.answers import MIN_ANSWER_GAIN, answer_sentences
 from curator.core.store.stats import corpus_key
 
@@ -226,8 +226,23 @@ def _count_mentions(db: sqlite_utils.Database, term: str) -> int:
 def replacements(db: sqlite_utils.Database, detail: Detail, avoid: str = "") -> list[str]:
     """Things of the same kind that no active chunk mentions (and ``avoid``, the sentence, does not
     hold), best-known first (DETAIL_FAMILIES' order)."""
+    if detail.kind.startswith(LEARNED):
+        return learned_replacements(db, detail, avoid)
     return [c for c in DETAIL_FAMILIES[detail.kind]
             if c != detail.text and c.lower() not in avoid.lower() and corpus_mentions(db, c) == 0]
+
+
+def learned_replacements(db: sqlite_utils.Database, detail: Detail, sentence: str) -> list[str]:
+    """Peers of a learned kind that ``sentence`` does not name and that no chunk names with what the
+    sentence says (chunks_with), the most mentioned first (the best-known in this corpus)."""
+    from curator.core.generation.kinds import singular
+
+    names = learned_kinds(db).get(detail.kind, frozenset())
+    if detail.text not in names:  # the original is a plural's singular ("CD"): so are its peers
+        names = frozenset(singular(n) or n for n in names)
+    peers = sorted(names, key=lambda n: (-corpus_mentions(db, n), n))
+    return [p for p in peers if p != detail.text and not _holds(sentence, p)
+            and not chunks_with(db, p, sentence, (detail.text,))]
 
 
 def is_subject(db: sqlite_utils.Database, detail: Detail) -> bool:
@@ -279,8 +294,69 @@ def swappable(db: sqlite_utils.Database, text: str) -> list[Detail]:
         return []
     found = details(text)
     kinds = setting_kinds(db)
-    return [d for d in found if d.kind in kinds and sum(o.kind == d.kind for o in found) == 1
-            and setting_preposition(text, d) and not is_subject(db, d) and replacements(db, d, text)]
+    known = [d for d in found if d.kind in kinds and sum(o.kind == d.kind for o in found) == 1
+             and setting_preposition(text, d) and not is_subject(db, d) and replacements(db, d, text)]
+    return known + [d for d in learned_details(db, text) if sum(o.kind == d.kind for o in learned_details(db, text)) == 1
+                    and setting_preposition(text, d) and not is_subject(db, d) and replacements(db, d, text)]
+
+
+# Kinds learned from the corpus (kinds.py): names it lists together. Their peers are mentioned in the
+# corpus, so a swap to one is kept only when no chunk names the peer with what is asked (absent_with).
+LEARNED = "learned:"
+# A chunk naming the peer and this many of the question's content words (or all of them, when it has
+# fewer) may answer the swapped question: the peer is not kept.
+MIN_SHARED_WITH_PEER = 2
+SHARED_SHARE = 3  # or a third of them, whichever is more
+
+
+def learned_kinds(db: sqlite_utils.Database) -> dict[str, frozenset[str]]:
+    """The corpus's learned kinds (kinds.corpus_kinds; no name of a fixed family), once per corpus."""
+    from curator.core.generation.kinds import corpus_kinds
+
+    cache = _corpus_cache(db)
+    if "\0learned" not in cache:
+        cache["\0learned"] = corpus_kinds(db, frozenset(_FAMILY_OF))
+    return cache["\0learned"]
+
+
+def learned_details(db: sqlite_utils.Database, text: str) -> list[Detail]:
+    """The names of a learned kind a text spells, as whole words, in order of appearance."""
+    from curator.core.generation.kinds import singular
+
+    found = []
+    for kind, names in learned_kinds(db).items():
+        for name in names:
+            for spelling in filter(None, (name, singular(name))):
+                at = re.search(r"(?<![\w+#/.-])" + re.escape(spelling) + r"(?![\w+#/-])", text or "")
+                if at and _ends_phrase(text, at.end()):
+                    found.append((at.start(), Detail(spelling, kind)))
+                    break
+    return [d for _, d in sorted(found, key=lambda f: f[0])]
+
+
+def _ends_phrase(text: str, end: int) -> bool:
+    """Whether a name ends its noun phrase at ``end``: "from the GNU project" names a project, not GNU."""
+    after = re.match(r"\s+([a-z]+)", text[end:])
+    return not after or after.group(1) in STOPWORDS
+
+
+def _question_stems(db: sqlite_utils.Database, text: str, leave_out: tuple[str, ...]) -> set[str]:
+    """What a question asks, as stems: its content words but the setting's names, generic verbs and
+    the corpus's subject ("debian" says nothing about which chunk answers)."""
+    return _stems(text, leave_out) - {stem(corpus_subject(db))}
+
+
+def chunks_with(db: sqlite_utils.Database, peer: str, text: str, leave_out: tuple[str, ...]) -> list[str]:
+    """Active chunks that name ``peer`` and MIN_SHARED_WITH_PEER of ``text``'s content stems, or a
+    third of them if more (all when it has fewer): chunks that may answer ``text`` asked of the peer. Full-text matching of
+    the peer's name, then stems counted in Python (a co-occurrence count, not a retriever's ranking)."""
+    asked = _question_stems(db, text, leave_out + (peer,))
+    # a long sentence shares a couple of words with any chunk of its corpus: a third of its words, there
+    need = min(len(asked), max(MIN_SHARED_WITH_PEER, -(-len(asked) // SHARED_SHARE)))
+    words = re.findall(r"\w+", peer.lower())
+    rows = db.execute("SELECT c.id, c.text FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+                      "WHERE chunks_fts MATCH ? AND c.active = 1", ['"' + " ".join(words) + '"']).fetchall()
+    return [cid for cid, chunk in rows if _holds(chunk, peer) and len(asked & _stems(chunk, ())) >= need]
 
 
 def spelled(name: str) -> str:
@@ -322,10 +398,11 @@ def _option(db: sqlite_utils.Database, chunk: dict, sentence: str, detail: Detai
     "Debian (Windows)", the model copied them: "How to install Debian (ChromeOS) on Ubuntu?". A file name
     ("entry-003") says nothing and the prompt leaves it out, so the corpus's subject stands in."""
     replacement = replacements(db, detail, sentence if scope == "sentence" else chunk["text"])[0]
+    phrase = SETTING_PHRASES.get(detail.kind) or setting_preposition(sentence, detail) or "in"
     return {"answer": sentence, "sentence": sentence, "swapped": swap_in(sentence, detail, replacement),
             "original": detail.text, "kind": detail.kind, "replacement": replacement, "scope": scope,
-            "setting": f"{SETTING_PHRASES[detail.kind]} {spelled(replacement)}",
-            "title": f"{_topic(db, chunk)} {SETTING_PHRASES[detail.kind]} {spelled(detail.text)}"}
+            "setting": f"{phrase} {spelled(replacement)}",
+            "title": f"{_topic(db, chunk)} {phrase} {spelled(detail.text)}"}
 
 
 def _topic(db: sqlite_utils.Database, chunk: dict) -> str:
@@ -413,7 +490,18 @@ def evidence(db: sqlite_utils.Database, question: str, option: dict, embedder=No
             "sentence": option["sentence"], "detail_kind": option["kind"], "original": original,
             "replacement": option["replacement"], "replacement_mentions": corpus_mentions(db, option["replacement"]),
             "original_mentions": corpus_mentions(db, original), "nearest_fts": fts, "nearest_dense": dense,
-            "embedder": getattr(embedder, "id", None), "dense_scope": scope}
+            "embedder": getattr(embedder, "id", None), "dense_scope": scope,
+            **(_learned_evidence(db, question, option) if option["kind"].startswith(LEARNED) else {})}
+
+
+def _learned_evidence(db: sqlite_utils.Database, question: str, option: dict) -> dict:
+    """For a peer of a learned kind (which the corpus mentions): its kind's names and that no chunk
+    names it with what the question asks."""
+    return {"method": "near miss: the question a sentence of the corpus answers, asked of a peer the corpus "
+                      "lists with its setting but never names with what is asked",
+            "learned_kind": sorted(learned_kinds(db).get(option["kind"], ())),
+            "replacement_with_question_words": len(chunks_with(db, option["replacement"], question,
+                                                               (option["original"],)))}
 
 
 def _holds(text: str, term: str) -> bool:
@@ -541,7 +629,8 @@ def judge(db: sqlite_utils.Database, question: str, option: dict, answer_check=N
     setting (near_miss_question); it is in the evidence as "question", the model's own as
     "model_question". A near miss that asks what an earlier one of the project asks, in other
     words, is a repeat (repeated_near_miss). ``embedder`` only finds the nearest chunks shown as evidence."""
-    others = [d.text for d in details(question) if d.kind == option["kind"]
+    named = learned_details(db, question) if option["kind"].startswith(LEARNED) else details(question)
+    others = [d.text for d in named if d.kind == option["kind"]
               and d.text not in (option["original"], option["replacement"])]
     if others:
         return f"unanswerable: the question names another {option['kind']} ('{others[0]}')", None
@@ -553,8 +642,13 @@ def judge(db: sqlite_utils.Database, question: str, option: dict, answer_check=N
         return "unanswerable: the question shares no word with its sentence besides the setting", None
     if not names_subject(db, near):
         return f"unanswerable: the question does not name what the corpus is about ('{corpus_subject(db)}')", None
-    if option["kind"] in SETTING_KINDS and not asks_setting_action(near):
+    learned = option["kind"].startswith(LEARNED)
+    if (option["kind"] in SETTING_KINDS or learned) and not asks_setting_action(near):
         return "unanswerable: the question asks nothing that depends on its setting (install, configure, start...)", None
+    answering = chunks_with(db, option["replacement"], near, (option["original"],)) if learned else []
+    if answering:
+        return (f"unanswerable: a chunk names '{option['replacement']}' with what the question asks "
+                f"({answering[0]})"), None
     earlier = repeated_near_miss(db, near)
     if earlier is not None:
         return f"unanswerable: asks what an earlier near miss asks ('{earlier}')", None
@@ -570,8 +664,13 @@ def judge(db: sqlite_utils.Database, question: str, option: dict, answer_check=N
 def explain(found: dict) -> str:
     """One line for the reviewer: what was swapped and what the corpus holds."""
     nearest = (found.get("nearest_dense") or found.get("nearest_fts") or [{}])[0]
-    line = (f"near miss: '{found['original']}' swapped for '{found['replacement']}', which no chunk mentions "
-            f"(full text; '{found['original']}' is in {found['original_mentions']})")
+    if found.get("learned_kind"):
+        line = (f"near miss: '{found['original']}' swapped for '{found['replacement']}', listed with it in the corpus "
+                f"but named by no chunk with what is asked (full text; '{found['replacement']}' is in "
+                f"{found['replacement_mentions']} chunks)")
+    else:
+        line = (f"near miss: '{found['original']}' swapped for '{found['replacement']}', which no chunk mentions "
+                f"(full text; '{found['original']}' is in {found['original_mentions']})")
     if nearest.get("chunk"):
         line += f"; nearest chunk {nearest['chunk']}" + (" speaks of the original" if nearest.get("holds_original") else "")
     return line
