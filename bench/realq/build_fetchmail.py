@@ -1,9 +1,10 @@
-"""Build a retrieval benchmark of REAL user questions from the fetchmail FAQ (mail retrieval, not Python, Debian or zsh).
+"""Build a retrieval benchmark of REAL user questions from the fetchmail FAQ (mail retrieval; not Python, Debian, zsh).
 
 Source: the FAQ that Debian's ``fetchmail`` package ships as /usr/share/doc/fetchmail/fetchmail-FAQ.html, with
 the package's other documentation around it. The package need not be installed; fetch and unpack it without root:
 
-    apt-get download fetchmail && dpkg -x fetchmail_*.deb DIR    # then --faq DIR/usr/share/doc/fetchmail/fetchmail-FAQ.html
+    apt-get download fetchmail && dpkg -x fetchmail_*.deb DIR
+    # then --faq DIR/usr/share/doc/fetchmail/fetchmail-FAQ.html
 
 Each entry "G3. heading" whose heading holds a '?' is a question people asked ("How can I use fetchmail
 with GMail/Google Mail?", "Why do deleted messages show up again when I take a connection down?"), and its
@@ -72,7 +73,8 @@ class _Blocks(HTMLParser):
             self._struck = True
         elif tag in BLOCK_TAGS:
             self._flush()
-            self._pre += tag == "pre"
+            if tag == "pre":
+                self._pre += 1
             if tag == "li":
                 self._words.append("- ")
 
@@ -85,7 +87,8 @@ class _Blocks(HTMLParser):
             self._heading = None
         elif tag in BLOCK_TAGS:
             self._flush()
-            self._pre -= tag == "pre" and self._pre > 0
+            if tag == "pre":
+                self._pre = max(0, self._pre - 1)
 
     def handle_data(self, data):
         if self._skip:
@@ -117,9 +120,16 @@ def html_blocks(html: str) -> list[tuple]:
     return parser.items
 
 
-def read_html(path: Path) -> str:
-    """The page's text: these pages declare ISO-8859-1 and are ASCII in practice, so latin-1 never fails."""
-    return path.read_bytes().decode("latin-1")
+def read_text(path: Path) -> str:
+    """A file's text, gunzipped when it ends in .gz. UTF-8, else ISO-8859-1 (what the HTML pages declare; every
+    byte decodes, so an odd byte never stops a build)."""
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        data = gzip.decompress(data)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
 
 
 def faq_sections(html: str) -> list[dict]:
@@ -250,12 +260,6 @@ def text_sections(text: str, name: str, chapter: int) -> list[dict]:
     return found
 
 
-def _read(path: Path) -> str:
-    if path.suffix == ".gz":
-        return gzip.decompress(path.read_bytes()).decode("latin-1")
-    return path.read_bytes().decode("latin-1")
-
-
 def companion_sections(faq: Path) -> tuple[list[dict], list[str]]:
     """The package's other documents found beside the FAQ, as distractor sections, and their names."""
     found, used = [], []
@@ -265,18 +269,18 @@ def companion_sections(faq: Path) -> tuple[list[dict], list[str]]:
             continue
         chapter = FIRST_COMPANION_CHAPTER + offset
         if name == "man":
-            found += man_sections(_read(path), name, chapter)
+            found += man_sections(read_text(path), name, chapter)
         elif path.name.endswith(".html"):
-            found += html_sections(_read(path), name, chapter)
+            found += html_sections(read_text(path), name, chapter)
         else:
-            found += text_sections(_read(path), name, chapter)
+            found += text_sections(read_text(path), name, chapter)
         used.append(path.name)
     return found, used
 
 
 def build(faq: Path, out: Path) -> dict:
     try:
-        found = faq_sections(read_html(faq))
+        found = faq_sections(read_text(faq))
     except ValueError as err:
         raise SystemExit(f"{faq}: {err}") from None
     companions, used = companion_sections(faq)

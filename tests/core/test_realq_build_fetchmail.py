@@ -129,7 +129,8 @@ def test_statements_struck_entries_and_companion_documents_are_distractors(faq, 
     assert any("supports IMAP IDLE" in text for text in docs)
     readme = (out / "README.txt").read_text()
     assert "fetchmail.1.gz, fetchmail-features.html" in readme and "questions: 2" in readme
-    assert not any("Detailed Contents" in text or "B. Build-time problems" in text for text in docs + _corpus_texts(out, "faq"))
+    everything = docs + _corpus_texts(out, "faq")
+    assert not any("Detailed Contents" in text or "B. Build-time problems" in text for text in everything)
 
 
 def test_a_rebuild_is_byte_identical(faq, tmp_path):
