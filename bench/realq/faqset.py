@@ -1,4 +1,4 @@
-"""The realq layout that a FAQ becomes (shared by build_debian.py and build_zsh.py; standard library only).
+"""The realq layout that a FAQ becomes (shared by build_debian.py, build_zsh.py and build_fetchmail.py; stdlib only).
 
 A FAQ's sections ({"number", "heading", "body", "chapter", "intro"}) are written as:
 - ``corpus/faq/<chapter>/entry-NNN.md``: each answer whose heading holds a '?', the answer text ONLY
