@@ -172,6 +172,32 @@ def test_invented_dotted_names_and_digit_runs_are_rejected(question, chunk, reas
     assert (found is None) if reason is None else (reason in found)
 
 
+@pytest.mark.parametrize("question, query_type, chunk, reason", [
+    # stored bundled-model rows: the grammar cut a word at its length limit, or the model glued words
+    ("delete multiple local names from client-side-email-", "keyword", "Delete mail on the server.", "cut off"),
+    ("iau1s2s3s4s5s6s7s8 plans", "keyword", "Plans and prices.", "cut off"),
+    ("What is the best time tocheckcertsetsupd", "keyword", "Check certificates daily.", "glued"),
+    ("compare two strings using the built-in-Python-12", "keyword", "Compare strings.", "glued"),
+    ("Which driver runs on linux-nvidia-fuchs?", "factoid", "The driver runs on Linux.", "glued"),
+    # kept: words the chunk spells, and English that joins short words
+    ("How can I use the edit-command-line widget?", "factoid", "The edit-command-line widget edits.", None),
+    ("Why is my mirror not up-to-date?", "factoid", "Mirrors sync daily.", None),
+    ("Is a 20-year-old archive still served?", "factoid", "Old archives stay.", None),
+    ("1.2 - 1.0 result", "keyword", "Subtraction.", None),
+    ("internationalization settings", "keyword", "Internationalization settings live here.", None),
+])
+def test_glued_and_cut_off_words_are_rejected_unless_the_chunk_spells_them(question, query_type, chunk, reason):
+    found = filters.check_glued_words(question, query_type, chunk)
+    assert (found is None) if reason is None else (reason in found)
+    row_reason = filters.check_row(question, chunk, query_type, [chunk], chunk, filters.DuplicateIndex([]),
+                                   extractive=True)
+    assert reason is None or row_reason == found  # check_row runs it
+
+
+def test_the_keyword_grammar_and_the_cut_off_check_share_one_word_length():
+    assert "{0,%d}" % (prompts.KEYWORD_WORD_CHARS - 1) in prompts.ASKED_KEYWORD_GRAMMAR
+
+
 def test_a_keyword_query_that_repeats_a_word_is_a_loop():
     assert "repeats a word ('floating')" in filters.check_shape("floating point floating point issues", "keyword")
     assert filters.check_shape("floating point arithmetic issues", "keyword") is None

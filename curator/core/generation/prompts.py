@@ -119,10 +119,11 @@ ASKED_VAGUE_GRAMMAR = f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 
 # No dotted names in an answer-first keyword query: given the chance, the bundled model glued words
 # into names that exist nowhere ("systems.inboundmailrc"), 60 of 337 rejections in one quality-bench
 # run; a search-box query spells "os path join" just as well.
+KEYWORD_WORD_CHARS = 18  # a word reaching this was cut by the grammar (filters.check_glued_words)
 ASKED_KEYWORD_GRAMMAR = r"""
 root ::= "Query: " kword (" " kword){1,5} "\n"
-kword ::= [a-zA-Z] [a-zA-Z0-9'_+#-]{0,17}
-"""
+kword ::= [a-zA-Z] [a-zA-Z0-9'_+#-]{0,%d}
+""" % (KEYWORD_WORD_CHARS - 1)
 ASKED_MAX_TOKENS = len("Question: ") + 2 * QUESTION_CHARS + 8
 
 
