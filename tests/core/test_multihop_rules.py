@@ -195,3 +195,32 @@ def _rule_backend(option):
     from curator.core.generation.backends import FakeBackend
 
     return FakeBackend(lambda messages: f"Question: {option['second_question']}\n")
+
+
+# Review findings of session 38 (s38 h5): shapes the wider rules misread; each wrote a wrong question.
+@pytest.mark.parametrize("sentence, entity", [
+    ("dpkg will fail if the package is broken.", "dpkg"),  # a verb with no object: not "What will dpkg fail?"
+    ("The `server` will start automatically when you boot.", "server"),
+    ("apt-get will complain about unmet dependencies.", "apt-get"),
+    ("The `os.fork()` and `pty` modules are always available on Unix.", "pty"),  # an adverb, no plural noun
+    ("Cython and Pyrex are dangerous to mix.", "Cython"),
+    ("Since the GIL is held, the `gc` module is a no-op.", "gc"),  # "since" a cause, not a version
+    ("In the example above, the `gc` module is a no-op.", "gc"),  # a setting that points back
+    ("The `__del__()` method is called for every object.", "__del__()"),  # "for every": no purpose
+])
+def test_no_rule_question_for_shapes_the_review_found(sentence, entity):
+    assert multihop.rule_question(sentence, entity) is None
+
+
+@pytest.mark.parametrize("sentence, entity, question", [
+    ("Installing Debian packages requires root.", "Debian", "What does installing Debian packages do?"),
+    ("Setting `sync_interval` flags enables uploads.", "sync_interval", "What does setting sync_interval flags do?"),
+    ("The syntax of Python's `lambda` is limited.", "lambda", "What is the syntax of Python's lambda?"),
+    ("The first argument to `--install' option is the symlink.", "--install",
+     "What is the first argument to --install option?"),
+    ("Since Python 3.8, the `gc` module is a no-op.", "gc", "What is the gc module since Python 3.8?"),
+    ("The `__del__()` method is called for cleanup.", "__del__()", "What is the __del__() method called for?"),
+    ("dpkg will unpack the archive file of a package.", "dpkg", "What will dpkg unpack?"),
+])
+def test_the_shapes_the_review_found_still_read_their_good_sentences(sentence, entity, question):
+    assert multihop.rule_question(sentence, entity) == question
