@@ -202,6 +202,7 @@ def _rule_backend(option):
     ("dpkg will fail if the package is broken.", "dpkg"),  # a verb with no object: not "What will dpkg fail?"
     ("The `server` will start automatically when you boot.", "server"),
     ("apt-get will complain about unmet dependencies.", "apt-get"),
+    ("The `server` will start automatically.", "server"),
     ("The `os.fork()` and `pty` modules are always available on Unix.", "pty"),  # an adverb, no plural noun
     ("Cython and Pyrex are dangerous to mix.", "Cython"),
     ("Since the GIL is held, the `gc` module is a no-op.", "gc"),  # "since" a cause, not a version
@@ -221,6 +222,25 @@ def test_no_rule_question_for_shapes_the_review_found(sentence, entity):
     ("Since Python 3.8, the `gc` module is a no-op.", "gc", "What is the gc module since Python 3.8?"),
     ("The `__del__()` method is called for cleanup.", "__del__()", "What is the __del__() method called for?"),
     ("dpkg will unpack the archive file of a package.", "dpkg", "What will dpkg unpack?"),
+    ("The `syslog` handler will write only complete lines.", "syslog", "What will the syslog handler write?"),
 ])
 def test_the_shapes_the_review_found_still_read_their_good_sentences(sentence, entity, question):
     assert multihop.rule_question(sentence, entity) == question
+
+
+def test_a_gerund_subjects_verb_after_an_adverb_is_read():
+    sentence = "Applying `iter()` to a dictionary always loops over its keys, but dictionaries have other methods."
+    assert multihop.rule_question(sentence, "iter()") == "What does applying iter() to a dictionary do?"
+
+
+@pytest.mark.parametrize("sentence, entity, question", [
+    ("Using `set()` on a sequence eliminates duplicate elements.", "set()", "What does using set() on a sequence do?"),
+    ("Installing Debian packages with dpkg requires root.", "dpkg", "What does installing Debian packages with dpkg do?"),
+])
+def test_a_gerund_subjects_verb_in_s_is_told_from_a_plural_noun(sentence, entity, question):
+    assert multihop.rule_question(sentence, entity) == question
+
+
+def test_a_plural_noun_before_the_sentences_own_verb_is_no_gerund_verb():
+    sentence = "Using escape sequences for code points greater than 127 is fine in small doses."
+    assert multihop.rule_question(sentence, "escape") is None

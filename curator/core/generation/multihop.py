@@ -443,9 +443,13 @@ _OF_SUBJECT = re.compile(r"^(?P<subject>(?:the|an?) [^,;:()]{2,40}? (?:of|to|for
 _GERUND = re.compile(r"^(?:Passing|Using|Running|Calling|Setting|Adding|Removing|Installing|Enabling|"
                      r"Disabling|Applying|Importing|Defining|Changing) [^,;:]+")
 MAX_GERUND_ACT_CHARS = 60
-# Verbs a gerund subject takes ("Installing Debian packages requires root"); any other word in -s is
-# a verb only when an object's determiner follows it ("... logs the changes"), since a gerund's object
-# often ends in a plural noun ("packages", "flags") that is no verb.
+# Verbs a gerund subject takes ("Installing Debian packages requires root"). Any other word in -s is
+# a verb when an adverb precedes it ("Applying `iter()` to a dictionary always loops over its keys")
+# or a word that starts its object follows it ("... eliminates duplicate elements"); a gerund's object
+# often ends in a plural noun ("Debian packages requires", "packages with dpkg") that is no verb: one
+# followed by another word in -s, a preposition or a conjunction (_NOT_OBJECT) is taken for a noun, and
+# so is one before a later "is"/"can"/... ("Using escape sequences for code points greater than 127 is
+# fine": the sentence's verb is "is", not "points").
 _GERUND_VERBS = frozenset({"makes", "requires", "needs", "causes", "gives", "lets", "allows", "takes", "creates",
                            "returns", "ensures", "prevents", "breaks", "changes", "removes", "installs", "adds",
                            "sets", "runs", "saves", "costs", "helps", "means", "fails", "produces", "raises",
@@ -455,7 +459,7 @@ _GERUND_VERBS = frozenset({"makes", "requires", "needs", "causes", "gives", "let
                            "imports", "defines", "uses", "frees", "blocks", "hides", "skips", "checks", "copies"})
 _OBJECT_STARTS = frozenset({"the", "a", "an", "it", "them", "its", "their", "your", "you", "this", "that", "these",
                             "those", "all", "any", "every", "each", "no", "some", "one"})
-_GERUND_ADVERBS = ("always", "only", "also")
+_GERUND_ADVERBS = ("always", "only", "also", "never", "usually", "often", "automatically", "simply", "just")
 MAX_OF_SUBJECT_WORDS = 6
 # A quoting mark ("`--install' option"), not an apostrophe inside a word ("Python's"), which stays.
 _QUOTE_MARK = re.compile(r"(?<!\w)['‘’]|['‘’](?!\w)")
@@ -475,15 +479,23 @@ _NOT_OBJECT = frozenset({"about", "above", "across", "after", "against", "along"
                          "first", "well", "even", "also", "not", "only", "just", "instead", "forever"})
 
 
+_FOCUS_ADVERBS = frozenset({"only", "even", "just", "also", "still", "always", "never", "often", "usually"})
+
+
 def _takes_object(rest: str) -> bool:
     """Whether the words after a modal's verb start its object: "dpkg will unpack the archive" does,
     "dpkg will fail if ..." and "will start automatically" do not (the question would ask a verb
     that takes none: "What will dpkg fail?")."""
-    first = re.match(r" +([A-Za-z`'\"][\w`'\".-]*)", rest)
-    if not first:  # the sentence ends or a comma follows: no object
-        return False
-    word = first.group(1).strip("`'\"").lower()
-    return word not in _NOT_OBJECT and not word.endswith("ly")
+    words = re.findall(r" +([A-Za-z`'\"][\w`'\".-]*)|([^ ])", rest)
+    for word, sign in words:
+        if sign:  # the sentence ends or a comma follows: no object
+            return False
+        if word.endswith((".", ",")) and word.rstrip(".,").endswith("ly"):  # "will start automatically."
+            return False
+        word = word.strip("`'\"").lower()
+        if word not in _FOCUS_ADVERBS and not word.endswith("ly"):  # "will contain only log entries"
+            return word not in _NOT_OBJECT
+    return False
 
 
 def _modal_question(core: str, entity: str) -> Optional[str]:
@@ -509,6 +521,15 @@ def _of_subject_question(core: str, entity: str) -> Optional[str]:
     return f"What {found.group('be')} {subject[:1].lower()}{subject[1:]}?"
 
 
+_LATER_VERBS = frozenset({"is", "are", "was", "were", "can", "will", "may", "must", "should", "would", "could"})
+
+
+def _in_s(word: str) -> bool:
+    """Whether a word may be a verb in -s (or a plural noun): "requires", "packages"; not "is", "class"."""
+    return bool(re.fullmatch(r"[a-z]{3,}s", word)) and not word.endswith(("ss", "us")) \
+        and word not in ("is", "has", "was", "does", "this", "its")
+
+
 def _gerund_act(core: str) -> Optional[str]:
     """The gerund subject of a sentence, up to its verb ("Installing Debian packages" of "Installing
     Debian packages requires root"), or None when no word reads as its verb (_GERUND_VERBS)."""
@@ -518,8 +539,10 @@ def _gerund_act(core: str) -> Optional[str]:
     words = found.group(0).split()
     for at in range(2, len(words)):
         word, after = words[at], (words[at + 1].lower() if at + 1 < len(words) else "")
-        is_verb = word in _GERUND_VERBS or (re.fullmatch(r"[a-z]{3,}s", word) and not word.endswith("ss")
-                                            and word not in ("is", "has", "was", "does") and after in _OBJECT_STARTS)
+        is_verb = word in _GERUND_VERBS or (
+            _in_s(word) and not _LATER_VERBS.intersection(words[at + 1:])
+            and (words[at - 1] in _GERUND_ADVERBS or after in _OBJECT_STARTS
+                 or (after and not _in_s(after) and after not in _NOT_OBJECT)))
         if is_verb:
             act = " ".join(words[:at])
             while act.split()[-1] in _GERUND_ADVERBS:  # "Passing X only makes ...": the adverb is the verb's
