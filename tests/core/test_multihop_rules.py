@@ -203,6 +203,7 @@ def _rule_backend(option):
     ("The `server` will start automatically when you boot.", "server"),
     ("apt-get will complain about unmet dependencies.", "apt-get"),
     ("The `server` will start automatically.", "server"),
+    ("Coordinates are always passed in the order *y,x*, and the corner is (0,0).", "Coordinates"),  # no place
     ("The `os.fork()` and `pty` modules are always available on Unix.", "pty"),  # an adverb, no plural noun
     ("Cython and Pyrex are dangerous to mix.", "Cython"),
     ("Since the GIL is held, the `gc` module is a no-op.", "gc"),  # "since" a cause, not a version

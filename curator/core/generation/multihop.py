@@ -587,9 +587,11 @@ def _passive_question(sentence: str, entity: str) -> Optional[str]:
     subject = found.group("subject").replace("`", "")
     if len(subject.split()) > MAX_SUBJECT_WORDS or not _rule_subject(subject, entity):
         return None
-    after = sentence[found.end():].split()[:1]
-    if found.group("prep") in ("in", "on", "at") and after[:1] and after[0].lower() not in ("the", "a", "an", "its", "their"):
+    after = [w.lower().strip(",.;*") for w in sentence[found.end():].split()[:2]]
+    if found.group("prep") in ("in", "on", "at") and after[:1] and after[0] not in ("the", "a", "an", "its", "their"):
         return None  # "executed in any event", "stored in Python 3": no place to ask "where" of
+    if found.group("prep") in ("in", "on", "at") and after[1:] and after[1] in _NO_PLACE:
+        return None  # "passed in the order y,x": how, not where
     if found.group("prep") == "for" and after[:1] and after[0].lower() in _EVERY:
         return None  # "called for every object": when it happens, not what it is for
     subject = _ARTICLE.sub(lambda m: m.group(1).lower(), subject)
@@ -597,6 +599,9 @@ def _passive_question(sentence: str, entity: str) -> Optional[str]:
 
 
 _EVERY = frozenset({"each", "every", "all", "any"})
+# Nouns after "in the" that name no place: "passed in the order *y,x*", "handled in the same way".
+_NO_PLACE = frozenset({"order", "way", "manner", "same", "form", "case", "event", "end", "meantime", "future", "past",
+                       "background", "usual", "opposite", "reverse"})
 _IRREGULAR_BASE = {"has": "have", "does": "do", "goes": "go", "caches": "cache"}  # "caches" ends in -ches
 
 
