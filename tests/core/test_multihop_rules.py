@@ -224,6 +224,7 @@ def test_no_rule_question_for_shapes_the_review_found(sentence, entity):
     ("The `__del__()` method is called for cleanup.", "__del__()", "What is the __del__() method called for?"),
     ("dpkg will unpack the archive file of a package.", "dpkg", "What will dpkg unpack?"),
     ("The `syslog` handler will write only complete lines.", "syslog", "What will the syslog handler write?"),
+    ("The `divmod()` function will return 2 numbers.", "divmod()", "What will the divmod() function return?"),
 ])
 def test_the_shapes_the_review_found_still_read_their_good_sentences(sentence, entity, question):
     assert multihop.rule_question(sentence, entity) == question

@@ -486,7 +486,7 @@ def _takes_object(rest: str) -> bool:
     """Whether the words after a modal's verb start its object: "dpkg will unpack the archive" does,
     "dpkg will fail if ..." and "will start automatically" do not (the question would ask a verb
     that takes none: "What will dpkg fail?")."""
-    words = re.findall(r" +([A-Za-z`'\"][\w`'\".-]*)|([^ ])", rest)
+    words = re.findall(r" +([\w`'\"][\w`'\".-]*)|([^ ])", rest)
     for word, sign in words:
         if sign:  # the sentence ends or a comma follows: no object
             return False
