@@ -195,3 +195,54 @@ def _rule_backend(option):
     from curator.core.generation.backends import FakeBackend
 
     return FakeBackend(lambda messages: f"Question: {option['second_question']}\n")
+
+
+# Review findings of session 38 (s38 h5): shapes the wider rules misread; each wrote a wrong question.
+@pytest.mark.parametrize("sentence, entity", [
+    ("dpkg will fail if the package is broken.", "dpkg"),  # a verb with no object: not "What will dpkg fail?"
+    ("The `server` will start automatically when you boot.", "server"),
+    ("apt-get will complain about unmet dependencies.", "apt-get"),
+    ("The `server` will start automatically.", "server"),
+    ("Coordinates are always passed in the order *y,x*, and the corner is (0,0).", "Coordinates"),  # no place
+    ("The `os.fork()` and `pty` modules are always available on Unix.", "pty"),  # an adverb, no plural noun
+    ("Cython and Pyrex are dangerous to mix.", "Cython"),
+    ("Since the GIL is held, the `gc` module is a no-op.", "gc"),  # "since" a cause, not a version
+    ("In the example above, the `gc` module is a no-op.", "gc"),  # a setting that points back
+    ("The `__del__()` method is called for every object.", "__del__()"),  # "for every": no purpose
+])
+def test_no_rule_question_for_shapes_the_review_found(sentence, entity):
+    assert multihop.rule_question(sentence, entity) is None
+
+
+@pytest.mark.parametrize("sentence, entity, question", [
+    ("Installing Debian packages requires root.", "Debian", "What does installing Debian packages do?"),
+    ("Setting `sync_interval` flags enables uploads.", "sync_interval", "What does setting sync_interval flags do?"),
+    ("The syntax of Python's `lambda` is limited.", "lambda", "What is the syntax of Python's lambda?"),
+    ("The first argument to `--install' option is the symlink.", "--install",
+     "What is the first argument to --install option?"),
+    ("Since Python 3.8, the `gc` module is a no-op.", "gc", "What is the gc module since Python 3.8?"),
+    ("The `__del__()` method is called for cleanup.", "__del__()", "What is the __del__() method called for?"),
+    ("dpkg will unpack the archive file of a package.", "dpkg", "What will dpkg unpack?"),
+    ("The `syslog` handler will write only complete lines.", "syslog", "What will the syslog handler write?"),
+    ("The `divmod()` function will return 2 numbers.", "divmod()", "What will the divmod() function return?"),
+])
+def test_the_shapes_the_review_found_still_read_their_good_sentences(sentence, entity, question):
+    assert multihop.rule_question(sentence, entity) == question
+
+
+def test_a_gerund_subjects_verb_after_an_adverb_is_read():
+    sentence = "Applying `iter()` to a dictionary always loops over its keys, but dictionaries have other methods."
+    assert multihop.rule_question(sentence, "iter()") == "What does applying iter() to a dictionary do?"
+
+
+@pytest.mark.parametrize("sentence, entity, question", [
+    ("Using `set()` on a sequence eliminates duplicate elements.", "set()", "What does using set() on a sequence do?"),
+    ("Installing Debian packages with dpkg requires root.", "dpkg", "What does installing Debian packages with dpkg do?"),
+])
+def test_a_gerund_subjects_verb_in_s_is_told_from_a_plural_noun(sentence, entity, question):
+    assert multihop.rule_question(sentence, entity) == question
+
+
+def test_a_plural_noun_before_the_sentences_own_verb_is_no_gerund_verb():
+    sentence = "Using escape sequences for code points greater than 127 is fine in small doses."
+    assert multihop.rule_question(sentence, "escape") is None

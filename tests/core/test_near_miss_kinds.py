@@ -125,3 +125,28 @@ def test_real_bundled_model_writes_a_learned_near_miss_or_says_why_not(term_db, 
         found = row["quality_signals"]["unanswerable_evidence"]
         assert "KonsoleX" in row["text"] and "XTerm" not in row["text"] and found["replacement_with_question_words"] == 0
         assert found["learned_kind"] == ["KonsoleX", "Rxvt9", "XTerm"]
+
+
+def test_each_peer_is_searched_once_from_options_to_evidence(term_db, monkeypatch):
+    """swappable, _option, judge and evidence all ask about the same peers of one sentence: each
+    peer's chunks are found by one full-text search, and the first peer that fits ends the search."""
+    searched = []
+    execute = term_db.execute
+
+    def counting(sql, params=None):
+        if "SELECT c.id, c.text FROM chunks_fts" in sql:
+            searched.append(params[0])
+        return execute(sql, params) if params is not None else execute(sql)
+
+    monkeypatch.setattr(term_db, "execute", counting)
+    option = unanswerable.options(term_db, _chunk(term_db, "stty erase"), seed=0)[0]
+    reason, found = unanswerable.judge(term_db, "How do I configure the zed shell backspace key in XTerm?", option)
+    assert reason is None and found["replacement_with_question_words"] == 0
+    assert sorted(searched) == ['"konsolex"', '"rxvt9"']  # Rxvt9 rejected, KonsoleX kept: once each
+
+
+def test_loading_the_bundled_tokenizer_prints_nothing(bundled_model, capfd):
+    kinds._vocab.cache_clear()
+    kinds._split_by_model.cache_clear()
+    assert kinds._vocab() is not None
+    assert "llama_context" not in capfd.readouterr().err

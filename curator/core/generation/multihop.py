@@ -306,6 +306,20 @@ def rule_question(sentence: str, entity: str) -> Optional[str]:
     return _wider_question(sentence, entity)
 
 
+# Words ending in -s after "are" that are no plural noun: adverbs and adjectives ("are always
+# available", "are dangerous to mix", "are perhaps ...").
+_NOT_PLURAL = frozenset({"always", "sometimes", "perhaps", "besides", "nowadays", "afterwards", "towards", "thus",
+                         "whereas", "unless", "less", "various", "yours", "ours", "theirs", "hers", "its", "this",
+                         "these", "those", "us", "was", "has", "does", "is", "yes"})
+
+
+def _plural_noun(word: str) -> bool:
+    """Whether a word after "are" reads as a plural noun ("compilers"), not an adverb or adjective
+    ("always", "dangerous", "obvious"), nor a singular in -ss, -us or -is ("class", "status", "basis")."""
+    return bool(re.fullmatch(r"[a-z]{4,}s", word)) and word not in _NOT_PLURAL \
+        and not word.endswith(("ss", "us", "is", "wards"))
+
+
 def _subject_question(sentence: str, entity: str) -> Optional[str]:
     """rule_question for a sentence that opens with its subject (no marker, no setting before it)."""
     words = sentence.split()
@@ -322,7 +336,7 @@ def _subject_question(sentence: str, entity: str) -> Optional[str]:
             return f"What {verb} {subject} used for?"
         if rest and rest[0] in ("a", "an", "the", "one"):
             return f"What {verb} {subject}?"
-        if WIDER_SHAPES and verb == "are" and rest and re.fullmatch(r"[a-z]{4,}s", rest[0]) and not rest[0].endswith("ss"):
+        if WIDER_SHAPES and verb == "are" and rest and _plural_noun(rest[0]):
             return f"What are {subject}?"  # "Cython and Pyrex are compilers that ..."
         return None
     if verb == "can":
@@ -349,8 +363,14 @@ _MARKER = re.compile(r"^(?:for (?:example|instance)|actually|also|however|simila
                      r"on one hand|as you can see|as a result|as such)\b,?\s+", re.I)
 # A setting before the subject, kept for the end of the question ("In Python's string literals, ..."):
 # a short phrase after "in", "on", "under", "within" or "inside", ended by a comma.
-_LEADING_SETTING = re.compile(r"^(?P<setting>(?:in|on|under|within|inside|since|as of|starting with) [^,;:]{3,50}?),"
+# "since" only before a version or a number ("Since Python 3.8,"), not a cause ("Since the GIL is held,").
+_LEADING_SETTING = re.compile(r"^(?P<setting>(?:(?:in|on|under|within|inside) [^,;:]{3,50}?|"
+                              r"(?:since|as of|starting with) (?=[^,;:]{0,30}\d)[^,;:]{1,50}?)),"
                               r"\s+(?P<rest>.+)$", re.I)
+# A setting that points back at what came before ("In the example above,", "In this case,") leans on
+# its chunk: the sentence has no question of its own.
+_POINTS_BACK = re.compile(r"\b(?:above|below|previous|preceding|following|this|that|these|those|such|"
+                          r"the (?:example|case|code|snippet|listing)\b(?! of\b))", re.I)
 # "Use X to <goal>", "To <goal>, use X", "For <goal>, use X", "it's best to use X": the sentence says
 # what X is used for. The entity's phrase runs from "use" (or an article after it) to the entity and
 # at most one word past it ("the `struct` module").
@@ -377,6 +397,8 @@ def _wider_question(sentence: str, entity: str) -> Optional[str]:
     core = _MARKER.sub("", sentence, count=1)
     setting = _LEADING_SETTING.match(core)
     if setting:
+        if _POINTS_BACK.search(setting.group("setting")):
+            return None
         asked = _core_question(setting.group("rest"), entity)
         place = setting.group("setting").replace("`", "")
         if asked and not names_entity(place, entity):
@@ -418,17 +440,68 @@ _MODAL = re.compile(r"^(?P<subject>.+?) (?P<modal>will|may|should|must|would) (?
 _OF_SUBJECT = re.compile(r"^(?P<subject>(?:the|an?) [^,;:()]{2,40}? (?:of|to|for) [^,;:()]{1,40}?) (?P<be>is|are) "
                          r"(?P<rest>\S.*)$", re.I)
 # "Passing the --log-option to dpkg makes dpkg log ..." -> "What does passing the --log-option to dpkg do?"
-_GERUND = re.compile(r"^(?P<act>(?:Passing|Using|Running|Calling|Setting|Adding|Removing|Installing|Enabling|"
-                     r"Disabling|Applying|Importing|Defining|Changing) [^,;:]{2,50}?) (?:always |only |also )?"
-                     r"(?P<verb>(?!is\b|has\b|was\b|does\b)[a-z]{3,}s)\b")
+_GERUND = re.compile(r"^(?:Passing|Using|Running|Calling|Setting|Adding|Removing|Installing|Enabling|"
+                     r"Disabling|Applying|Importing|Defining|Changing) [^,;:]+")
+MAX_GERUND_ACT_CHARS = 60
+# Verbs a gerund subject takes ("Installing Debian packages requires root"). Any other word in -s is
+# a verb when an adverb precedes it ("Applying `iter()` to a dictionary always loops over its keys")
+# or a word that starts its object follows it ("... eliminates duplicate elements"); a gerund's object
+# often ends in a plural noun ("Debian packages requires", "packages with dpkg") that is no verb: one
+# followed by another word in -s, a preposition or a conjunction (_NOT_OBJECT) is taken for a noun, and
+# so is one before a later "is"/"can"/... ("Using escape sequences for code points greater than 127 is
+# fine": the sentence's verb is "is", not "points").
+_GERUND_VERBS = frozenset({"makes", "requires", "needs", "causes", "gives", "lets", "allows", "takes", "creates",
+                           "returns", "ensures", "prevents", "breaks", "changes", "removes", "installs", "adds",
+                           "sets", "runs", "saves", "costs", "helps", "means", "fails", "produces", "raises",
+                           "triggers", "forces", "keeps", "enables", "disables", "turns", "puts", "calls", "updates",
+                           "writes", "reads", "deletes", "overrides", "replaces", "avoids", "improves", "reduces",
+                           "increases", "slows", "speeds", "stops", "starts", "tells", "shows", "affects", "loads",
+                           "imports", "defines", "uses", "frees", "blocks", "hides", "skips", "checks", "copies"})
+_OBJECT_STARTS = frozenset({"the", "a", "an", "it", "them", "its", "their", "your", "you", "this", "that", "these",
+                            "those", "all", "any", "every", "each", "no", "some", "one"})
+_GERUND_ADVERBS = ("always", "only", "also", "never", "usually", "often", "automatically", "simply", "just")
 MAX_OF_SUBJECT_WORDS = 6
+# A quoting mark ("`--install' option"), not an apostrophe inside a word ("Python's"), which stays.
+_QUOTE_MARK = re.compile(r"(?<!\w)['‘’]|['‘’](?!\w)")
 _NOT_AFTER_MODAL = {"be", "not", "also", "still", "only", "always", "never", "then", "now"}
+
+
+# A word after the modal's verb that starts no object: a preposition, conjunction or adverb ("dpkg
+# will fail if ...", "apt-get will complain about ...", "the server will start automatically").
+_NOT_OBJECT = frozenset({"about", "above", "across", "after", "against", "along", "among", "around", "as", "at",
+                         "before", "behind", "below", "beneath", "beside", "between", "beyond", "by", "despite",
+                         "during", "except", "for", "from", "in", "inside", "into", "like", "near", "of", "off",
+                         "on", "onto", "out", "outside", "over", "past", "since", "through", "throughout", "till",
+                         "to", "toward", "towards", "under", "until", "up", "upon", "via", "with", "within",
+                         "without", "down", "back", "away", "if", "when", "whenever", "while", "unless", "because",
+                         "although", "though", "and", "or", "but", "so", "than", "then", "once", "where", "wherever",
+                         "whether", "again", "anyway", "too", "either", "here", "there", "now", "soon", "later",
+                         "first", "well", "even", "also", "not", "only", "just", "instead", "forever"})
+
+
+_FOCUS_ADVERBS = frozenset({"only", "even", "just", "also", "still", "always", "never", "often", "usually"})
+
+
+def _takes_object(rest: str) -> bool:
+    """Whether the words after a modal's verb start its object: "dpkg will unpack the archive" does,
+    "dpkg will fail if ..." and "will start automatically" do not (the question would ask a verb
+    that takes none: "What will dpkg fail?")."""
+    words = re.findall(r" +([\w`'\"][\w`'\".-]*)|([^ ])", rest)
+    for word, sign in words:
+        if sign:  # the sentence ends or a comma follows: no object
+            return False
+        if word.endswith((".", ",")) and word.rstrip(".,").endswith("ly"):  # "will start automatically."
+            return False
+        word = word.strip("`'\"").lower()
+        if word not in _FOCUS_ADVERBS and not word.endswith("ly"):  # "will contain only log entries"
+            return word not in _NOT_OBJECT
+    return False
 
 
 def _modal_question(core: str, entity: str) -> Optional[str]:
     found = _MODAL.match(core)
     if not found or found.group("verb") in _NOT_AFTER_MODAL or found.group("verb").endswith("ly") \
-            or not found.group("rest").strip():
+            or not _takes_object(found.group("rest")):
         return None
     subject = found.group("subject").replace("`", "")
     if len(subject.split()) > MAX_SUBJECT_WORDS or not _rule_subject(subject, entity) \
@@ -439,7 +512,7 @@ def _modal_question(core: str, entity: str) -> Optional[str]:
 
 
 def _of_subject_question(core: str, entity: str) -> Optional[str]:
-    found = _OF_SUBJECT.match(core.replace("`", "").replace("'", " ").replace("  ", " "))
+    found = _OF_SUBJECT.match(_QUOTE_MARK.sub("", core.replace("`", "")))
     if not found or not names_entity(found.group("subject"), entity) or names_entity(found.group("rest"), entity):
         return None  # the entity after "of/to", not in the answer (then the subject asks for it)
     subject = " ".join(found.group("subject").split())
@@ -448,11 +521,41 @@ def _of_subject_question(core: str, entity: str) -> Optional[str]:
     return f"What {found.group('be')} {subject[:1].lower()}{subject[1:]}?"
 
 
-def _gerund_question(core: str, entity: str) -> Optional[str]:
+_LATER_VERBS = frozenset({"is", "are", "was", "were", "can", "will", "may", "must", "should", "would", "could"})
+
+
+def _in_s(word: str) -> bool:
+    """Whether a word may be a verb in -s (or a plural noun): "requires", "packages"; not "is", "class"."""
+    return bool(re.fullmatch(r"[a-z]{3,}s", word)) and not word.endswith(("ss", "us")) \
+        and word not in ("is", "has", "was", "does", "this", "its")
+
+
+def _gerund_act(core: str) -> Optional[str]:
+    """The gerund subject of a sentence, up to its verb ("Installing Debian packages" of "Installing
+    Debian packages requires root"), or None when no word reads as its verb (_GERUND_VERBS)."""
     found = _GERUND.match(core)
-    if not found or not names_entity(found.group("act"), entity):
+    if not found:
         return None
-    act = found.group("act").replace("`", "")
+    words = found.group(0).split()
+    for at in range(2, len(words)):
+        word, after = words[at], (words[at + 1].lower() if at + 1 < len(words) else "")
+        is_verb = word in _GERUND_VERBS or (
+            _in_s(word) and not _LATER_VERBS.intersection(words[at + 1:])
+            and (words[at - 1] in _GERUND_ADVERBS or after in _OBJECT_STARTS
+                 or (after and not _in_s(after) and after not in _NOT_OBJECT)))
+        if is_verb:
+            act = " ".join(words[:at])
+            while act.split()[-1] in _GERUND_ADVERBS:  # "Passing X only makes ...": the adverb is the verb's
+                act = act.rsplit(" ", 1)[0]
+            return act if len(act) <= MAX_GERUND_ACT_CHARS and len(act.split()) > 1 else None
+    return None
+
+
+def _gerund_question(core: str, entity: str) -> Optional[str]:
+    act = _gerund_act(core)
+    if not act or not names_entity(act, entity):
+        return None
+    act = act.replace("`", "")
     return f"What does {act[:1].lower()}{act[1:]} do?"
 
 
@@ -484,13 +587,21 @@ def _passive_question(sentence: str, entity: str) -> Optional[str]:
     subject = found.group("subject").replace("`", "")
     if len(subject.split()) > MAX_SUBJECT_WORDS or not _rule_subject(subject, entity):
         return None
-    after = sentence[found.end():].split()[:1]
-    if found.group("prep") in ("in", "on", "at") and after[:1] and after[0].lower() not in ("the", "a", "an", "its", "their"):
+    after = [w.lower().strip(",.;*") for w in sentence[found.end():].split()[:2]]
+    if found.group("prep") in ("in", "on", "at") and after[:1] and after[0] not in ("the", "a", "an", "its", "their"):
         return None  # "executed in any event", "stored in Python 3": no place to ask "where" of
+    if found.group("prep") in ("in", "on", "at") and after[1:] and after[1] in _NO_PLACE:
+        return None  # "passed in the order y,x": how, not where
+    if found.group("prep") == "for" and after[:1] and after[0].lower() in _EVERY:
+        return None  # "called for every object": when it happens, not what it is for
     subject = _ARTICLE.sub(lambda m: m.group(1).lower(), subject)
     return _PASSIVE_ASK[found.group("prep")].format(be=found.group("be"), s=subject, done=found.group("done"))
 
 
+_EVERY = frozenset({"each", "every", "all", "any"})
+# Nouns after "in the" that name no place: "passed in the order *y,x*", "handled in the same way".
+_NO_PLACE = frozenset({"order", "way", "manner", "same", "form", "case", "event", "end", "meantime", "future", "past",
+                       "background", "usual", "opposite", "reverse"})
 _IRREGULAR_BASE = {"has": "have", "does": "do", "goes": "go", "caches": "cache"}  # "caches" ends in -ches
 
 

@@ -41,12 +41,13 @@ import random
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 import sqlite_utils
 
 from curator.core.corpus.search import search_chunks
+from curator.core.generation import kinds
 from curator.core.queries.words import STOPWORDS, content_words, stem
 from curator.core.generation.answers import MIN_ANSWER_GAIN, answer_sentences
 from curator.core.store.stats import corpus_key
@@ -225,24 +226,38 @@ def _count_mentions(db: sqlite_utils.Database, term: str) -> int:
 
 def replacements(db: sqlite_utils.Database, detail: Detail, avoid: str = "") -> list[str]:
     """Things of the same kind that no active chunk mentions (and ``avoid``, the sentence, does not
-    hold), best-known first (DETAIL_FAMILIES' order)."""
+    hold), best-known first (DETAIL_FAMILIES' order; a learned kind's, learned_replacements)."""
+    return list(_replacements(db, detail, avoid))
+
+
+def replacement(db: sqlite_utils.Database, detail: Detail, avoid: str = "") -> Optional[str]:
+    """The first of replacements(), or None; found once per detail and text (swappable, chunk_setting
+    and _option all ask it of one sentence), and only as far as the first peer that fits (a learned
+    kind's check runs a full-text search per peer)."""
+    cache = _corpus_cache(db)
+    key = ("\0replacement", detail, avoid)
+    if key not in cache:
+        cache[key] = next(_replacements(db, detail, avoid), None)
+    return cache[key]
+
+
+def _replacements(db: sqlite_utils.Database, detail: Detail, avoid: str) -> Iterator[str]:
     if detail.kind.startswith(LEARNED):
         return learned_replacements(db, detail, avoid)
-    return [c for c in DETAIL_FAMILIES[detail.kind]
-            if c != detail.text and c.lower() not in avoid.lower() and corpus_mentions(db, c) == 0]
+    return (c for c in DETAIL_FAMILIES[detail.kind]
+            if c != detail.text and c.lower() not in avoid.lower() and corpus_mentions(db, c) == 0)
 
 
-def learned_replacements(db: sqlite_utils.Database, detail: Detail, sentence: str) -> list[str]:
+def learned_replacements(db: sqlite_utils.Database, detail: Detail, sentence: str) -> Iterator[str]:
     """Peers of a learned kind that ``sentence`` does not name and that no chunk names with what the
-    sentence says (chunks_with), the most mentioned first (the best-known in this corpus)."""
-    from curator.core.generation.kinds import singular
-
+    sentence says (chunks_with), the most mentioned first (the best-known in this corpus), checked
+    one at a time as they are asked for."""
     names = learned_kinds(db).get(detail.kind, frozenset())
     if detail.text not in names:  # the original is a plural's singular ("CD"): so are its peers
-        names = frozenset(singular(n) or n for n in names)
+        names = frozenset(kinds.singular(n) or n for n in names)
     peers = sorted(names, key=lambda n: (-corpus_mentions(db, n), n))
-    return [p for p in peers if p != detail.text and not _holds(sentence, p)
-            and not chunks_with(db, p, sentence, (detail.text,))]
+    return (p for p in peers if p != detail.text and not _holds(sentence, p)
+            and not chunks_with(db, p, sentence, (detail.text,)))
 
 
 def is_subject(db: sqlite_utils.Database, detail: Detail) -> bool:
@@ -292,12 +307,15 @@ def swappable(db: sqlite_utils.Database, text: str) -> list[Detail]:
     Linux": swapping one leaves the other, still answered)."""
     if exclusive(text):
         return []
-    found = details(text)
-    kinds = setting_kinds(db)
-    known = [d for d in found if d.kind in kinds and sum(o.kind == d.kind for o in found) == 1
-             and setting_preposition(text, d) and not is_subject(db, d) and replacements(db, d, text)]
-    return known + [d for d in learned_details(db, text) if sum(o.kind == d.kind for o in learned_details(db, text)) == 1
-                    and setting_preposition(text, d) and not is_subject(db, d) and replacements(db, d, text)]
+    settings = setting_kinds(db)
+    fixed = [d for d in details(text) if d.kind in settings]
+    return _swappable_among(db, text, fixed) + _swappable_among(db, text, learned_details(db, text))
+
+
+def _swappable_among(db: sqlite_utils.Database, text: str, found: list[Detail]) -> list[Detail]:
+    """The details of ``found`` (all of ``text``'s of some kinds) that are swappable (swappable())."""
+    return [d for d in found if sum(o.kind == d.kind for o in found) == 1 and setting_preposition(text, d)
+            and not is_subject(db, d) and replacement(db, d, text)]
 
 
 # Kinds learned from the corpus (kinds.py): names it lists together. Their peers are mentioned in the
@@ -311,22 +329,18 @@ SHARED_SHARE = 3  # or a third of them, whichever is more
 
 def learned_kinds(db: sqlite_utils.Database) -> dict[str, frozenset[str]]:
     """The corpus's learned kinds (kinds.corpus_kinds; no name of a fixed family), once per corpus."""
-    from curator.core.generation.kinds import corpus_kinds
-
     cache = _corpus_cache(db)
     if "\0learned" not in cache:
-        cache["\0learned"] = corpus_kinds(db, frozenset(_FAMILY_OF))
+        cache["\0learned"] = kinds.corpus_kinds(db, frozenset(_FAMILY_OF))
     return cache["\0learned"]
 
 
 def learned_details(db: sqlite_utils.Database, text: str) -> list[Detail]:
     """The names of a learned kind a text spells, as whole words, in order of appearance."""
-    from curator.core.generation.kinds import singular
-
     found = []
     for kind, names in learned_kinds(db).items():
         for name in names:
-            for spelling in filter(None, (name, singular(name))):
+            for spelling in filter(None, (name, kinds.singular(name))):
                 at = re.search(r"(?<![\w+#/.-])" + re.escape(spelling) + r"(?![\w+#/-])", text or "")
                 if at and _ends_phrase(text, at.end()):
                     found.append((at.start(), Detail(spelling, kind)))
@@ -350,13 +364,28 @@ def chunks_with(db: sqlite_utils.Database, peer: str, text: str, leave_out: tupl
     """Active chunks that name ``peer`` and MIN_SHARED_WITH_PEER of ``text``'s content stems, or a
     third of them if more (all when it has fewer): chunks that may answer ``text`` asked of the peer. Full-text matching of
     the peer's name, then stems counted in Python (a co-occurrence count, not a retriever's ranking)."""
-    asked = _question_stems(db, text, leave_out + (peer,))
-    # a long sentence shares a couple of words with any chunk of its corpus: a third of its words, there
-    need = min(len(asked), max(MIN_SHARED_WITH_PEER, -(-len(asked) // SHARED_SHARE)))
-    words = re.findall(r"\w+", peer.lower())
-    rows = db.execute("SELECT c.id, c.text FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
-                      "WHERE chunks_fts MATCH ? AND c.active = 1", ['"' + " ".join(words) + '"']).fetchall()
-    return [cid for cid, chunk in rows if _holds(chunk, peer) and len(asked & _stems(chunk, ())) >= need]
+    cache = _corpus_cache(db)
+    key = ("\0with", peer, text, leave_out)  # judge() and evidence() ask it of the same question
+    if key not in cache:
+        asked = _question_stems(db, text, leave_out + (peer,))
+        # a long sentence shares a couple of words with any chunk of its corpus: a third of its words, there
+        need = min(len(asked), max(MIN_SHARED_WITH_PEER, -(-len(asked) // SHARED_SHARE)))
+        cache[key] = [cid for cid, stems in _chunks_naming(db, peer) if len(asked & stems) >= need]
+    return cache[key]
+
+
+def _chunks_naming(db: sqlite_utils.Database, peer: str) -> list[tuple[str, frozenset[str]]]:
+    """The active chunks that spell ``peer`` (full-text match, then the spelling checked), each with
+    its content stems; once per peer and corpus, since every sentence a peer is checked against asks
+    the same chunks."""
+    cache = _corpus_cache(db)
+    key = ("\0naming", peer)
+    if key not in cache:
+        words = re.findall(r"\w+", peer.lower())
+        rows = db.execute("SELECT c.id, c.text FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+                          "WHERE chunks_fts MATCH ? AND c.active = 1", ['"' + " ".join(words) + '"']).fetchall()
+        cache[key] = [(cid, frozenset(_stems(chunk, ()))) for cid, chunk in rows if _holds(chunk, peer)]
+    return cache[key]
 
 
 def spelled(name: str) -> str:
@@ -386,7 +415,7 @@ def chunk_setting(db: sqlite_utils.Database, chunk: dict) -> Optional[Detail]:
             continue
         named = len(re.findall(r"(?<![\w+#/.-])" + re.escape(detail.text) + r"(?![\w+#/-])", text))
         if setting_preposition(text, detail) and named >= CHUNK_SETTING_MENTIONS \
-                and not is_subject(db, detail) and replacements(db, detail, text):
+                and not is_subject(db, detail) and replacement(db, detail, text):
             return detail
     return None
 
@@ -397,11 +426,11 @@ def _option(db: sqlite_utils.Database, chunk: dict, sentence: str, detail: Detai
     a question that names its setting makes the best near miss (near_miss_question). In brackets,
     "Debian (Windows)", the model copied them: "How to install Debian (ChromeOS) on Ubuntu?". A file name
     ("entry-003") says nothing and the prompt leaves it out, so the corpus's subject stands in."""
-    replacement = replacements(db, detail, sentence if scope == "sentence" else chunk["text"])[0]
+    swapped_to = replacement(db, detail, sentence if scope == "sentence" else chunk["text"])
     phrase = SETTING_PHRASES.get(detail.kind) or setting_preposition(sentence, detail) or "in"
-    return {"answer": sentence, "sentence": sentence, "swapped": swap_in(sentence, detail, replacement),
-            "original": detail.text, "kind": detail.kind, "replacement": replacement, "scope": scope,
-            "setting": f"{phrase} {spelled(replacement)}",
+    return {"answer": sentence, "sentence": sentence, "swapped": swap_in(sentence, detail, swapped_to),
+            "original": detail.text, "kind": detail.kind, "replacement": swapped_to, "scope": scope,
+            "setting": f"{phrase} {spelled(swapped_to)}",
             "title": f"{_topic(db, chunk)} {phrase} {spelled(detail.text)}"}
 
 
