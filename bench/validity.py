@@ -29,6 +29,9 @@ chunk, its wordpiece offset against MiniLM's 256-token truncation, and its centr
 vector to the chunk's); for a real question, the same for the gold-chunk sentence nearest it. Split
 by centrality and by chunk overlap, with the hit rates of dense and BM25 on each side.
 
+``--copy-bias B [--rare-share S] [--bias-names]`` generates with answer-first questions steered away from
+their answer sentence's rare words by a logit bias of B (generation.copybias).
+
 ``--usable-labels FILE --code C`` (with a project already generated) prints recall@5 of every retriever
 on the real questions, on the synthetic rows labelled under code C, on those labelled usable, and on
 those with the reviewer's small edits: whether the rows a reviewer keeps rank the retrievers like the
@@ -188,6 +191,11 @@ def main() -> None:
     parser.add_argument("--labels", help="Validate labelled generated rows (bench/quality_labels.jsonl) as generated "
                                          "and as reviewed, instead of generating.")
     parser.add_argument("--code", default="answer_first", help="Which labelled rows (their 'code') to use.")
+    parser.add_argument("--copy-bias", type=float, help="Steer answer-first questions away from their answer's rare "
+                                                        "words with this logit bias (generation.copybias; e.g. -10).")
+    parser.add_argument("--rare-share", type=float, default=None, help="With --copy-bias: a word is rare when its "
+                                                                       "stem is in at most this share of the chunks.")
+    parser.add_argument("--bias-names", action="store_true", help="With --copy-bias: steer away from names too.")
     args = parser.parse_args()
     realq, project = Path(args.realq), Path(args.project)
     if args.labels:
@@ -204,7 +212,8 @@ def main() -> None:
     have = db.execute("SELECT COUNT(*) FROM queries WHERE source = 'synthetic'").fetchone()[0]
     if have < args.count:
         with Timer(f"generate {args.count - have} synthetic rows (bundled model)"):
-            summary = generate(db, GenerationConfig(count=args.count, seed=0, resume=have > 0))
+            summary = generate(db, GenerationConfig(count=args.count, seed=0, resume=have > 0,
+                                                    copy_bias=copy_bias_of(args)))
         print(f"  {json.dumps({k: summary.get(k) for k in ('status', 'accepted', 'rejected', 'rows_per_min', 'seconds', 'rejected_by_reason')})}")
     print(f"  {approve_synthetic(db)} synthetic rows approved as they are")
     retrievers = [r for r in args.retrievers.split(",") if r]
@@ -230,6 +239,16 @@ def main() -> None:
         result = validate(narrow, retrievers, {}, args.metric, embedder=args.embedder)
     print(_render_validate(result))
     print_criteria("source chunk only", result)
+
+
+def copy_bias_of(args):
+    """The copy bias the command line asks for (None: the default, off)."""
+    from curator.core.generation.copybias import RARE_SHARE, CopyBias
+
+    if args.copy_bias is None:
+        return None
+    return CopyBias(args.copy_bias, args.rare_share if args.rare_share is not None else RARE_SHARE,
+                    keep_names=not args.bias_names)
 
 
 def diagnose(db) -> list[dict]:
