@@ -38,6 +38,8 @@ RARE_SHARE = 0.05
 MIN_PREFIX_CHARS = 4
 DEFAULT_BIAS = -10.0  # nats added to the logits of a biased token: below any other candidate, a ban in effect
 
+MIN_WORD_CHARS = 3  # shorter content words ("os", "gb") are names or units more than wording
+_CONTRACTION = re.compile(r"(\w+)['’](\w+)")
 _NAME_MARKUP = re.compile(r"[`'\"‘“]([^`'\"’”]{1,40})[`'\"’”]")
 _WORDISH = re.compile(r"[\w.\-/]+")
 
@@ -111,8 +113,16 @@ def avoided_words(sentence: str, heading: Optional[str], corpus: CorpusWords, se
     kept = qwords.stems(heading or "")
     if settings.keep_names:
         kept |= {qwords.stem(w) for w in names_in(sentence)}
+    fragments = _contraction_fragments(sentence)
     return sorted(w for w in qwords.content_words(sentence)
-                  if corpus.is_rare(w, settings.rare_share) and qwords.stem(w) not in kept and not w.isdigit())
+                  if len(w) >= MIN_WORD_CHARS and w not in fragments and not w.isdigit()
+                  and corpus.is_rare(w, settings.rare_share) and qwords.stem(w) not in kept)
+
+
+def _contraction_fragments(sentence: str) -> set[str]:
+    """The halves of "shouldn't", "they're": not words a question copies, and " re" or " ve" biased would
+    stop every word those tokens start."""
+    return {part.lower() for pair in _CONTRACTION.findall(sentence) for part in pair}
 
 
 def spellings(word: str) -> list[str]:
