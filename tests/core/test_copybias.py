@@ -138,3 +138,24 @@ def test_steering_is_a_pure_function_of_the_project(sample_db):
     avoid = first.avoid(sentence, None)
     assert avoid is not None and avoid == second.avoid(sentence, None)
     assert avoid.token_bias(_tokenize, _piece) == second.avoid(sentence, None).token_bias(_tokenize, _piece)
+
+
+def test_a_resumed_run_keeps_the_copy_bias_it_started_with(sample_db):
+    seen: list[Request] = []
+
+    class Recording(FakeBackend):
+        def iter_complete(self, requests):
+            for request, text in super().iter_complete(requests):
+                seen.append(request)
+                yield request, text
+
+    reply = ["Question: How do I stop the lark server from running at night?\n",
+             "Question: Why does the lark daemon stop answering after an update?\n",
+             "Question: Where do I look when the lark queue fills up?\n"]
+    first = generate(sample_db, GenerationConfig(count=3, mix={"factoid": 1}, copy_bias=CopyBias(-2.5), retries=0),
+                     backend=Recording(reply[:1]), answer_check=None)
+    assert first["accepted"] < 3  # one reply, asked again: duplicates, so the run is left short
+    seen.clear()
+    generate(sample_db, GenerationConfig(resume=True), backend=Recording(reply), answer_check=None)
+    steered = [r for r in seen if r.avoid is not None]
+    assert steered and all(r.avoid.settings == CopyBias(-2.5) for r in steered)
