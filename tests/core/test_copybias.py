@@ -81,6 +81,8 @@ def test_generation_records_the_bias_and_says_when_the_backend_cannot_apply_it(s
     run = json.loads(sample_db.execute("SELECT params FROM generation_runs").fetchone()[0])
     assert run["copy_bias"]["bias"] == -4.0 and run["copy_bias"]["applied"] is False
     assert any("copy bias not applied" in w for w in summary["warnings"])
+    stored = [json.loads(r[0] or "{}") for r in sample_db.execute("SELECT quality_signals FROM queries")]
+    assert stored and not any("avoided_words" in s for s in stored)  # nothing was steered, so no row says it was
     steered = [r for r in seen if r.avoid is not None]
     assert steered, "answer-first requests carry the words to avoid"
     for request in steered:

@@ -504,7 +504,7 @@ def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[st
         if gain is not None:  # shown, not scored
             candidate["signals"]["answer_gain"] = round(gain, 3)
         candidate["signals"].update(extra)
-        avoided = _avoid(task, checks.steering)
+        avoided = _avoid(task, checks.steering) if checks.steering and checks.steering.applied else None
         if avoided:  # what the question was steered away from, shown with the row
             candidate["signals"]["avoided_words"] = list(avoided.words)
         if candidate["quality"] < checks.min_quality:
