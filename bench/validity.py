@@ -29,6 +29,9 @@ chunk, its wordpiece offset against MiniLM's 256-token truncation, and its centr
 vector to the chunk's); for a real question, the same for the gold-chunk sentence nearest it. Split
 by centrality and by chunk overlap, with the hit rates of dense and BM25 on each side.
 
+``--copy-bias B [--rare-share S] [--bias-names]`` generates with answer-first questions steered away from
+their answer sentence's rare words by a logit bias of B (generation.copybias).
+
 ``--usable-labels FILE --code C`` (with a project already generated) prints recall@5 of every retriever
 on the real questions, on the synthetic rows labelled under code C, on those labelled usable, and on
 those with the reviewer's small edits: whether the rows a reviewer keeps rank the retrievers like the
@@ -188,6 +191,11 @@ def main() -> None:
     parser.add_argument("--labels", help="Validate labelled generated rows (bench/quality_labels.jsonl) as generated "
                                          "and as reviewed, instead of generating.")
     parser.add_argument("--code", default="answer_first", help="Which labelled rows (their 'code') to use.")
+    parser.add_argument("--copy-bias", type=float, help="Steer answer-first questions away from their answer's rare "
+                                                        "words with this logit bias (generation.copybias; e.g. -10).")
+    parser.add_argument("--rare-share", type=float, default=None, help="With --copy-bias: a word is rare when its "
+                                                                       "stem is in at most this share of the chunks.")
+    parser.add_argument("--bias-names", action="store_true", help="With --copy-bias: steer away from names too.")
     args = parser.parse_args()
     realq, project = Path(args.realq), Path(args.project)
     if args.labels:
@@ -204,7 +212,8 @@ def main() -> None:
     have = db.execute("SELECT COUNT(*) FROM queries WHERE source = 'synthetic'").fetchone()[0]
     if have < args.count:
         with Timer(f"generate {args.count - have} synthetic rows (bundled model)"):
-            summary = generate(db, GenerationConfig(count=args.count, seed=0, resume=have > 0))
+            summary = generate(db, GenerationConfig(count=args.count, seed=0, resume=have > 0,
+                                                    copy_bias=copy_bias_of(args)))
         print(f"  {json.dumps({k: summary.get(k) for k in ('status', 'accepted', 'rejected', 'rows_per_min', 'seconds', 'rejected_by_reason')})}")
     print(f"  {approve_synthetic(db)} synthetic rows approved as they are")
     retrievers = [r for r in args.retrievers.split(",") if r]
@@ -215,6 +224,7 @@ def main() -> None:
     print()
     print(_render_validate(result))
     print_criteria("gold as generated (auto-widened)", result)
+    print_rare_copy(db, args.usable_labels, args.code)
     if args.min_gain is not None:
         kept = gain_filtered_copy(db, project, args.min_gain)
         with Timer(f"validate (answer-first rows with likelihood gain >= {args.min_gain})"):
@@ -230,6 +240,16 @@ def main() -> None:
         result = validate(narrow, retrievers, {}, args.metric, embedder=args.embedder)
     print(_render_validate(result))
     print_criteria("source chunk only", result)
+
+
+def copy_bias_of(args):
+    """The copy bias the command line asks for (None: the default, off)."""
+    from curator.core.generation.copybias import RARE_SHARE, CopyBias
+
+    if args.copy_bias is None:
+        return None
+    return CopyBias(args.copy_bias, args.rare_share if args.rare_share is not None else RARE_SHARE,
+                    keep_names=not args.bias_names)
 
 
 def diagnose(db) -> list[dict]:
@@ -351,6 +371,56 @@ def print_usable(db, retrievers: list[str], labels_file: str, code: str) -> None
             means[name] = sum(len(g & set(hits)) / len(g) for g, hits in zip(golds, found)) / len(group)
         print(f"  {label:24s} n={len(group):3d}  " + "  ".join(f"{n} {m:.3f}" for n, m in means.items())
               + "  ranking " + " > ".join(sorted(means, key=lambda n: -means[n])))
+
+
+def print_rare_copy(db, labels_file=None, code=None) -> None:
+    """How rare the words are that queries share with their gold chunk (mean IDF over the corpus's active
+    chunks, ln((N+1)/(df+0.5)) on queries.words stems; the issue 27 diagnosis: usable generated rows shared
+    rarer words than users' questions), for real questions, answer-first rows and, with labels, the usable
+    ones; and how many rows steered by the copy bias (generation.copybias) still hold a word steered from."""
+    import math
+    import statistics
+
+    from curator.core.queries.words import stem, stems
+
+    chunks = {cid: stems((title or "") + " " + text)
+              for cid, title, text in db.execute("SELECT id, title, text FROM chunks WHERE active = 1")}
+    df: dict = {}
+    for words in chunks.values():
+        for word in words:
+            df[word] = df.get(word, 0) + 1
+    n = len(chunks)
+    usable = set()
+    if labels_file:
+        for line in Path(labels_file).read_text().splitlines():
+            row = json.loads(line) if line.strip() else {}
+            if row.get("code") == code and row.get("label") in ("as_is", "small_edit"):
+                usable.add(row["id"])
+    groups: dict = {"real questions": [], "answer-first rows": [], "usable answer-first rows": []}
+    steered = leaking = 0
+    for qid, text, source, gold, query_type, signals in db.execute(
+            "SELECT id, text, source, gold_chunk_ids, query_type, quality_signals FROM queries "
+            "WHERE status = 'approved' AND answerable = 1"):
+        gold_words = set().union(*[chunks.get(c, set()) for c in json.loads(gold)])
+        shared = stems(text) & gold_words
+        value = statistics.mean(math.log((n + 1) / (df.get(w, 0) + 0.5)) for w in shared) if shared else None
+        if source == "log":
+            groups["real questions"].append(value)
+        elif query_type in ("factoid", "keyword", "vague"):
+            groups["answer-first rows"].append(value)
+            if qid in usable:
+                groups["usable answer-first rows"].append(value)
+            avoided = json.loads(signals or "{}").get("avoided_words")
+            if avoided:
+                steered += 1
+                leaking += bool(stems(text) & {stem(w) for w in avoided})
+    print("\n== rarity of the words shared with the gold chunk (mean IDF; higher: rarer, easier for BM25)")
+    for label, values in groups.items():
+        known = [v for v in values if v is not None]
+        if known:
+            print(f"  {label:26s} n={len(values):3d}  mean {statistics.mean(known):.2f}  median {statistics.median(known):.2f}")
+    if steered:
+        print(f"  copy bias: {steered} rows steered, {leaking} still hold a word they were steered from")
 
 
 def _copy(db, project: Path, suffix: str):

@@ -19,6 +19,7 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.generation import answers
+from curator.core.generation import copybias
 from curator.core.generation import examples as examples_mod
 from curator.core.generation import filters
 from curator.core.generation import multihop
@@ -73,6 +74,9 @@ class GenerationConfig:
     # Coverage-aimed generation (issue 28, curator.core.clustering.coverage.target_chunks): chunk ids
     # asked about in this order, instead of the shuffled corpus; replaces ``cluster``'s choice.
     chunk_ids: Optional[list] = None
+    # Answer-first questions steered at decoding time away from their answer's rare words (issue 27,
+    # generation.copybias); None: off.
+    copy_bias: Optional[copybias.CopyBias] = None
 
 
 def _ignore(*_args) -> None:
@@ -350,9 +354,10 @@ def _unanswerable_check(db: sqlite_utils.Database, question: str) -> Optional[st
     return None
 
 
-def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.ExampleSet] = None) -> Request:
+def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.ExampleSet] = None,
+             steering: Optional[copybias.Steering] = None) -> Request:
     """The completion a task needs; the task rides along as the request's tag. ``shown``: the
-    project's examples of how people ask (answer-first prompts)."""
+    project's examples of how people ask (answer-first prompts); ``steering``: the run's copy bias."""
     seed = config.seed + zlib.crc32(task.chunks[0]["id"].encode()) % 10_000 + 10_000 * task.attempt
     if task.query_type == "multi_hop" and task.option and task.option.get("first_question"):
         # the first part is given (a kept row's question, or one made by rule); the model asks for the
@@ -376,10 +381,19 @@ def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.
         title = (task.option or {}).get("title") or task.chunks[0]["title"]  # a near miss names its setting
         return Request(prompts.build_answer_first_messages(asked_type, title, task.answer, shots, log_queries),
                        max_tokens=min(config.max_tokens, prompts.ASKED_MAX_TOKENS), temperature=config.temperature,
-                       seed=seed, grammar=_asked_grammar(task, asked_type), tag=task)
+                       seed=seed, grammar=_asked_grammar(task, asked_type), tag=task,
+                       avoid=_avoid(task, steering))
     passages = [_truncate(c["text"]) for c in task.chunks]
     return Request(prompts.build_messages(task.query_type, passages), max_tokens=config.max_tokens,
                    temperature=config.temperature, seed=seed, grammar=prompts.grammar_for(task.query_type), tag=task)
+
+
+def _avoid(task: Task, steering: Optional[copybias.Steering]) -> Optional[copybias.Avoid]:
+    """The words a plain answer-first question should not copy (a derived type's question must name its
+    sentence's details, so it is not steered)."""
+    if steering is None or task.option is not None:
+        return None
+    return steering.avoid(task.answer, prompts.shown_title(task.chunks[0]["title"]))
 
 
 # A near miss about a sentence that names its own setting ("... on Windows") must ask in that setting, or it
@@ -414,6 +428,7 @@ class _Checks:
     examples: Optional[examples_mod.ExampleSet] = None
     _evidence: Optional[list] = None  # [the sentence embedder or None], loaded on the first near miss
     evidence_threads: Optional[int] = None  # the generating engine's threads (None: MiniLM's default)
+    steering: Optional[copybias.Steering] = None  # the copy bias of answer-first requests (None: off)
 
     def evidence_embedder(self):
         """The sentence embedder (MiniLM) that finds a near miss's nearest chunks for the reviewer to
@@ -433,7 +448,8 @@ def _checks_record(checks: "_Checks") -> dict:
                              "likelihood": checks.answer_check.describe() if checks.answer_check else None,
                              # where its passes ran: the generator's own context, or a second load of the file
                              "likelihood_passes": _passes_on(checks.answer_check),
-                             "min_gain": answers.MIN_ANSWER_GAIN if checks.answer_check else None}}
+                             "min_gain": answers.MIN_ANSWER_GAIN if checks.answer_check else None},
+            "copy_bias": checks.steering.describe() if checks.steering else None}
 
 
 def _passes_on(check) -> Optional[str]:
@@ -488,6 +504,9 @@ def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[st
         if gain is not None:  # shown, not scored
             candidate["signals"]["answer_gain"] = round(gain, 3)
         candidate["signals"].update(extra)
+        avoided = _avoid(task, checks.steering) if checks.steering and checks.steering.applied else None
+        if avoided:  # what the question was steered away from, shown with the row
+            candidate["signals"]["avoided_words"] = list(avoided.words)
         if candidate["quality"] < checks.min_quality:
             reason = f"quality below --min-quality ({candidate['quality']:.2f})"
     return candidate, reason
@@ -688,6 +707,8 @@ def _adopt_run_settings(db, config: GenerationConfig) -> None:
                  "chunk_ids"):
         if name in params:
             setattr(config, name, params[name])
+    if "copy_bias" in params:  # the same words steered away from, as strongly (or not at all)
+        config.copy_bias = copybias.CopyBias.from_record(params["copy_bias"]) if params["copy_bias"] else None
 
 
 def _open_engine(config: GenerationConfig, resumed: Optional[dict],
@@ -901,6 +922,7 @@ class _Scheduler:
         self.deferred: list[Task] = []  # planned tasks whose type had enough in flight
         self.retries: list[Task] = []  # rejected tasks to ask again, before any new chunk
         self.examples: Optional[examples_mod.ExampleSet] = None  # how people ask (answer-first prompts)
+        self.steering: Optional[copybias.Steering] = None  # the run's copy bias (answer-first prompts)
 
     def wanted(self, query_type: str) -> bool:
         done = self.progress.accepted + self.progress.rejected
@@ -940,7 +962,7 @@ class _Scheduler:
             # A passage over the prompt budget is cut (_truncate); the run summary says which.
             if not task.answer:  # an answer-first prompt holds one sentence, never a passage
                 self.progress.truncated.update(c["id"] for c in task.chunks if len(c["text"]) > MAX_PASSAGE_CHARS)
-            request = _request(task, self.config, self.examples)
+            request = _request(task, self.config, self.examples, self.steering)
             self.in_flight[task.query_type].append(request)
             yield request
 
@@ -990,7 +1012,7 @@ def _run_pass(db, run_id: int, config: GenerationConfig, backend: Backend, plan:
     """Ask the backend until ``plan`` is met or no task is left; each reply is committed as it comes."""
     scheduler = _Scheduler(plan_tasks(db, plan, config.seed, chunk_choice, config.answers), plan, progress,
                            config, cancel)
-    scheduler.examples = checks.examples
+    scheduler.examples, scheduler.steering = checks.examples, checks.steering
     results = backend.iter_complete(scheduler.requests())
     try:
         for request, raw in results:
@@ -1036,8 +1058,11 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
         checks.overlap_cap, checks.overlap_basis = realism.overlap_cap(db)
         checks.examples = examples_mod.load(db)
         checks.answer_check = answer_check or _answer_check_for(backend)
+        if config.copy_bias is not None:
+            checks.steering = copybias.Steering(db, config.copy_bias, applied=backend.biases_logits)
     run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, checks)
-    progress, started = _Progress(warnings=backend.warnings() + _answer_check_warnings(config, checks)), time.perf_counter()
+    said = backend.warnings() + _answer_check_warnings(config, checks) + (checks.steering.warnings() if checks.steering else [])
+    progress, started = _Progress(warnings=said), time.perf_counter()
     target = sum(plan.values())
     if handed:  # said once, before the first candidate; the run record keeps it (counts.handed_over)
         progress.handed_over = handed

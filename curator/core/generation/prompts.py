@@ -132,10 +132,16 @@ def asked_grammar(query_type: str) -> str:
     return {"keyword": ASKED_KEYWORD_GRAMMAR, "vague": ASKED_VAGUE_GRAMMAR}.get(query_type, ASKED_QUESTION_GRAMMAR)
 
 
+def shown_title(title: Optional[str]) -> Optional[str]:
+    """The title an answer-first prompt shows, or None. A one-word title is a file name ("entry-017"),
+    which says nothing of the topic and which the small model then asks about; a heading path
+    ("Curses > What is curses?") helps it name the subject."""
+    return title if " " in (title or "").strip() else None
+
+
 def _answer_turn(title: str, answer: str) -> str:
-    # A one-word title is a file name ("entry-017"), which says nothing of the topic and which the
-    # small model then asks about; a heading path ("Curses > What is curses?") helps it name the subject.
-    return f"Document: {title}\nAnswer: {answer}" if " " in (title or "").strip() else f"Answer: {answer}"
+    shown = shown_title(title)
+    return f"Document: {shown}\nAnswer: {answer}" if shown else f"Answer: {answer}"
 
 
 def build_answer_first_messages(query_type: str, title: str, answer: str,

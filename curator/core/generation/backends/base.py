@@ -27,6 +27,9 @@ class Request:
     # Set by the caller once it no longer needs the answer: a batching backend may then stop
     # decoding it and yield it at once with "" (the caller drops it either way).
     abandoned: bool = field(default=False, compare=False)
+    # Words the reply should not copy (generation.copybias.Avoid): a backend that can bias the logits of
+    # its own tokens (a local GGUF) does; an endpoint cannot, and says so in describe().
+    avoid: object = field(default=None, compare=False)
 
     def params(self) -> dict:
         return {"max_tokens": self.max_tokens, "temperature": self.temperature, "seed": self.seed,
@@ -56,6 +59,8 @@ class Backend:
 
     id: str = "backend"
     parallel: int = 1
+    # Whether Request.avoid is applied (a logit bias needs the model's own token ids; an endpoint's are unknown).
+    biases_logits: bool = False
 
     def complete(self, messages: Messages, *, max_tokens: int = 128, temperature: float = 0.7,
                  seed: int = 0, grammar: Optional[str] = None) -> str:

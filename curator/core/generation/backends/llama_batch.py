@@ -41,6 +41,8 @@ class BatchHost(Protocol):
 
     def grammar(self, text: Optional[str]): ...
 
+    def token_bias(self, request: Request) -> dict[int, float]: ...
+
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     n = 0
@@ -237,8 +239,12 @@ class BatchDecoder:
         return keep
 
     def _chain(self, request: Request):
-        """The sampler chain of ``Llama.create_chat_completion``'s defaults, without the grammar."""
+        """The sampler chain of ``Llama.create_chat_completion``'s defaults, without the grammar; first the
+        request's logit bias against words it should not copy (generation.copybias), if any."""
         sampler = self._sampler_type()
+        bias = self.backend.token_bias(request)
+        if bias:
+            sampler.add_logit_bias(self._all.n_vocab, bias)
         if request.temperature <= 0:
             sampler.add_greedy()
         else:

@@ -14,7 +14,7 @@ from typing import Iterable, Iterator, Optional, Union
 
 from curator.core.cachefiles import check_gguf_header
 from curator.core.errors import InputError, ModelFileError
-from curator.core.generation.backends.base import Backend, Messages, Request
+from curator.core.generation.backends.base import Backend, Messages, Request, RequestSource
 
 GGUF_MAGIC = b"GGUF"
 MIN_GGUF_BYTES = 1024
@@ -231,6 +231,7 @@ class LlamaCppBackend(Backend):
     """A GGUF model run in-process by llama-cpp-python."""
 
     id = "llama-cpp"
+    biases_logits = True
 
     def __init__(self, model_path: Union[str, Path], n_ctx: int = 2048, n_threads: Optional[int] = None,
                  seed: int = 0, parallel: int = 1, source_model_path: Union[str, Path, None] = None,
@@ -289,18 +290,29 @@ class LlamaCppBackend(Backend):
             self._grammars[text] = LlamaGrammar.from_string(text, verbose=False)
         return self._grammars[text]
 
+    def token_bias(self, request: Request) -> dict[int, float]:
+        """{token id: bias} steering ``request`` away from its words to avoid (generation.copybias), in this
+        model's own token ids; empty when it has none."""
+        if request.avoid is None:
+            return {}
+        llm = self.llm
+        return request.avoid.token_bias(lambda text: llm.tokenize(text.encode("utf-8"), add_bos=False, special=False),
+                                        lambda token: llm.detokenize([token]).decode("utf-8", errors="replace"))
+
     def count_tokens(self, text: str) -> int:
         return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False))
 
     def complete(self, messages: Messages, *, max_tokens: int = 128, temperature: float = 0.7,
-                 seed: int = 0, grammar: Optional[str] = None) -> str:
+                 seed: int = 0, grammar: Optional[str] = None, logit_bias: Optional[dict] = None) -> str:
         out = self.llm.create_chat_completion(messages, max_tokens=max_tokens, temperature=temperature,
-                                              seed=seed, grammar=self.grammar(grammar))
+                                              seed=seed, grammar=self.grammar(grammar), logit_bias=logit_bias or None)
         return out["choices"][0]["message"]["content"] or ""
 
     def iter_complete(self, requests: Iterable[Optional[Request]]) -> Iterator[tuple[Request, str]]:
         if self.parallel <= 1 and not self.decoder_for_one:
-            yield from super().iter_complete(requests)
+            source = RequestSource(requests)
+            while (request := source.pull()) is not None:
+                yield request, self.complete(request.messages, **request.params(), logit_bias=self.token_bias(request))
             return
         yield from self._batch_decoder().run(requests)
 
