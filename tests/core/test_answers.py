@@ -177,11 +177,15 @@ def test_invented_dotted_names_and_digit_runs_are_rejected(question, chunk, reas
     ("delete multiple local names from client-side-email-", "keyword", "Delete mail on the server.", "cut off"),
     ("iau1s2s3s4s5s6s7s8 plans", "keyword", "Plans and prices.", "cut off"),
     ("What is the best time tocheckcertsetsupd", "keyword", "Check certificates daily.", "glued"),
-    ("compare two strings using the built-in-Python-12", "keyword", "Compare strings.", "glued"),
+    ("compare two strings using the single-byte-cipher", "keyword", "Compare strings.", "glued"),
+    # the chunk must spell the whole word: a cut-off word is mostly the start of one it holds
+    ("no-install-recomme apt", "keyword", "Pass --no-install-recommends to apt.", "cut off"),
     ("Which driver runs on linux-nvidia-fuchs?", "factoid", "The driver runs on Linux.", "glued"),
     # kept: words the chunk spells, and English that joins short words
     ("How can I use the edit-command-line widget?", "factoid", "The edit-command-line widget edits.", None),
     ("Why is my mirror not up-to-date?", "factoid", "Mirrors sync daily.", None),
+    ("Does apt use copy-on-write?", "factoid", "Copy on write is not used.", None),
+    ("What do pre- and post-install scripts do?", "factoid", "Maintainer scripts run.", None),
     ("Is a 20-year-old archive still served?", "factoid", "Old archives stay.", None),
     ("1.2 - 1.0 result", "keyword", "Subtraction.", None),
     ("internationalization settings", "keyword", "Internationalization settings live here.", None),
@@ -195,7 +199,8 @@ def test_glued_and_cut_off_words_are_rejected_unless_the_chunk_spells_them(quest
 
 
 def test_the_keyword_grammar_and_the_cut_off_check_share_one_word_length():
-    assert "{0,%d}" % (prompts.KEYWORD_WORD_CHARS - 1) in prompts.ASKED_KEYWORD_GRAMMAR
+    for grammar in (prompts.ASKED_KEYWORD_GRAMMAR, prompts.KEYWORD_GRAMMAR):
+        assert "[a-zA-Z0-9'_+#-]{0,%d}" % (prompts.KEYWORD_WORD_CHARS - 1) in grammar
 
 
 def test_a_keyword_query_that_repeats_a_word_is_a_loop():

@@ -180,25 +180,39 @@ def _glued_or_cut(word: str, query_type: str) -> Optional[str]:
     if word.endswith("-") and not word.startswith("-"):
         return "cut off"
     pieces = word.strip("-").split("-")
-    # "linux-nvidia-fuchs" is glue; "up-to-date", "state-of-the-art", "20-year-old" join short words
-    if len(pieces) >= 3 and sum(len(piece) > 3 for piece in pieces) >= 2:
+    # "linux-nvidia-fuchs" is glue; "up-to-date", "copy-on-write", "20-year-old" join short words
+    if sum(len(piece) > 3 for piece in pieces) >= 3:
         return "glued"
     if max(len(run) for run in _LETTER_RUN.findall(word)) >= GLUED_LETTERS:
         return "glued"
-    if query_type == "keyword" and len(word) >= KEYWORD_WORD_CHARS:
+    if query_type == "keyword" and len(word) == KEYWORD_WORD_CHARS:
         return "cut off"
     return None
 
 
+def _suspended(words: list[str], i: int) -> bool:
+    """'pre-' in "pre- and post-install": a hyphen that waits for the word after the conjunction."""
+    return words[i].endswith("-") and i + 1 < len(words) and words[i + 1].lower() in ("and", "or", "to")
+
+
+def _words(text: str) -> list[str]:
+    return [word for word in (raw.strip(_EDGE_PUNCTUATION) for raw in text.split()) if word]
+
+
 def check_glued_words(question: str, query_type: str, chunk_text: str) -> Optional[str]:
     """A word its chunk does not spell that is glued from several ("withmostotherunixs",
-    "built-in-Python-12") or cut off mid-word ("mailbox-fetchmail-") is the model running on, not a
-    term a user types; a long or hyphenated word the chunk spells ("edit-command-line") is kept."""
-    chunk = chunk_text.lower()
-    for raw in question.split():
-        word = raw.strip(_EDGE_PUNCTUATION)
-        fault = _glued_or_cut(word, query_type) if word else None
-        if fault and word.lower() not in chunk:
+    "single-byte-cipher-mode") or cut off mid-word ("mailbox-fetchmail-") is the model running on, not
+    a term a user types; a long or hyphenated word the chunk spells ("edit-command-line") is kept. The
+    chunk must spell the whole word: a cut-off word is mostly the start of one it holds."""
+    words = _words(question)
+    chunk_words: Optional[set[str]] = None
+    for i, word in enumerate(words):
+        fault = None if _suspended(words, i) else _glued_or_cut(word, query_type)
+        if not fault:
+            continue
+        if chunk_words is None:
+            chunk_words = {w.lower() for w in _words(chunk_text)}
+        if word.lower() not in chunk_words:
             return f"a word {fault} ('{word}')"
     return None
 

@@ -57,9 +57,10 @@ _UNIT_RULE = r"""unit ::= [a-zA-Z0-9 '"(),/_+*=<>%#&$-] | "." [a-z0-9]"""
 
 QUESTION_GRAMMAR = (f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 1}}} "?\\nAnswer: " answer "\\n"\n'
                     + _UNIT_RULE + _ANSWER_RULE)
+KEYWORD_WORD_CHARS = 18  # a keyword word's longest: one this long was cut there (filters.check_glued_words)
 KEYWORD_GRAMMAR = r"""
 root ::= "Query: " kword (" " kword){1,7} "\nAnswer: " answer "\n"
-kword ::= [a-zA-Z] [a-zA-Z0-9'_+#-]{0,17} ("." [a-z0-9_]{1,17})?""" + _ANSWER_RULE
+kword ::= [a-zA-Z] [a-zA-Z0-9'_+#-]{0,%d} ("." [a-z0-9_]{1,17})?""" % (KEYWORD_WORD_CHARS - 1) + _ANSWER_RULE
 # The longest reply the question grammar admits ('.' units are two characters), in
 # characters and so in tokens, plus the end of turn.
 MAX_REPLY_TOKENS = len("Question: ") + 2 * QUESTION_CHARS + len("?\nAnswer: ") + ANSWER_CHARS + 8
@@ -119,7 +120,6 @@ ASKED_VAGUE_GRAMMAR = f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 
 # No dotted names in an answer-first keyword query: given the chance, the bundled model glued words
 # into names that exist nowhere ("systems.inboundmailrc"), 60 of 337 rejections in one quality-bench
 # run; a search-box query spells "os path join" just as well.
-KEYWORD_WORD_CHARS = 18  # a word reaching this was cut by the grammar (filters.check_glued_words)
 ASKED_KEYWORD_GRAMMAR = r"""
 root ::= "Query: " kword (" " kword){1,5} "\n"
 kword ::= [a-zA-Z] [a-zA-Z0-9'_+#-]{0,%d}
