@@ -4,6 +4,7 @@ from, which token ids that biases, and that the bundled model then avoids them."
 from __future__ import annotations
 
 import json
+import math
 
 from curator.core.generation import copybias, prompts
 from curator.core.generation.backends import FakeBackend, LlamaCppBackend, Request
@@ -39,6 +40,12 @@ def test_an_apostrophe_inside_a_word_is_no_quote_mark():
     assert "pick" not in names_in("Use `dselect' or ‘aptitude’, not 'apt-cache', to pick packages")
     sentence = "Debian's security team won't backport the fix."
     assert {"security", "team"} <= set(avoided_words(sentence, None, CORPUS, CopyBias(rare_share=0.25)))
+
+
+def test_idf_of_a_word_is_that_of_its_stem_over_the_counted_chunks():
+    # "packages" is in 3 of the 4 chunks, "backported" (as "backport") in 1, "lark" in none
+    assert CORPUS.idf("packages") == CORPUS.stem_idf(qwords.stem("packages")) == math.log(5 / 3.5)
+    assert CORPUS.idf("backported") == math.log(5 / 1.5) and CORPUS.idf("lark") == math.log(5 / 0.5)
 
 
 def test_a_larger_rare_share_avoids_more_words():

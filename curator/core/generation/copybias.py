@@ -85,7 +85,11 @@ class CorpusWords:
                    db.execute("SELECT title, text FROM chunks WHERE active = 1 ORDER BY id"))
 
     def idf(self, word: str) -> float:
-        return math.log((self.n + 1) / (self.df.get(qwords.stem(word), 0) + 0.5))
+        return self.stem_idf(qwords.stem(word))
+
+    def stem_idf(self, stem: str) -> float:
+        """ln((N+1)/(df+0.5)) of a stem (queries.words.stems' output), over the counted chunks."""
+        return math.log((self.n + 1) / (self.df.get(stem, 0) + 0.5))
 
     def is_rare(self, word: str, share: float) -> bool:
         return self.df.get(qwords.stem(word), 0) <= share * self.n
