@@ -98,6 +98,29 @@ def import_real_questions(db, realq: Path, work: Path) -> int:
     return approved
 
 
+# Usable = as_is or small_edit (bench/quality_rubric.md); every figure here counts it the same way.
+USABLE_LABELS = ("as_is", "small_edit")
+
+
+def is_usable(label_row: dict) -> bool:
+    return label_row["label"] in USABLE_LABELS
+
+
+def load_labels(path, code: str) -> list[dict]:
+    """The labelled rows of ``code`` in a labels file (bench/quality_labels*.jsonl); a bad line is named."""
+    rows = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise SystemExit(f"{path}:{number}: not a JSON object ({error})") from None
+        if row.get("code") == code:
+            rows.append(row)
+    return rows
+
+
 def approve_synthetic(db) -> int:
     pending = [r[0] for r in db.execute("SELECT id FROM queries WHERE source = 'synthetic' AND status = 'pending' "
                                         "AND answerable = 1 AND gold_chunk_ids != '[]'")]
@@ -117,7 +140,7 @@ def import_labelled(db, labels: list[dict], reviewed: bool) -> dict:
                         gold_chunk_ids=row["gold_chunk_ids"])
         if db.execute("SELECT status FROM queries WHERE id = ?", [qid]).fetchone()[0] != "pending":
             continue  # decided on an earlier run of this bench
-        usable = row["label"] in ("as_is", "small_edit")
+        usable = is_usable(row)
         if not reviewed:
             action = "approve" if answerable else "unanswerable"
         else:
@@ -148,15 +171,14 @@ def quality_halves(db, labels: list[dict], args) -> None:
         for half, keep in (("above", lambda v: v >= median), ("below", lambda v: v < median)):
             members = [i for score, i in scored if keep(score)]
             means = values[members].mean(axis=0)
-            usable = sum(by_id[rows[i]["id"]]["label"] != "reject" for i in members) / len(members)
+            usable = sum(is_usable(by_id[rows[i]["id"]]) for i in members) / len(members)
             print(f"    {half} ({len(members)} rows, {usable:.0%} labelled usable): "
                   + ", ".join(f"{n} {m:.3f}" for n, m in zip(names, means))
                   + "; " + " > ".join(names[j] for j in means.argsort()[::-1]))
 
 
 def validate_labelled(args, realq: Path) -> None:
-    labels = [json.loads(line) for line in Path(args.labels).read_text().splitlines() if line.strip()]
-    labels = [row for row in labels if row.get("code") == args.code and row.get("gold_chunk_ids") is not None]
+    labels = [row for row in load_labels(args.labels, args.code) if row.get("gold_chunk_ids") is not None]
     print(f"{len(labels)} labelled rows of code {args.code!r}")
     for name, reviewed in (("as generated", False), ("reviewed", True)):
         project = Path(args.project).with_name(f"{Path(args.project).stem}-{name.replace(' ', '-')}.curator")
@@ -348,15 +370,11 @@ def print_usable(db, retrievers: list[str], labels_file: str, code: str) -> None
     usable with the reviewer's small edits (the gold stays the row's)."""
     from curator.core.retrieval.retrievers import get_retriever
 
-    labels = {}
-    for line in Path(labels_file).read_text().splitlines():
-        row = json.loads(line) if line.strip() else {}
-        if row.get("code") == code:
-            labels[row["id"]] = row
+    labels = {row["id"]: row for row in load_labels(labels_file, code)}
     rows = [dict(r) for r in db.query("SELECT id, text, source, gold_chunk_ids FROM queries "
                                       "WHERE status = 'approved' AND answerable = 1")]
     labelled = [r for r in rows if r["id"] in labels]
-    usable = [r for r in labelled if labels[r["id"]]["label"] != "reject"]
+    usable = [r for r in labelled if is_usable(labels[r["id"]])]
     edited = [dict(r, text=(labels[r["id"]].get("edit") or {}).get("text") or r["text"]) for r in usable]
     fitted = {name: get_retriever(name, db) for name in retrievers}
     print(f"\n== recall@5 on the rows labelled {code!r} ({labels_file})")
@@ -375,27 +393,18 @@ def print_usable(db, retrievers: list[str], labels_file: str, code: str) -> None
 
 def print_rare_copy(db, labels_file=None, code=None) -> None:
     """How rare the words are that queries share with their gold chunk (mean IDF over the corpus's active
-    chunks, ln((N+1)/(df+0.5)) on queries.words stems; the issue 27 diagnosis: usable generated rows shared
-    rarer words than users' questions), for real questions, answer-first rows and, with labels, the usable
-    ones; and how many rows steered by the copy bias (generation.copybias) still hold a word steered from."""
-    import math
+    chunks, generation.copybias.CorpusWords: ln((N+1)/(df+0.5)) on queries.words stems; the issue 27 diagnosis:
+    usable generated rows shared rarer words than users' questions), for real questions, answer-first rows and,
+    with labels, the usable ones; and how many rows steered by the copy bias still hold a word steered from."""
     import statistics
 
+    from curator.core.generation.copybias import CorpusWords
     from curator.core.queries.words import stem, stems
 
+    corpus = CorpusWords.of_project(db)
     chunks = {cid: stems((title or "") + " " + text)
               for cid, title, text in db.execute("SELECT id, title, text FROM chunks WHERE active = 1")}
-    df: dict = {}
-    for words in chunks.values():
-        for word in words:
-            df[word] = df.get(word, 0) + 1
-    n = len(chunks)
-    usable = set()
-    if labels_file:
-        for line in Path(labels_file).read_text().splitlines():
-            row = json.loads(line) if line.strip() else {}
-            if row.get("code") == code and row.get("label") in ("as_is", "small_edit"):
-                usable.add(row["id"])
+    usable = {row["id"] for row in load_labels(labels_file, code) if is_usable(row)} if labels_file else set()
     groups: dict = {"real questions": [], "answer-first rows": [], "usable answer-first rows": []}
     steered = leaking = 0
     for qid, text, source, gold, query_type, signals in db.execute(
@@ -403,7 +412,7 @@ def print_rare_copy(db, labels_file=None, code=None) -> None:
             "WHERE status = 'approved' AND answerable = 1"):
         gold_words = set().union(*[chunks.get(c, set()) for c in json.loads(gold)])
         shared = stems(text) & gold_words
-        value = statistics.mean(math.log((n + 1) / (df.get(w, 0) + 0.5)) for w in shared) if shared else None
+        value = statistics.mean(corpus.stem_idf(w) for w in shared) if shared else None
         if source == "log":
             groups["real questions"].append(value)
         elif query_type in ("factoid", "keyword", "vague"):

@@ -4,8 +4,9 @@ from, which token ids that biases, and that the bundled model then avoids them."
 from __future__ import annotations
 
 import json
+import math
 
-from curator.core.generation import prompts
+from curator.core.generation import copybias, prompts
 from curator.core.generation.backends import FakeBackend, LlamaCppBackend, Request
 from curator.core.generation.copybias import (Avoid, CopyBias, CorpusWords, Steering, avoided_words, names_in,
                                               token_bias)
@@ -30,6 +31,21 @@ def test_rare_words_of_the_sentence_are_avoided_but_the_heading_and_names_are_ke
     assert avoided_words(sentence, None, CORPUS, CopyBias(rare_share=0.25, keep_names=False)) == [
         "backported", "dpkg", "quickly", "security", "source", "team", "using"]
     assert names_in(sentence) == {"security", "team", "dpkg", "source"}  # not "packages", the first word
+
+
+def test_an_apostrophe_inside_a_word_is_no_quote_mark():
+    # before: the apostrophes of "Debian's" and "won't" made "security team won" a quoted name, kept from the bias
+    assert names_in("Debian's security team won't backport the fix") == set()
+    assert names_in("Use `dselect' or ‘aptitude’, not 'apt-cache', to pick packages") >= {"dselect", "aptitude", "apt", "cache"}
+    assert "pick" not in names_in("Use `dselect' or ‘aptitude’, not 'apt-cache', to pick packages")
+    sentence = "Debian's security team won't backport the fix."
+    assert {"security", "team"} <= set(avoided_words(sentence, None, CORPUS, CopyBias(rare_share=0.25)))
+
+
+def test_idf_of_a_word_is_that_of_its_stem_over_the_counted_chunks():
+    # "packages" is in 3 of the 4 chunks, "backported" (as "backport") in 1, "lark" in none
+    assert CORPUS.idf("packages") == CORPUS.stem_idf(qwords.stem("packages")) == math.log(5 / 3.5)
+    assert CORPUS.idf("backported") == math.log(5 / 1.5) and CORPUS.idf("lark") == math.log(5 / 0.5)
 
 
 def test_a_larger_rare_share_avoids_more_words():
@@ -66,43 +82,77 @@ def test_token_selection_biases_whole_words_and_specific_prefixes_only():
     assert list(bias) == sorted(bias)  # a pure function of its inputs, in a fixed order
 
 
-def test_generation_records_the_bias_and_says_when_the_backend_cannot_apply_it(sample_db):
-    seen: list[Request] = []
+class Recording(FakeBackend):
+    """A fake backend that keeps every request it answers; ``biases_logits``: whether it claims to apply the
+    copy bias (as a local GGUF does) or not (as an endpoint)."""
 
-    class Recording(FakeBackend):
-        def iter_complete(self, requests):
-            for request, text in super().iter_complete(requests):
-                seen.append(request)
-                yield request, text
+    def __init__(self, responses, biases_logits: bool = False):
+        super().__init__(responses)
+        self.biases_logits = biases_logits
+        self.seen: list[Request] = []
 
-    backend = Recording(lambda messages: "Question: How do I stop the lark server from running at night?\n")
+    def _complete_request(self, request: Request) -> str:
+        self.seen.append(request)
+        return super()._complete_request(request)
+
+
+LARK_REPLY = "Question: How do I stop the lark server from running at night?\n"
+
+
+def test_generation_records_the_bias_and_says_when_the_backend_cannot_apply_it(sample_db, monkeypatch):
+    counted = []
+    monkeypatch.setattr(copybias, "avoided_words", lambda *a: counted.append(a) or ["lark"])
+    backend = Recording(lambda messages: LARK_REPLY)
     summary = generate(sample_db, GenerationConfig(count=2, mix={"factoid": 1}, copy_bias=CopyBias(-4.0), retries=0),
                        backend=backend, answer_check=None)
     run = json.loads(sample_db.execute("SELECT params FROM generation_runs").fetchone()[0])
     assert run["copy_bias"]["bias"] == -4.0 and run["copy_bias"]["applied"] is False
+    assert run["copy_bias"]["chunks_counted"] is None  # not applied: the corpus is not counted
     assert any("copy bias not applied" in w for w in summary["warnings"])
     stored = [json.loads(r[0] or "{}") for r in sample_db.execute("SELECT quality_signals FROM queries")]
     assert stored and not any("avoided_words" in s for s in stored)  # nothing was steered, so no row says it was
-    steered = [r for r in seen if r.avoid is not None]
+    assert backend.seen and all(r.avoid is None for r in backend.seen) and not counted  # no words computed
+
+
+def test_a_backend_that_applies_the_bias_gets_the_words_and_each_row_shows_them(sample_db, monkeypatch):
+    calls = []
+    real = copybias.avoided_words
+    monkeypatch.setattr(copybias, "avoided_words", lambda *a: calls.append(a) or real(*a))
+    backend = Recording(lambda messages: LARK_REPLY, biases_logits=True)
+    generate(sample_db, GenerationConfig(count=2, mix={"factoid": 1}, copy_bias=CopyBias(rare_share=0.5), retries=0),
+             backend=backend, answer_check=None)
+    steered = [r for r in backend.seen if r.avoid is not None]
     assert steered, "answer-first requests carry the words to avoid"
     for request in steered:
         sentence = request.messages[-1]["content"].split("Answer: ", 1)[1]
         assert set(request.avoid.words) <= qwords.content_words(sentence)
+    assert len(calls) == len(backend.seen)  # once per request: judging a reply reads its task's words back
+    shown = [json.loads(r[0]).get("avoided_words") for r in sample_db.execute("SELECT quality_signals FROM queries")]
+    assert any(shown) and all(tuple(w) in {r.avoid.words for r in steered} for w in shown if w)
 
 
 def test_generation_without_the_option_steers_nothing(sample_db):
-    seen: list[Request] = []
-
-    class Recording(FakeBackend):
-        def iter_complete(self, requests):
-            for request, text in super().iter_complete(requests):
-                seen.append(request)
-                yield request, text
-
-    generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1}, retries=0),
-             backend=Recording(["Question: How do I stop the lark server at night?\n"]), answer_check=None)
+    backend = Recording(["Question: How do I stop the lark server at night?\n"], biases_logits=True)
+    generate(sample_db, GenerationConfig(count=1, mix={"factoid": 1}, retries=0), backend=backend, answer_check=None)
     run = json.loads(sample_db.execute("SELECT params FROM generation_runs").fetchone()[0])
-    assert run["copy_bias"] is None and seen and all(r.avoid is None for r in seen)
+    assert run["copy_bias"] is None and backend.seen and all(r.avoid is None for r in backend.seen)
+
+
+def test_steering_not_applied_counts_nothing_and_steers_nothing(sample_db):
+    steering = Steering(sample_db, CopyBias(), applied=False)
+    sentence = sample_db.execute("SELECT text FROM chunks WHERE active = 1 ORDER BY id LIMIT 1").fetchone()[0]
+    assert steering.corpus is None and steering.avoid(sentence, None) is None
+    assert steering.describe()["applied"] is False and steering.warnings()
+
+
+def test_a_backend_overriding_only_the_request_hook_is_used_by_iter_complete():
+    class Tagged(FakeBackend):
+        def _complete_request(self, request):
+            return super()._complete_request(request) + f" [{request.seed}]"
+
+    for parallel in (1, 2):
+        backend = Tagged(["reply"], parallel=parallel)
+        assert backend.complete_many([Request([], seed=3), Request([], seed=4)]) == ["reply [3]", "reply [4]"]
 
 
 SENTENCE = ("The Debian Security Team will backport the necessary fixes to the version of the software "
@@ -122,8 +172,8 @@ def test_real_bundled_model_avoids_the_biased_words_on_both_decoding_paths(bundl
     assert {"backport", "stable", "version"} <= set(words)
     avoid = Avoid(tuple(words), CopyBias(), corpus)
     stems = {qwords.stem(w) for w in words}
+    backend = LlamaCppBackend(bundled_model, n_threads=1, parallel=1)  # one load serves both paths
     for decoder in (True, False):  # the batch decoder's sampler chain, and llama-cpp-python's own sampling
-        backend = LlamaCppBackend(bundled_model, n_threads=1, parallel=1)
         backend.decoder_for_one = decoder
         free, steered = _question(backend, None), _question(backend, avoid)
         assert qwords.stems(free) & stems, f"unsteered, the model copies a rare word: {free!r}"
@@ -143,21 +193,13 @@ def test_steering_is_a_pure_function_of_the_project(sample_db):
 
 
 def test_a_resumed_run_keeps_the_copy_bias_it_started_with(sample_db):
-    seen: list[Request] = []
-
-    class Recording(FakeBackend):
-        def iter_complete(self, requests):
-            for request, text in super().iter_complete(requests):
-                seen.append(request)
-                yield request, text
-
-    reply = ["Question: How do I stop the lark server from running at night?\n",
+    reply = [LARK_REPLY,
              "Question: Why does the lark daemon stop answering after an update?\n",
              "Question: Where do I look when the lark queue fills up?\n"]
     first = generate(sample_db, GenerationConfig(count=3, mix={"factoid": 1}, copy_bias=CopyBias(-2.5), retries=0),
-                     backend=Recording(reply[:1]), answer_check=None)
+                     backend=Recording(reply[:1], biases_logits=True), answer_check=None)
     assert first["accepted"] < 3  # one reply, asked again: duplicates, so the run is left short
-    seen.clear()
-    generate(sample_db, GenerationConfig(resume=True), backend=Recording(reply), answer_check=None)
-    steered = [r for r in seen if r.avoid is not None]
+    resumed = Recording(reply, biases_logits=True)
+    generate(sample_db, GenerationConfig(resume=True), backend=resumed, answer_check=None)
+    steered = [r for r in resumed.seen if r.avoid is not None]
     assert steered and all(r.avoid.settings == CopyBias(-2.5) for r in steered)

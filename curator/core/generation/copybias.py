@@ -40,7 +40,9 @@ DEFAULT_BIAS = -10.0  # nats added to the logits of a biased token: below any ot
 
 MIN_WORD_CHARS = 3  # shorter content words ("os", "gb") are names or units more than wording
 _CONTRACTION = re.compile(r"(\w+)['’](\w+)")
-_NAME_MARKUP = re.compile(r"[`'\"‘“]([^`'\"’”]{1,40})[`'\"’”]")
+# A quote opens only where no word character precedes it and closes only where none follows: the
+# apostrophe of "Debian's" or "won't" is no quote mark (it made "security team won" a quoted name).
+_NAME_MARKUP = re.compile(r"(?<!\w)[`'\"‘“]([^`'\"’”]{1,40})[`'\"’”](?!\w)")
 _WORDISH = re.compile(r"[\w.\-/]+")
 
 
@@ -83,7 +85,11 @@ class CorpusWords:
                    db.execute("SELECT title, text FROM chunks WHERE active = 1 ORDER BY id"))
 
     def idf(self, word: str) -> float:
-        return math.log((self.n + 1) / (self.df.get(qwords.stem(word), 0) + 0.5))
+        return self.stem_idf(qwords.stem(word))
+
+    def stem_idf(self, stem: str) -> float:
+        """ln((N+1)/(df+0.5)) of a stem (queries.words.stems' output), over the counted chunks."""
+        return math.log((self.n + 1) / (self.df.get(stem, 0) + 0.5))
 
     def is_rare(self, word: str, share: float) -> bool:
         return self.df.get(qwords.stem(word), 0) <= share * self.n
@@ -169,13 +175,15 @@ class Steering:
 
     def __init__(self, db, settings: CopyBias, applied: bool = True):
         self.settings = settings
-        self.corpus = CorpusWords.of_project(db)
         self.applied = applied  # False on a backend that cannot bias its logits (an endpoint)
+        # Not applied, no row is steered: the corpus is not counted, only the settings kept for the record.
+        self.corpus: Optional[CorpusWords] = CorpusWords.of_project(db) if applied else None
 
     def describe(self) -> dict:
-        """The run record's copy_bias: the settings, and whether the backend applied them."""
+        """The run record's copy_bias: the settings, whether the backend applied them, and over how many
+        chunks the words were counted (None when not applied: nothing was counted)."""
         return {**self.settings.describe(), "applied": self.applied,
-                "chunks_counted": self.corpus.n}
+                "chunks_counted": self.corpus.n if self.corpus else None}
 
     def warnings(self) -> list[str]:
         if self.applied:
@@ -184,5 +192,9 @@ class Steering:
                 "questions may copy their answer's rare words (the overlap cap still applies)"]
 
     def avoid(self, sentence: str, heading: Optional[str]) -> Optional[Avoid]:
+        """What a question about ``sentence`` is steered away from; None when nothing is, or when the
+        backend cannot apply the bias (no words are computed for a request that would ignore them)."""
+        if not self.applied:
+            return None
         found = avoided_words(sentence, heading, self.corpus, self.settings)
         return Avoid(tuple(found), self.settings, self.corpus) if found else None

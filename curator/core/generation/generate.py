@@ -106,6 +106,8 @@ class Task:
     # to swap, or a sentence pair), one of ``options``; a retry takes the next option.
     option: Optional[dict] = None
     options: Optional[list] = None
+    # The copy bias's words for this task's request (set by _request, read by _judge to show on the row).
+    avoid: Optional[copybias.Avoid] = None
 
 
 def parse_mix(text: str) -> dict:
@@ -379,10 +381,10 @@ def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.
         shots = shown.shots(asked_type, task.chunks[0]) if shown else None
         log_queries = shown.log_queries if shown else ()
         title = (task.option or {}).get("title") or task.chunks[0]["title"]  # a near miss names its setting
+        task.avoid = _avoid(task, steering)
         return Request(prompts.build_answer_first_messages(asked_type, title, task.answer, shots, log_queries),
                        max_tokens=min(config.max_tokens, prompts.ASKED_MAX_TOKENS), temperature=config.temperature,
-                       seed=seed, grammar=_asked_grammar(task, asked_type), tag=task,
-                       avoid=_avoid(task, steering))
+                       seed=seed, grammar=_asked_grammar(task, asked_type), tag=task, avoid=task.avoid)
     passages = [_truncate(c["text"]) for c in task.chunks]
     return Request(prompts.build_messages(task.query_type, passages), max_tokens=config.max_tokens,
                    temperature=config.temperature, seed=seed, grammar=prompts.grammar_for(task.query_type), tag=task)
@@ -390,8 +392,9 @@ def _request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.
 
 def _avoid(task: Task, steering: Optional[copybias.Steering]) -> Optional[copybias.Avoid]:
     """The words a plain answer-first question should not copy (a derived type's question must name its
-    sentence's details, so it is not steered)."""
-    if steering is None or task.option is not None:
+    sentence's details, so it is not steered); None when the backend cannot apply the bias (an endpoint):
+    no words are computed for a request that would ignore them."""
+    if steering is None or not steering.applied or task.option is not None:
         return None
     return steering.avoid(task.answer, prompts.shown_title(task.chunks[0]["title"]))
 
@@ -504,9 +507,8 @@ def _judge(db, task: Task, raw: str, checks: _Checks) -> tuple[dict, Optional[st
         if gain is not None:  # shown, not scored
             candidate["signals"]["answer_gain"] = round(gain, 3)
         candidate["signals"].update(extra)
-        avoided = _avoid(task, checks.steering) if checks.steering and checks.steering.applied else None
-        if avoided:  # what the question was steered away from, shown with the row
-            candidate["signals"]["avoided_words"] = list(avoided.words)
+        if task.avoid:  # what the question was steered away from (set by _request), shown with the row
+            candidate["signals"]["avoided_words"] = list(task.avoid.words)
         if candidate["quality"] < checks.min_quality:
             reason = f"quality below --min-quality ({candidate['quality']:.2f})"
     return candidate, reason

@@ -70,7 +70,12 @@ class Backend:
         """(request, text) pairs in completion order; each request is pulled when it can start."""
         source = RequestSource(requests)
         while (request := source.pull()) is not None:
-            yield request, self.complete(request.messages, **request.params())
+            yield request, self._complete_request(request)
+
+    def _complete_request(self, request: Request) -> str:
+        """One request's text, for ``iter_complete``: a backend that passes more of the request to
+        ``complete`` (a logit bias) overrides this, not the loop."""
+        return self.complete(request.messages, **request.params())
 
     def complete_many(self, requests: Sequence[Request]) -> list[str]:
         """Texts in the order of ``requests`` (a convenience over ``iter_complete``)."""
@@ -118,4 +123,4 @@ class FakeBackend(Backend):
             if not held:
                 return
             request = held.pop()
-            yield request, "" if request.abandoned else self.complete(request.messages, **request.params())
+            yield request, "" if request.abandoned else self._complete_request(request)

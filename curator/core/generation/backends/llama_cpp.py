@@ -14,7 +14,7 @@ from typing import Iterable, Iterator, Optional, Union
 
 from curator.core.cachefiles import check_gguf_header
 from curator.core.errors import InputError, ModelFileError
-from curator.core.generation.backends.base import Backend, Messages, Request, RequestSource
+from curator.core.generation.backends.base import Backend, Messages, Request
 
 GGUF_MAGIC = b"GGUF"
 MIN_GGUF_BYTES = 1024
@@ -308,11 +308,13 @@ class LlamaCppBackend(Backend):
                                               seed=seed, grammar=self.grammar(grammar), logit_bias=logit_bias or None)
         return out["choices"][0]["message"]["content"] or ""
 
+    def _complete_request(self, request: Request) -> str:
+        """llama-cpp-python's own sampling, with the request's copy bias (generation.copybias) if any."""
+        return self.complete(request.messages, **request.params(), logit_bias=self.token_bias(request))
+
     def iter_complete(self, requests: Iterable[Optional[Request]]) -> Iterator[tuple[Request, str]]:
         if self.parallel <= 1 and not self.decoder_for_one:
-            source = RequestSource(requests)
-            while (request := source.pull()) is not None:
-                yield request, self.complete(request.messages, **request.params(), logit_bias=self.token_bias(request))
+            yield from super().iter_complete(requests)
             return
         yield from self._batch_decoder().run(requests)
 
