@@ -720,10 +720,15 @@ def _open_engine(config: GenerationConfig, resumed: Optional[dict],
 # run, alternating, same seeds (docs/benchmarks.md): the probe's choice (Q8_0 x1, or x4 under heavy load)
 # made 0.87x (Python FAQ) and 1.06x (Debian FAQ) this setting's accepted rows/min at lower acceptance, and
 # 0.88x and 0.55x in a second run at load 4-9; the probe cost 2.5-4.5 minutes on first use, and its cached
-# choice flipped with the machine's load.
+# choice flipped with the machine's load. The same file with 2 or 4 sequences decoded together made 0.67x and
+# 0.92x its accepted rows/min (Python FAQ, 1 thread, load 3.4-5.7, 2026-12-06): on this CPU a decode step of
+# 2-4 sequences costs about as much as 2-4 steps of one (free-running decode: 63-74 tokens/s aggregate for x2
+# and x4 against 70-78 for one sequence), and a request's prompt and likelihood pass, which batching does not
+# shorten, are two thirds of its time.
 MEASURED_DEFAULT = ("answer-first rows with the bundled model: its Q4_1 file, one sequence, no probe; measured "
-                    "at least as fast as the probe's choices (Q8_0 copy x1/x4) at no lower acceptance, without "
-                    "the first-use probe (docs/generate.md, Speed and quality)")
+                    "at least as fast as the probe's choices (Q8_0 copy x1/x4) and as the Q4_1 file with 2 or 4 "
+                    "sequences at no lower acceptance, without the first-use probe (docs/generate.md, Speed and "
+                    "quality)")
 
 
 def _measured_default(config: GenerationConfig, resumed: Optional[dict]) -> Optional[tuple]:
