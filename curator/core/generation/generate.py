@@ -142,11 +142,13 @@ def _is_boilerplate(text: str) -> bool:
 
 # A chunk that goes on under the heading of the chunk before it (the second half of a long FAQ answer, a long
 # section's later part) is asked about after the chunks that open a section, in each document (issue 33). On
-# the stored answer-first candidates of the Python and Debian FAQs (2,451 after the likelihood check came in),
-# rows from such chunks were kept 29% of the time (181 of 627), from the others 39% (710 of 1,824); and of the
-# labelled rows (bench/quality_labels*.jsonl) 25% were usable (39 of 157), against 33% (164 of 501): their
-# sentences lean on the part of the answer they continue. Reordered, not skipped: a run that needs more
-# chunks still asks them. Never a retriever's choice: only the chunk's place under its heading.
+# the stored answer-first candidates of the Python and Debian FAQs (bench/candidates.py, 2026-12-06: 3,194
+# since the likelihood check came in), rows from such chunks were kept 29% of the time (238 of 829), from the
+# others 40% (935 of 2,365); not everywhere (the Debian FAQ's continued answers were kept 49% against 42%),
+# but their labelled rows (bench/quality_labels*.jsonl) were usable less often in both FAQs, 25% (39 of 157)
+# against 33% (165 of 501): their sentences lean on the part of the answer they continue. Reordered, not
+# skipped: a run that needs more chunks still asks them. Never a retriever's choice: only the chunk's place
+# under its heading.
 SECTION_STARTS_FIRST = True  # bench/generate.py turns it off for the A/B
 _CHUNKS_WITH_SECTION = """
     SELECT id, doc_id, title, text, tokens, opens_section FROM (
