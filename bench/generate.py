@@ -2,8 +2,8 @@
 (the bundled Q4_1 file, one request at a time: `generate --parallel 1 --no-repack`), on a corpus.
 
 Run from the repository root: PYTHONPATH=. .venv/bin/python bench/generate.py [--corpus DIR] [--rows 20]
-[--rounds 2] [--first-seed 0] [--free] [--before] [--old-evidence] [--old-plan] [--old-asking] [--last-session]
-[--against Q8_0x1 ...] [--engine-details] (without PYTHONPATH=. an installed curator is imported).
+[--rounds 2] [--first-seed 0] [--free] [--before] [--old-evidence] [--old-plan] [--old-asking] [--old-check] [--old-order] [--last-session]
+[--against Q8_0x1 ...] [--threads N] [--engine-details] (without PYTHONPATH=. an installed curator is imported).
 When the default engine is the reference's own setting (answer-first rows run the Q4_1 file, one
 sequence), it is not run twice; --last-session, --old-plan and --old-asking run the reference with this
 session's plan-time hand-over and sentence rules undone, and --against runs a forced engine setting.
@@ -320,7 +320,8 @@ def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, answ
             raw = raw_decode_rate(backend, parallel)
             with as_before_issue_33(backend, "issue 33" in legacy) as check, \
                     evidence_on_every_core("evidence" in legacy), plan_as_before("plan" in legacy), \
-                    asking_as_before("asking" in legacy):
+                    asking_as_before("asking" in legacy), check_as_before("check" in legacy), \
+                    order_as_before("order" in legacy):
                 run = pipeline(template, backend, parallel, rows, seed=round_no, answers=answers,
                                answer_check=check or answer_check)
             _print_run(name, run, raw)
@@ -405,6 +406,38 @@ def asking_as_before(legacy: bool):
 
 
 @contextlib.contextmanager
+def order_as_before(legacy: bool):
+    """With ``legacy``: each document's chunks in their seeded order alone, as before (no chunks that open a
+    section first, generate.SECTION_STARTS_FIRST)."""
+    from curator.core.generation import generate as generate_mod
+
+    if not legacy:
+        yield
+        return
+    generate_mod.SECTION_STARTS_FIRST = False
+    try:
+        yield
+    finally:
+        generate_mod.SECTION_STARTS_FIRST = True
+
+
+@contextlib.contextmanager
+def check_as_before(legacy: bool):
+    """With ``legacy``: every likelihood pass evaluated from its first token, as before (no neutral
+    question's cells kept between baseline passes, llama_batch.KEEP_SCORE_PREFIX)."""
+    from curator.core.generation.backends import llama_batch
+
+    if not legacy:
+        yield
+        return
+    llama_batch.KEEP_SCORE_PREFIX = False
+    try:
+        yield
+    finally:
+        llama_batch.KEEP_SCORE_PREFIX = True
+
+
+@contextlib.contextmanager
 def evidence_on_every_core(legacy: bool):
     """With ``legacy``: near-miss evidence as it ran before, MiniLM on every core (its own default)
     and loaded again for each run; else as generate() runs it (the engine's threads, one per process)."""
@@ -465,9 +498,13 @@ def _engine_runners(args, q4: LlamaCppBackend, engines: dict, against: dict) -> 
             runners[f"Q4_1 x1, no shares handed over at plan time (as before), {label}"] = (q4, 1, mode, "plan")
         if args.old_asking:
             runners[f"Q4_1 x1, sentences and near misses asked as before, {label}"] = (q4, 1, mode, "asking")
+        if args.old_order:
+            runners[f"Q4_1 x1, chunks in their seeded order alone (as before), {label}"] = (q4, 1, mode, "order")
+        if args.old_check and mode == "extractive":
+            runners[f"Q4_1 x1, likelihood passes from their first token (as before), {label}"] = (q4, 1, mode, "check")
         if args.last_session:
-            runners[f"Q4_1 x1 as last session (plan, sentences, near misses as before), {label}"] = (
-                q4, 1, mode, "plan", "asking")
+            runners[f"Q4_1 x1 as last session (plan, sentences, near misses, likelihood passes, chunk order as before), {label}"] = (
+                q4, 1, mode, "plan", "asking", "check", "order")
         for setting in args.against:
             backend, parallel = against[setting]
             runners[f"{setting} (forced), {label}"] = (backend, parallel, mode)
@@ -486,7 +523,7 @@ def _forced_engine(setting: str, q4: LlamaCppBackend, q8: LlamaCppBackend) -> tu
     if name not in ("q4_1", "q8_0"):
         raise SystemExit(f"--against {setting}: name Q4_1xN or Q8_0xN")
     # its own backend: the setting's decoder and cached prompts are not shared with another runner
-    backend = LlamaCppBackend((q4 if name == "q4_1" else q8).model_path, n_ctx=q4.n_ctx)
+    backend = LlamaCppBackend((q4 if name == "q4_1" else q8).model_path, n_ctx=q4.n_ctx, n_threads=q4.n_threads)
     backend.decoder_for_one = True  # as generation runs it
     return backend, int(parallel)
 
@@ -497,7 +534,7 @@ def _default_engines(args) -> dict:
 
     engines = {}
     for mode in (["extractive", "free"] if args.free else ["extractive"]):
-        backend = _open_engine(GenerationConfig(answers=mode), None)
+        backend = _open_engine(GenerationConfig(answers=mode, threads=args.threads), None)
         print(f"default engine, {mode}: {backend.model_path.name} x{backend.parallel}, threads {backend.n_threads}; "
               f"{backend.engine_choice}")
         engines[mode] = backend
@@ -522,8 +559,15 @@ def main() -> None:
                         help="also run the reference asking every answer sentence and near misses as before")
     parser.add_argument("--last-session", action="store_true",
                         help="also run the reference as the pipeline ran before this session (all three as before)")
+    parser.add_argument("--old-order", action="store_true",
+                        help="also run the reference with chunks in their seeded order alone (as before)")
+    parser.add_argument("--old-check", action="store_true",
+                        help="also run the reference with every likelihood pass from its first token (as before)")
     parser.add_argument("--against", action="append", default=[], metavar="TYPExN",
                         help="also run this engine setting as given, e.g. Q8_0x1 or Q8_0x4 (repeatable)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="engine threads for every runner (default: generation's, the cores free at start); on a "
+                             "busy 2-core machine 1 thread keeps ggml's threads from spinning while one waits for a core")
     parser.add_argument("--engine-details", action="store_true",
                         help="also greedy replies of the copy against the source, and thread counts")
     args = parser.parse_args()
@@ -534,9 +578,11 @@ def main() -> None:
     engines = _default_engines(args)
     from curator.core.generation.generate import _open_engine
 
-    q4 = _open_engine(GenerationConfig(parallel=1, repack=False), None)  # `generate --parallel 1 --no-repack`
-    q8 = LlamaCppBackend(files.path, n_ctx=2048)
-    print(f"threads {q4.n_threads} (prompt {q4.n_threads_batch}; the free cores, generation's default), n_ctx {q4.n_ctx}")
+    # `generate --parallel 1 --no-repack [--threads N]`
+    q4 = _open_engine(GenerationConfig(parallel=1, repack=False, threads=args.threads), None)
+    q8 = LlamaCppBackend(files.path, n_ctx=2048, n_threads=q4.n_threads)
+    chosen_by = "--threads" if args.threads else "the free cores, generation's default"
+    print(f"threads {q4.n_threads} (prompt {q4.n_threads_batch}; {chosen_by}), n_ctx {q4.n_ctx}")
     passage = (sample_corpus_dir() / "api" / "rate_limits.rst").read_text()[:1500]
     for name, backend in (("Q4_1", q4), ("Q8_0", q8)):
         raw = raw_rates(backend, args.parallel, passage)

@@ -13,7 +13,7 @@ from curator.core.generation import prompts
 from curator.core.generation.backends import FakeBackend, LlamaCppBackend, check_gguf
 from curator.core.corpus.ingest import ingest
 from curator.core.errors import InputError, ModelFileError, NothingToGenerate
-from curator.core.generation.generate import DEFAULT_MIX, GenerationConfig, allocate, generate, parse_mix
+from curator.core.generation.generate import DEFAULT_MIX, GenerationConfig, allocate, eligible_chunks, generate, parse_mix
 from curator.core.progress import CancelToken
 import scripted
 from scripted import cancel_at_call, good_reply
@@ -406,3 +406,28 @@ def test_a_pinned_engine_with_the_same_seed_writes_the_same_rows(sample_project_
     assert params["parallel"] == parallel and params["decoder"] == "batch"
     assert "only setting" in params["engine_choice"]["chosen_by"]
     assert "batch decoder context" in params["answer_check"]["likelihood_passes"]
+
+
+def test_chunks_that_open_a_section_are_asked_before_those_that_continue_one(empty_db, tmp_path):
+    """Issue 33: a chunk that goes on under the heading of the chunk before it (the second half of a long
+    answer) made rows kept and usable less often; in each document the chunks opening a section come first,
+    the others after them, not dropped."""
+    from curator.core.corpus.ingest import ingest
+    from curator.core.generation import generate as generate_mod
+
+    section = " ".join(f"The gauge {i} is checked by the night shift before the pump starts again." for i in range(40))
+    (tmp_path / "manual.md").write_text(f"# Pumps\n\n{section}\n\n# Valves\n\n{section.replace('gauge', 'valve')}\n")
+    ingest(empty_db, [tmp_path / "manual.md"], chunk_size=400, overlap=0)
+    titles = dict(empty_db.execute("SELECT id, title FROM chunks"))
+    opening = {cid for cid, in empty_db.execute(
+        "SELECT id FROM chunks c WHERE ord = 0 OR title != (SELECT title FROM chunks p WHERE p.doc_id = c.doc_id "
+        "AND p.ord = c.ord - 1)")}
+    assert len(opening) == 2 and len(titles) >= 4  # two sections, each over two chunks or more
+    for seed in range(3):
+        order = [c["id"] for c in eligible_chunks(empty_db, seed)]
+        assert set(order[:2]) == opening and set(order) == set(titles)
+    try:
+        generate_mod.SECTION_STARTS_FIRST = False  # as before: the seeded shuffle alone
+        assert any(set([c["id"] for c in eligible_chunks(empty_db, seed)][:2]) != opening for seed in range(6))
+    finally:
+        generate_mod.SECTION_STARTS_FIRST = True

@@ -146,11 +146,30 @@ def _is_boilerplate(text: str) -> bool:
     return letters < 0.55 * max(1, len(text.replace(" ", "")))  # tables, code, tables of contents
 
 
+# A chunk that goes on under the heading of the chunk before it (the second half of a long FAQ answer, a long
+# section's later part) is asked about after the chunks that open a section, in each document (issue 33). On
+# the stored answer-first candidates of the Python and Debian FAQs (bench/candidates.py, 2026-12-06: 3,194
+# since the likelihood check came in), rows from such chunks were kept 29% of the time (238 of 829), from the
+# others 40% (935 of 2,365); not everywhere (the Debian FAQ's continued answers were kept 49% against 42%),
+# but their labelled rows (bench/quality_labels*.jsonl) were usable less often in both FAQs, 25% (39 of 157)
+# against 33% (165 of 501): their sentences lean on the part of the answer they continue. Reordered, not
+# skipped: a run that needs more chunks still asks them. Never a retriever's choice: only the chunk's place
+# under its heading.
+SECTION_STARTS_FIRST = True  # bench/generate.py turns it off for the A/B
+_CHUNKS_WITH_SECTION = """
+    SELECT id, doc_id, title, text, tokens, opens_section FROM (
+        SELECT id, doc_id, title, text, tokens,
+               ROW_NUMBER() OVER w = 1 OR LAG(title) OVER w IS NOT title AS opens_section
+        FROM chunks WHERE active = 1 WINDOW w AS (PARTITION BY doc_id ORDER BY ord))
+    WHERE tokens >= ? ORDER BY id"""
+
+
 def eligible_chunks(db: sqlite_utils.Database, seed: int, cluster_chunk_ids: Optional[set] = None) -> list[dict]:
-    """Chunks worth asking about, interleaved across documents so no file dominates."""
-    rows = store.rows(db, "SELECT id, doc_id, title, text, tokens FROM chunks WHERE active = 1 AND tokens >= ? ORDER BY id",
-                      [MIN_CHUNK_TOKENS])
+    """Chunks worth asking about, interleaved across documents so no file dominates; in each document the
+    chunks that open a section first (SECTION_STARTS_FIRST)."""
+    rows = store.rows(db, _CHUNKS_WITH_SECTION, [MIN_CHUNK_TOKENS])
     rows = [r for r in rows if not _is_boilerplate(r["text"])]
+    opens_section = {r["id"]: bool(r.pop("opens_section")) for r in rows}
     if isinstance(cluster_chunk_ids, list):  # an ordered choice (GenerationConfig.chunk_ids): kept in its order
         by_id = {r["id"]: r for r in rows}
         return [by_id[c] for c in dict.fromkeys(cluster_chunk_ids) if c in by_id]
@@ -162,6 +181,8 @@ def eligible_chunks(db: sqlite_utils.Database, seed: int, cluster_chunk_ids: Opt
         by_doc.setdefault(row["doc_id"], []).append(row)
     for chunk_list in by_doc.values():
         rng.shuffle(chunk_list)
+        if SECTION_STARTS_FIRST:
+            chunk_list.sort(key=lambda r: not opens_section[r["id"]])  # stable: the seeded order within each
     docs = sorted(by_doc)
     rng.shuffle(docs)
     ordered, depth = [], 0
@@ -743,10 +764,15 @@ def _open_engine(config: GenerationConfig, resumed: Optional[dict],
 # run, alternating, same seeds (docs/benchmarks.md): the probe's choice (Q8_0 x1, or x4 under heavy load)
 # made 0.87x (Python FAQ) and 1.06x (Debian FAQ) this setting's accepted rows/min at lower acceptance, and
 # 0.88x and 0.55x in a second run at load 4-9; the probe cost 2.5-4.5 minutes on first use, and its cached
-# choice flipped with the machine's load.
+# choice flipped with the machine's load. The same file with 2 or 4 sequences decoded together made 0.67x and
+# 0.92x its accepted rows/min (Python FAQ, 1 thread, load 3.4-5.7, 2026-12-06): on this CPU a decode step of
+# 2-4 sequences costs about as much as 2-4 steps of one (free-running decode: 63-74 tokens/s aggregate for x2
+# and x4 against 70-78 for one sequence), and a request's prompt and likelihood pass, which batching does not
+# shorten, are two thirds of its time.
 MEASURED_DEFAULT = ("answer-first rows with the bundled model: its Q4_1 file, one sequence, no probe; measured "
-                    "at least as fast as the probe's choices (Q8_0 copy x1/x4) at no lower acceptance, without "
-                    "the first-use probe (docs/generate.md, Speed and quality)")
+                    "at least as fast as the probe's choices (Q8_0 copy x1/x4) and as the Q4_1 file with 2 or 4 "
+                    "sequences at no lower acceptance, without the first-use probe (docs/generate.md, Speed and "
+                    "quality)")
 
 
 def _measured_default(config: GenerationConfig, resumed: Optional[dict]) -> Optional[tuple]:
