@@ -29,6 +29,9 @@ chunk, its wordpiece offset against MiniLM's 256-token truncation, and its centr
 vector to the chunk's); for a real question, the same for the gold-chunk sentence nearest it. Split
 by centrality and by chunk overlap, with the hit rates of dense and BM25 on each side.
 
+``--model FILE [--chat-format NAME]`` generates with a user's own GGUF instead of the bundled model (issue 27:
+is the 135M model the reason?).
+
 ``--copy-bias B [--rare-share S] [--bias-names]`` generates with answer-first questions steered away from
 their answer sentence's rare words by a logit bias of B (generation.copybias).
 
@@ -218,6 +221,10 @@ def main() -> None:
     parser.add_argument("--rare-share", type=float, default=None, help="With --copy-bias: a word is rare when its "
                                                                        "stem is in at most this share of the chunks.")
     parser.add_argument("--bias-names", action="store_true", help="With --copy-bias: steer away from names too.")
+    parser.add_argument("--model", help="Generate with this GGUF instead of the bundled model (issue 27: is it the "
+                                        "model?); as `curator generate --model`.")
+    parser.add_argument("--chat-format", help="With --model, for a GGUF that holds no chat template: a "
+                                              "llama-cpp-python format name (e.g. gemma).")
     args = parser.parse_args()
     realq, project = Path(args.realq), Path(args.project)
     if args.labels:
@@ -233,10 +240,11 @@ def main() -> None:
         print(f"  {import_real_questions(db, realq, project.parent)} real questions approved now")
     have = db.execute("SELECT COUNT(*) FROM queries WHERE source = 'synthetic'").fetchone()[0]
     if have < args.count:
-        with Timer(f"generate {args.count - have} synthetic rows (bundled model)"):
+        with Timer(f"generate {args.count - have} synthetic rows ({Path(args.model).name if args.model else 'bundled model'})"):
             summary = generate(db, GenerationConfig(count=args.count, seed=0, resume=have > 0,
-                                                    copy_bias=copy_bias_of(args)))
-        print(f"  {json.dumps({k: summary.get(k) for k in ('status', 'accepted', 'rejected', 'rows_per_min', 'seconds', 'rejected_by_reason')})}")
+                                                    copy_bias=copy_bias_of(args), model_path=args.model,
+                                                    chat_format=args.chat_format))
+        print(f"  {json.dumps({k: summary.get(k) for k in ('status', 'accepted', 'rejected', 'rows_per_min', 'seconds', 'rejected_by_reason', 'warnings')})}")
     print(f"  {approve_synthetic(db)} synthetic rows approved as they are")
     retrievers = [r for r in args.retrievers.split(",") if r]
     with Timer("validate (gold as generated: source chunk + every chunk holding the answer sentence)"):
