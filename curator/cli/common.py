@@ -107,7 +107,9 @@ def progress_printer(label: str) -> Callable[[int, int, str], None]:
     """A progress callback that redraws one line on a terminal and stays quiet otherwise."""
     interactive = sys.stderr.isatty()
     def on_progress(done: int, total: int, message: str) -> None:
-        if interactive and total:
+        if message.startswith("warning: "):  # a line of its own, kept: a redrawn line would hide it at once
+            click.echo(("\r" if interactive else "") + terminal_safe(message), err=True)
+        elif interactive and total:
             # the leading carriage return is ours (the line redraws); the message's own are shown
             click.echo(f"\r{label} {done}/{total} {terminal_safe(message[:50]):<50}", err=True, nl=done >= total)
     return on_progress

@@ -280,3 +280,17 @@ def test_busy_cpus_counts_what_runs_now_not_the_lagging_load_average(monkeypatch
     monkeypatch.setattr(module, "open", missing, raising=False)
     monkeypatch.setattr(module.os, "getloadavg", lambda: (2.6, 1.0, 1.0))
     assert module.busy_cpus(samples=3, interval=0) == 3  # no /proc: the load average, rounded
+
+
+def test_llama_cpps_load_warnings_are_held_and_a_failed_load_names_the_file(bundled_model, tmp_path, capsys):
+    """llama-cpp-python prints llama.cpp's warnings to stderr even with verbose=False ("n_ctx_seq (N) >
+    n_ctx_train (8192)" when the cell pool is larger than one sequence's training context): held, not shown."""
+    from curator.core.errors import ModelFileError
+
+    backend = LlamaCppBackend(bundled_model, n_ctx=16384)  # above SmolLM2's 8192: llama.cpp warns
+    assert backend.llm is not None
+    assert "n_ctx_train" not in capsys.readouterr().err
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(bundled_model.read_bytes()[:4_000_000])  # a GGUF header, the tensors cut off
+    with pytest.raises(ModelFileError, match="cut.gguf: llama.cpp could not load this model"):
+        LlamaCppBackend(cut, n_ctx=1024).llm

@@ -88,6 +88,9 @@ def test_generate_records_the_template_and_says_when_there_is_none(sample_projec
     result = runner.invoke(cli, ["generate", str(sample_project_path), "--model", str(untemplated), "--count", "2",
                                  "--parallel", "4", "--retries", "0", "--mix", "factoid=1"])
     assert "warning: base.gguf holds no chat template" in result.output, result.output
+    # said before the engine is chosen (a probe can take minutes), not only in the summary at the end
+    said_first = result.output.index("holds no chat template")
+    assert said_first < result.output.index("rows in"), result.output
     result = runner.invoke(cli, ["generate", str(sample_project_path), "--model", str(untemplated), "--count", "2",
                                  "--chat-format", "chatml", "--parallel", "4", "--retries", "0", "--mix", "factoid=1",
                                  "--json"])

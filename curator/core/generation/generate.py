@@ -742,9 +742,13 @@ def _open_engine(config: GenerationConfig, resumed: Optional[dict],
     if config.endpoint:
         return open_backend(None, config.endpoint, parallel=config.parallel)
     from curator.core.generation.backends import LlamaCppBackend, free_cores
+    from curator.core.generation.backends.llama_cpp import template_warnings
     from curator.core.generation.optimize import choose_engine
 
     threads = config.threads or free_cores()
+    if config.model_path:  # before a probe of minutes, not in the summary at the end (the summary repeats it)
+        for warning in template_warnings(config.model_path, chat_format=config.chat_format):
+            report(on_progress, 0, config.count, "warning: " + warning)
     measured = _measured_default(config, resumed)
     if measured is not None:
         chosen, why = measured

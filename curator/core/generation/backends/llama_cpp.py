@@ -6,6 +6,7 @@ chat template stored in the file. With ``parallel > 1`` it decodes several reque
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import threading
 import time
@@ -115,6 +116,24 @@ def gguf_string(path: Union[str, Path], key: str) -> Optional[str]:
     return bytes(field.parts[field.data[0]]).decode("utf-8", "replace")
 
 
+def template_warnings(path: Union[str, Path], has_template: Optional[bool] = None,
+                      chat_format: Optional[str] = None) -> list[str]:
+    """What a user must hear before a run with a GGUF file that holds no chat template (``has_template``
+    read from the file when not given) and no --chat-format."""
+    if chat_format:
+        return []
+    if has_template is None:
+        has_template = gguf_string(path, CHAT_TEMPLATE_KEY) is not None
+    if has_template:
+        return []
+    # llama-cpp-python then guesses a format and falls back to llama-2's [INST] markup: right for
+    # Llama 2 only. A file without a template is often a base model, which writes poor rows anyway.
+    return [f"{Path(path).name} holds no chat template ({CHAT_TEMPLATE_KEY}), so prompts are wrapped in "
+            "llama-cpp-python's fallback (llama-2) format; if this is a base model rather than an instruct "
+            "model its rows will be poor. Use an instruct GGUF, or name its format with --chat-format "
+            "(chatml, gemma, llama-3, mistral-instruct, ...)."]
+
+
 def _known_chat_format(name: Optional[str]) -> Optional[str]:
     """``name`` if llama-cpp-python has that chat format; refused before any model loads otherwise."""
     if name is None:
@@ -175,6 +194,22 @@ def _extra_buffer_types(enabled: bool):
             yield
         finally:
             high_level.llama_cpp.llama_model_default_params = original
+
+
+@contextlib.contextmanager
+def native_log_held() -> Iterator[list[str]]:
+    """Hold what llama.cpp logs while a model or context loads. llama-cpp-python prints its log to
+    sys.stderr and, with verbose=False, still lets warnings through ("n_ctx_seq (9984) > n_ctx_train
+    (8192)" for a cell pool shared by sequences that each fit; "using full-size SWA cache" for Gemma),
+    which users took for errors. The yielded list gets the held lines' last few, so a failed load can
+    say llama.cpp's reason."""
+    tail: list[str] = []
+    held = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(held):
+            yield tail
+    finally:
+        tail.extend(held.getvalue().strip().splitlines()[-3:])
 
 
 @contextlib.contextmanager
@@ -268,12 +303,15 @@ class LlamaCppBackend(Backend):
             from llama_cpp import Llama  # heavy: imported on first use only
 
             try:
-                with _templates_uncompiled(), _extra_buffer_types(_use_extra_buffer_types()):
+                with native_log_held() as said, _templates_uncompiled(), \
+                        _extra_buffer_types(_use_extra_buffer_types()):
                     llm = Llama(model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads,
                                 n_threads_batch=self.n_threads_batch, seed=self.seed, chat_format=self.chat_format,
                                 verbose=False)
             except (ValueError, RuntimeError) as exc:
-                raise ModelFileError(f"{self.model_path}: llama.cpp could not load this model ({exc}).") from None
+                reason = f"; llama.cpp said: {' / '.join(said)}" if said else ""
+                raise ModelFileError(f"{self.model_path}: llama.cpp could not load this model ({exc}{reason}).") \
+                    from None
             if llm.chat_format == "chat_template.default":  # the file's template (not a known format's copy)
                 template = llm.metadata.get(CHAT_TEMPLATE_KEY, self.chat_template)  # what llama-cpp-python uses
                 llm._chat_handlers[llm.chat_format] = _guarded_template_handler(llm, self.model_path, template)
@@ -362,14 +400,7 @@ class LlamaCppBackend(Backend):
         return list(seen["prompt"]), [s.encode("utf-8") for s in stops]
 
     def warnings(self) -> list[str]:
-        if self.has_chat_template or self.chat_format:
-            return []
-        # llama-cpp-python then guesses a format and falls back to llama-2's [INST] markup: right for
-        # Llama 2 only. A file without a template is often a base model, which writes poor rows anyway.
-        return [f"{self.model_path.name} holds no chat template ({CHAT_TEMPLATE_KEY}), so prompts are wrapped in "
-                "llama-cpp-python's fallback (llama-2) format; if this is a base model rather than an instruct "
-                "model its rows will be poor. Use an instruct GGUF, or name its format with --chat-format "
-                "(chatml, gemma, llama-3, mistral-instruct, ...)."]
+        return template_warnings(self.model_path, self.has_chat_template, self.chat_format)
 
     def describe(self) -> dict:
         described = {"backend": self.id, "model_path": str(self.model_path), "n_ctx": self.n_ctx,
