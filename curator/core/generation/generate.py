@@ -148,14 +148,14 @@ def _is_boilerplate(text: str) -> bool:
 
 # A chunk that goes on under the heading of the chunk before it (the second half of a long FAQ answer, a long
 # section's later part) is asked an answer-first question after the chunks that open a section, in each
-# document (issue 33; other types keep the seeded order: the evidence is answer-first rows only). On
-# the stored answer-first candidates of the Python and Debian FAQs (bench/candidates.py, 2026-12-06: 3,194
-# since the likelihood check came in), rows from such chunks were kept 29% of the time (238 of 829), from the
-# others 40% (935 of 2,365); not everywhere (the Debian FAQ's continued answers were kept 49% against 42%),
-# but their labelled rows (bench/quality_labels*.jsonl) were usable less often in both FAQs, 25% (39 of 157)
-# against 33% (165 of 501): their sentences lean on the part of the answer they continue. Reordered, not
-# skipped: a run that needs more chunks still asks them. Never a retriever's choice: only the chunk's place
-# under its heading.
+# document (issue 33; other types keep the seeded order: the evidence is answer-first rows only). On the
+# stored answer-first candidates of the Python and Debian FAQs (bench/candidates.py, 2026-12-06, 03:12, every
+# project on the machine with such runs: 3,630 not seldom kept), rows from such chunks were kept 27% of the
+# time (259 of 959), from the others 38% (1,017 of 2,671); not everywhere (the Debian FAQ's continued answers
+# were kept 44% against 40%), and their labelled rows (bench/quality_labels*.jsonl) were usable less often,
+# 21% (49 of 236) against 30% (236 of 798; not on the Python FAQ's tutorial pages, 27% against 25%): their
+# sentences lean on the part of the answer they continue. Reordered, not skipped: a run that needs more
+# chunks still asks them. Never a retriever's choice: only the chunk's place under its heading.
 SECTION_STARTS_FIRST = True  # bench/generate.py turns it off for the A/B
 
 
