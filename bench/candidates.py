@@ -7,8 +7,9 @@ its files: they may be in use). Only answer-first runs with the likelihood check
 the same candidate found in several copies of a project counts once. Prints, per corpus (named by what it
 is about: "python", "debian"; leave held-out corpora's projects out, or ignore their lines), kept/asked
 by query type, document kind (faq/ vs docs/), whether the chunk continues the section of the chunk before it
-(generate.SECTION_STARTS_FIRST), the answer sentence's length, and with --labels the usable share of the
-labelled rows (bench/quality_rubric.md) by the same chunk feature. Asserts nothing.
+(generate.section_openers, the order SECTION_STARTS_FIRST gives answer-first questions), the answer sentence's
+length, and with --labels the usable share of the labelled rows (validity.is_usable) by the same chunk feature.
+Asserts nothing.
 """
 
 from __future__ import annotations
@@ -20,11 +21,7 @@ import sqlite3
 from pathlib import Path
 
 from curator.core.generation.generate import section_openers, seldom_kept
-
-try:
-    from validity import is_usable, load_labels  # run as bench/candidates.py: bench/ is on sys.path
-except ImportError:
-    from bench.validity import is_usable, load_labels
+from validity import is_usable, load_labels  # bench/ is on sys.path when run as bench/candidates.py
 
 ANSWER_FIRST = ("factoid", "keyword", "vague")
 
