@@ -7,8 +7,9 @@ its files: they may be in use). Only answer-first runs with the likelihood check
 the same candidate found in several copies of a project counts once. Prints, per corpus (named by what it
 is about: "python", "debian"; leave held-out corpora's projects out, or ignore their lines), kept/asked
 by query type, document kind (faq/ vs docs/), whether the chunk continues the section of the chunk before it
-(generate.SECTION_STARTS_FIRST), the answer sentence's length, and with --labels the usable share of the
-labelled rows (bench/quality_rubric.md) by the same chunk feature. Asserts nothing.
+(generate.section_openers, the order SECTION_STARTS_FIRST gives answer-first questions), the answer sentence's
+length, and with --labels the usable share of the labelled rows (validity.is_usable) by the same chunk feature.
+Asserts nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import json
 import sqlite3
 from pathlib import Path
 
-from curator.core.generation.generate import seldom_kept
+from curator.core.generation.generate import section_openers, seldom_kept
+from validity import is_usable, load_labels  # bench/ is on sys.path when run as bench/candidates.py
 
 ANSWER_FIRST = ("factoid", "keyword", "vague")
 
@@ -42,13 +44,6 @@ def _corpus(db: sqlite3.Connection) -> str:
     return corpus_subject(sqlite_utils.Database(db)) or "unknown"
 
 
-def _continues_section(db: sqlite3.Connection) -> dict[str, bool]:
-    """Chunk id -> whether it goes on under the heading of the chunk before it in its document."""
-    rows = db.execute("SELECT id, doc_id, ord, title FROM chunks").fetchall()
-    title_at = {(doc, ord_): title for _, doc, ord_, title in rows}
-    return {cid: ord_ > 0 and title_at.get((doc, ord_ - 1)) == title for cid, doc, ord_, title in rows}
-
-
 def _checked_runs(db: sqlite3.Connection) -> set[int]:
     """Answer-first runs whose answer-first questions passed the likelihood check."""
     runs = set()
@@ -67,8 +62,9 @@ def candidates(path: Path, seen: set) -> list[dict]:
         runs = _checked_runs(db)
         docs = dict(db.execute("SELECT id, path FROM documents"))
         corpus = _corpus(db)
-        chunks = {cid: (docs.get(doc, ""), cid) for cid, doc in db.execute("SELECT id, doc_id FROM chunks")}
-        continues = _continues_section(db)
+        doc_of = {cid: docs.get(doc, "") for cid, doc in db.execute("SELECT id, doc_id FROM chunks")}
+        # generation's own definition (active chunks): a retired chunk's candidates have no section feature
+        continues = {cid: not opens for cid, opens in section_openers(db).items()}
         asked = [(t, ids, text, ref, run, None) for t, ids, text, ref, run in db.execute(
             "SELECT query_type, source_chunk_ids, text, reference, run_id FROM queries WHERE source = 'synthetic'")]
         asked += db.execute("SELECT query_type, source_chunk_ids, text, reference, run_id, reason "
@@ -78,15 +74,15 @@ def candidates(path: Path, seen: set) -> list[dict]:
     found = []
     for query_type, ids, text, reference, run, reason in asked:
         chunk_id = (json.loads(ids or "[]") or [None])[0]
-        if query_type not in ANSWER_FIRST or run not in runs or chunk_id not in chunks or not reference:
+        if query_type not in ANSWER_FIRST or run not in runs or chunk_id not in doc_of or not reference:
             continue
         key = (corpus, query_type, chunk_id, reference, text, reason)
         if key in seen:
             continue
         seen.add(key)
         found.append({"corpus": corpus, "type": query_type, "chunk": chunk_id, "kept": reason is None,
-                      "kind": "faq" if "/faq/" in chunks[chunk_id][0] else "docs",
-                      "continues_section": continues[chunk_id], "seldom_kept": seldom_kept(query_type, reference),
+                      "kind": "faq" if "/faq/" in doc_of[chunk_id] else "docs",
+                      "continues_section": continues.get(chunk_id), "seldom_kept": seldom_kept(query_type, reference),
                       "words": len(reference.split())})
     return found
 
@@ -125,14 +121,17 @@ def main() -> None:
         _table("by document kind", mine, lambda r: r["kind"])
         _table("seldom kept (generate.seldom_kept)", mine, lambda r: r["seldom_kept"])
         asked_now = [r for r in mine if not r["seldom_kept"]]
-        _table("chunk continues its section (not seldom kept)", asked_now, lambda r: (r["kind"], r["continues_section"]))
+        retired = sum(r["continues_section"] is None for r in asked_now)
+        _table(f"chunk continues its section (not seldom kept; {retired} on retired chunks left out)", asked_now,
+               lambda r: None if r["continues_section"] is None else (r["kind"], r["continues_section"]))
         _table("answer sentence length (not seldom kept)", asked_now, lambda r: _length(r["words"]))
-    continues = {r["chunk"]: (r["corpus"], r["kind"], r["continues_section"]) for r in rows}
-    labelled = [json.loads(line) for path in args.labels for line in path.read_text().splitlines() if line.strip()]
+    continues = {r["chunk"]: (r["corpus"], r["kind"], r["continues_section"]) for r in rows
+                 if r["continues_section"] is not None}
+    labelled = [row for path in args.labels for row in load_labels(path, code=None)]
     labelled = [r for r in labelled if r["query_type"] in ANSWER_FIRST and (r.get("source_chunk_ids") or [None])[0] in continues]
     if labelled:
         print(f"labelled answer-first rows from these projects' chunks: {len(labelled)}; usable by chunk continuing its section:")
-        _table("usable", labelled, lambda r: continues[r["source_chunk_ids"][0]], lambda r: r["label"] != "reject")
+        _table("usable", labelled, lambda r: continues[r["source_chunk_ids"][0]], is_usable)
 
 
 if __name__ == "__main__":

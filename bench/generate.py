@@ -2,7 +2,7 @@
 (the bundled Q4_1 file, one request at a time: `generate --parallel 1 --no-repack`), on a corpus.
 
 Run from the repository root: PYTHONPATH=. .venv/bin/python bench/generate.py [--corpus DIR] [--rows 20]
-[--rounds 2] [--first-seed 0] [--free] [--before] [--old-evidence] [--old-plan] [--old-asking] [--old-check] [--old-order] [--last-session]
+[--rounds 2] [--first-seed 0] [--free] [--before] [--old-evidence] [--old-plan] [--old-asking] [--old-order] [--last-session]
 [--against Q8_0x1 ...] [--threads N] [--engine-details] (without PYTHONPATH=. an installed curator is imported).
 When the default engine is the reference's own setting (answer-first rows run the Q4_1 file, one
 sequence), it is not run twice; --last-session, --old-plan and --old-asking run the reference with this
@@ -320,7 +320,7 @@ def _pipeline_rounds(template: Path, runners: dict, rows: int, rounds: int, answ
             raw = raw_decode_rate(backend, parallel)
             with as_before_issue_33(backend, "issue 33" in legacy) as check, \
                     evidence_on_every_core("evidence" in legacy), plan_as_before("plan" in legacy), \
-                    asking_as_before("asking" in legacy), check_as_before("check" in legacy), \
+                    asking_as_before("asking" in legacy), \
                     order_as_before("order" in legacy):
                 run = pipeline(template, backend, parallel, rows, seed=round_no, answers=answers,
                                answer_check=check or answer_check)
@@ -422,22 +422,6 @@ def order_as_before(legacy: bool):
 
 
 @contextlib.contextmanager
-def check_as_before(legacy: bool):
-    """With ``legacy``: every likelihood pass evaluated from its first token, as before (no neutral
-    question's cells kept between baseline passes, llama_batch.KEEP_SCORE_PREFIX)."""
-    from curator.core.generation.backends import llama_batch
-
-    if not legacy:
-        yield
-        return
-    llama_batch.KEEP_SCORE_PREFIX = False
-    try:
-        yield
-    finally:
-        llama_batch.KEEP_SCORE_PREFIX = True
-
-
-@contextlib.contextmanager
 def evidence_on_every_core(legacy: bool):
     """With ``legacy``: near-miss evidence as it ran before, MiniLM on every core (its own default)
     and loaded again for each run; else as generate() runs it (the engine's threads, one per process)."""
@@ -500,11 +484,9 @@ def _engine_runners(args, q4: LlamaCppBackend, engines: dict, against: dict) -> 
             runners[f"Q4_1 x1, sentences and near misses asked as before, {label}"] = (q4, 1, mode, "asking")
         if args.old_order:
             runners[f"Q4_1 x1, chunks in their seeded order alone (as before), {label}"] = (q4, 1, mode, "order")
-        if args.old_check and mode == "extractive":
-            runners[f"Q4_1 x1, likelihood passes from their first token (as before), {label}"] = (q4, 1, mode, "check")
         if args.last_session:
-            runners[f"Q4_1 x1 as last session (plan, sentences, near misses, likelihood passes, chunk order as before), {label}"] = (
-                q4, 1, mode, "plan", "asking", "check", "order")
+            runners[f"Q4_1 x1 as last session (plan, sentences, near misses, chunk order as before), {label}"] = (
+                q4, 1, mode, "plan", "asking", "order")
         for setting in args.against:
             backend, parallel = against[setting]
             runners[f"{setting} (forced), {label}"] = (backend, parallel, mode)
@@ -561,8 +543,6 @@ def main() -> None:
                         help="also run the reference as the pipeline ran before this session (all three as before)")
     parser.add_argument("--old-order", action="store_true",
                         help="also run the reference with chunks in their seeded order alone (as before)")
-    parser.add_argument("--old-check", action="store_true",
-                        help="also run the reference with every likelihood pass from its first token (as before)")
     parser.add_argument("--against", action="append", default=[], metavar="TYPExN",
                         help="also run this engine setting as given, e.g. Q8_0x1 or Q8_0x4 (repeatable)")
     parser.add_argument("--threads", type=int, default=None,

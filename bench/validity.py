@@ -109,8 +109,9 @@ def is_usable(label_row: dict) -> bool:
     return label_row["label"] in USABLE_LABELS
 
 
-def load_labels(path, code: str) -> list[dict]:
-    """The labelled rows of ``code`` in a labels file (bench/quality_labels*.jsonl); a bad line is named."""
+def load_labels(path, code: str | None) -> list[dict]:
+    """The labelled rows of ``code`` (None: of every code) in a labels file (bench/quality_labels*.jsonl);
+    a bad line is named."""
     rows = []
     for number, line in enumerate(Path(path).read_text().splitlines(), 1):
         if not line.strip():
@@ -119,7 +120,7 @@ def load_labels(path, code: str) -> list[dict]:
             row = json.loads(line)
         except json.JSONDecodeError as error:
             raise SystemExit(f"{path}:{number}: not a JSON object ({error})") from None
-        if row.get("code") == code:
+        if code is None or row.get("code") == code:
             rows.append(row)
     return rows
 

@@ -238,39 +238,10 @@ def test_the_check_on_the_generators_own_context_gives_the_gains_of_a_second_loa
     backend = LlamaCppBackend(bundled_model, n_ctx=2048, n_threads=1, parallel=2)
     own, separate = AnswerLikelihood(backend=backend), AnswerLikelihood(bundled_model, n_threads=1)
     answer = "The most common problem is that the signal handler is declared with the wrong argument list."
-    # Not to the last digit: where a pass's cells sit among other sequences' cells (here the kept neutral
-    # question's) changes the order floats are summed in. In a run, with the generator's cells in place,
-    # gains on the engine's context differed from a separate load by up to 0.1 nats a token (mean 0.014;
-    # 1 of 60 decisions at MIN_ANSWER_GAIN differed; docs/benchmarks.md, "Likelihood check: the neutral question kept").
     for question in ("What is the most common problem with a signal handler?", "How do I install Python on Windows?"):
-        assert own.gain(question, answer) == pytest.approx(separate.gain(question, answer), abs=0.02)
+        assert own.gain(question, answer) == pytest.approx(separate.gain(question, answer), abs=1e-3)
     assert own.describe() == separate.describe()
     assert backend._decoder.stats["scored_passes"] == 3  # two questions and one cached baseline
-
-
-def test_the_neutral_questions_cells_are_kept_and_baselines_stay_the_same(bundled_model):
-    """Issue 33: the baseline pass of every new answer sentence starts with the same neutral question; its
-    cells are kept on the decoder's context, so a later baseline evaluates only the answer (and the
-    question's last token), with the gains of a pass from scratch (a separate load, every logit kept)."""
-    backend = LlamaCppBackend(bundled_model, n_ctx=2048, n_threads=1, parallel=1)
-    own, separate = AnswerLikelihood(backend=backend), AnswerLikelihood(bundled_model, n_threads=1)
-    question = "What is the most common problem with a signal handler?"
-    answers_ = ["The most common problem is that the signal handler is declared with the wrong argument list.",
-                "Guest accounts expire after seven days unless an administrator extends them from the users page.",
-                "The backup job runs every night at two o'clock and keeps the last fourteen copies."]
-    llm = backend.llm
-    neutral = llm.tokenize(own._prefix(own.NEUTRAL_QUESTION).encode(), add_bos=True, special=False)
-    full = []
-    for answer in answers_:
-        before = backend._decoder.stats["scored_tokens"] if backend._decoder else 0
-        assert own.gain(question, answer) == pytest.approx(separate.gain(question, answer), abs=1e-3)
-        full.append(backend._decoder.stats["scored_tokens"] - before)
-        tail = len(llm.tokenize((" " + answer).encode(), add_bos=False, special=False))
-        question_pass = len(llm.tokenize(own._prefix(question).encode(), add_bos=True, special=False)) + tail
-        baseline_pass = full[-1] - question_pass
-        # the first baseline evaluates the whole neutral question, the later ones its last token only
-        assert baseline_pass == (len(neutral) if answer == answers_[0] else 1) + tail
-    assert backend._decoder.prefix_cached == neutral[:-1]
 
 
 def test_scoring_between_decode_steps_leaves_greedy_replies_unchanged(bundled_model):

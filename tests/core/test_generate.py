@@ -408,26 +408,53 @@ def test_a_pinned_engine_with_the_same_seed_writes_the_same_rows(sample_project_
     assert "batch decoder context" in params["answer_check"]["likelihood_passes"]
 
 
-def test_chunks_that_open_a_section_are_asked_before_those_that_continue_one(empty_db, tmp_path):
-    """Issue 33: a chunk that goes on under the heading of the chunk before it (the second half of a long
-    answer) made rows kept and usable less often; in each document the chunks opening a section come first,
-    the others after them, not dropped."""
+def _two_sections_over_several_chunks(db, folder):
+    """A manual whose two sections each take two chunks or more; the ids of the chunks opening a section."""
     from curator.core.corpus.ingest import ingest
-    from curator.core.generation import generate as generate_mod
 
     section = " ".join(f"The gauge {i} is checked by the night shift before the pump starts again." for i in range(40))
-    (tmp_path / "manual.md").write_text(f"# Pumps\n\n{section}\n\n# Valves\n\n{section.replace('gauge', 'valve')}\n")
-    ingest(empty_db, [tmp_path / "manual.md"], chunk_size=400, overlap=0)
-    titles = dict(empty_db.execute("SELECT id, title FROM chunks"))
-    opening = {cid for cid, in empty_db.execute(
+    (folder / "manual.md").write_text(f"# Pumps\n\n{section}\n\n# Valves\n\n{section.replace('gauge', 'valve')}\n")
+    ingest(db, [folder / "manual.md"], chunk_size=400, overlap=0)
+    opening = {cid for cid, in db.execute(
         "SELECT id FROM chunks c WHERE ord = 0 OR title != (SELECT title FROM chunks p WHERE p.doc_id = c.doc_id "
         "AND p.ord = c.ord - 1)")}
-    assert len(opening) == 2 and len(titles) >= 4  # two sections, each over two chunks or more
+    assert len(opening) == 2 and db.execute("SELECT count(*) FROM chunks").fetchone()[0] >= 4
+    return opening
+
+
+def test_chunks_that_open_a_section_are_asked_before_those_that_continue_one(empty_db, tmp_path):
+    """Issue 33: a chunk that goes on under the heading of the chunk before it (the second half of a long
+    answer) made answer-first rows kept and usable less often; for them the chunks opening a section come
+    first in each document, the others after them, not dropped."""
+    from curator.core.generation import generate as generate_mod
+
+    opening = _two_sections_over_several_chunks(empty_db, tmp_path)
+    assert generate_mod.section_openers(empty_db) == {
+        cid: cid in opening for cid, in empty_db.execute("SELECT id FROM chunks")}
+    all_ids = {cid for cid, in empty_db.execute("SELECT id FROM chunks")}
     for seed in range(3):
-        order = [c["id"] for c in eligible_chunks(empty_db, seed)]
-        assert set(order[:2]) == opening and set(order) == set(titles)
+        order = [c["id"] for c in eligible_chunks(empty_db, seed, openers_first=True)]
+        assert set(order[:2]) == opening and set(order) == all_ids
+    seeded = [[c["id"] for c in eligible_chunks(empty_db, seed)] for seed in range(6)]
+    assert any(set(order[:2]) != opening for order in seeded)  # without it: the seeded shuffle alone
     try:
-        generate_mod.SECTION_STARTS_FIRST = False  # as before: the seeded shuffle alone
-        assert any(set([c["id"] for c in eligible_chunks(empty_db, seed)][:2]) != opening for seed in range(6))
+        generate_mod.SECTION_STARTS_FIRST = False  # bench/generate.py --old-order
+        assert [[c["id"] for c in eligible_chunks(empty_db, seed, openers_first=True)] for seed in range(6)] == seeded
     finally:
         generate_mod.SECTION_STARTS_FIRST = True
+
+
+def test_only_answer_first_questions_ask_section_openers_first(empty_db, tmp_path):
+    """Review of issue 33: the evidence for the reorder is answer-first rows only, so other types (and every
+    type with --answers free) walk the chunks in the seeded order as before."""
+    from curator.core.generation.generate import plan_tasks
+
+    opening = _two_sections_over_several_chunks(empty_db, tmp_path)
+    for seed in range(6):
+        seeded = [c["id"] for c in eligible_chunks(empty_db, seed)]
+        reordered = [c["id"] for c in eligible_chunks(empty_db, seed, openers_first=True)]
+        answer_first = [t.chunks[0]["id"] for t in plan_tasks(empty_db, {"factoid": 1}, seed, answers_mode="extractive")]
+        free = [t.chunks[0]["id"] for t in plan_tasks(empty_db, {"factoid": 1}, seed, answers_mode="free")]
+        assert free == seeded[:len(free)] and len(free) >= 2
+        assert answer_first == [c for c in reordered if c in answer_first][:len(answer_first)]
+        assert set(answer_first[:2]) == opening

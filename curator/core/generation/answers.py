@@ -168,9 +168,8 @@ class AnswerLikelihood:
                               n_threads_batch=self.n_threads, logits_all=True, verbose=False)
         return self._llm
 
-    def _mean_logprob(self, prefix: str, answer: str, shared_prefix: bool = False) -> float:
-        """Mean log-probability of the answer's tokens after ``prefix``. ``shared_prefix``: the prefix
-        comes before many answers (the neutral question), so the backend keeps its cells for them."""
+    def _mean_logprob(self, prefix: str, answer: str) -> float:
+        """Mean log-probability of the answer's tokens after ``prefix``."""
         import numpy as np
 
         llm = self._model()
@@ -179,7 +178,7 @@ class AnswerLikelihood:
         tokens = (head + tail)[: self.N_CTX]
         tail = tokens[len(head):]
         if self.backend is not None:
-            return float(np.mean(self.backend.score(tokens, len(head), keep_prefix=shared_prefix)))
+            return float(np.mean(self.backend.score(tokens, len(head))))
         llm.reset()
         llm.eval(tokens)
         logits = np.asarray(llm.scores[len(head) - 1: len(tokens) - 1], dtype=np.float64)  # row i predicts tail[i]
@@ -188,7 +187,7 @@ class AnswerLikelihood:
     def gain(self, question: str, answer: str) -> float:
         """Nats per answer token the question adds (0: it says nothing about the answer)."""
         if answer not in self._baselines:
-            self._baselines[answer] = self._mean_logprob(self._prefix(self.NEUTRAL_QUESTION), answer, shared_prefix=True)
+            self._baselines[answer] = self._mean_logprob(self._prefix(self.NEUTRAL_QUESTION), answer)
         return self._mean_logprob(self._prefix(question), answer) - self._baselines[answer]
 
     @staticmethod

@@ -147,29 +147,36 @@ def _is_boilerplate(text: str) -> bool:
 
 
 # A chunk that goes on under the heading of the chunk before it (the second half of a long FAQ answer, a long
-# section's later part) is asked about after the chunks that open a section, in each document (issue 33). On
-# the stored answer-first candidates of the Python and Debian FAQs (bench/candidates.py, 2026-12-06: 3,194
-# since the likelihood check came in), rows from such chunks were kept 29% of the time (238 of 829), from the
-# others 40% (935 of 2,365); not everywhere (the Debian FAQ's continued answers were kept 49% against 42%),
-# but their labelled rows (bench/quality_labels*.jsonl) were usable less often in both FAQs, 25% (39 of 157)
-# against 33% (165 of 501): their sentences lean on the part of the answer they continue. Reordered, not
-# skipped: a run that needs more chunks still asks them. Never a retriever's choice: only the chunk's place
-# under its heading.
+# section's later part) is asked an answer-first question after the chunks that open a section, in each
+# document (issue 33; other types keep the seeded order: the evidence is answer-first rows only). On the
+# stored answer-first candidates of the Python and Debian FAQs (bench/candidates.py, 2026-12-06, 03:12, every
+# project on the machine with such runs: 3,630 not seldom kept), rows from such chunks were kept 27% of the
+# time (259 of 959), from the others 38% (1,017 of 2,671); not everywhere (the Debian FAQ's continued answers
+# were kept 44% against 40%), and their labelled rows (bench/quality_labels*.jsonl) were usable less often,
+# 21% (49 of 236) against 30% (236 of 798; not on the Python FAQ's tutorial pages, 27% against 25%): their
+# sentences lean on the part of the answer they continue. Reordered, not skipped: a run that needs more
+# chunks still asks them. Never a retriever's choice: only the chunk's place under its heading.
 SECTION_STARTS_FIRST = True  # bench/generate.py turns it off for the A/B
-_CHUNKS_WITH_SECTION = """
-    SELECT id, doc_id, title, text, tokens, opens_section FROM (
-        SELECT id, doc_id, title, text, tokens,
-               ROW_NUMBER() OVER w = 1 OR LAG(title) OVER w IS NOT title AS opens_section
-        FROM chunks WHERE active = 1 WINDOW w AS (PARTITION BY doc_id ORDER BY ord))
-    WHERE tokens >= ? ORDER BY id"""
 
 
-def eligible_chunks(db: sqlite_utils.Database, seed: int, cluster_chunk_ids: Optional[set] = None) -> list[dict]:
-    """Chunks worth asking about, interleaved across documents so no file dominates; in each document the
-    chunks that open a section first (SECTION_STARTS_FIRST)."""
-    rows = store.rows(db, _CHUNKS_WITH_SECTION, [MIN_CHUNK_TOKENS])
+def section_openers(db) -> dict[str, bool]:
+    """Active chunk id -> whether it opens a section: its document's first active chunk, or a title other
+    than the active chunk before it (retired chunks are not the text a run reads). bench/candidates.py
+    mines the stored candidates by the same definition."""
+    rows = db.execute("""
+        SELECT id, ROW_NUMBER() OVER w = 1 OR LAG(title) OVER w IS NOT title
+        FROM chunks WHERE active = 1 WINDOW w AS (PARTITION BY doc_id ORDER BY ord)""").fetchall()
+    return {chunk_id: bool(opens) for chunk_id, opens in rows}
+
+
+def eligible_chunks(db: sqlite_utils.Database, seed: int, cluster_chunk_ids: Optional[set] = None,
+                    openers_first: bool = False) -> list[dict]:
+    """Chunks worth asking about, interleaved across documents so no file dominates. ``openers_first``
+    (answer-first questions, SECTION_STARTS_FIRST): in each document the chunks that open a section come
+    first, the seeded order kept within each group and across documents."""
+    rows = store.rows(db, "SELECT id, doc_id, title, text, tokens FROM chunks WHERE active = 1 AND tokens >= ? ORDER BY id",
+                      [MIN_CHUNK_TOKENS])
     rows = [r for r in rows if not _is_boilerplate(r["text"])]
-    opens_section = {r["id"]: bool(r.pop("opens_section")) for r in rows}
     if isinstance(cluster_chunk_ids, list):  # an ordered choice (GenerationConfig.chunk_ids): kept in its order
         by_id = {r["id"]: r for r in rows}
         return [by_id[c] for c in dict.fromkeys(cluster_chunk_ids) if c in by_id]
@@ -179,9 +186,10 @@ def eligible_chunks(db: sqlite_utils.Database, seed: int, cluster_chunk_ids: Opt
     by_doc: dict[str, list[dict]] = {}
     for row in rows:
         by_doc.setdefault(row["doc_id"], []).append(row)
+    opens_section = section_openers(db) if openers_first and SECTION_STARTS_FIRST else None
     for chunk_list in by_doc.values():
         rng.shuffle(chunk_list)
-        if SECTION_STARTS_FIRST:
+        if opens_section is not None:  # a sort, not a shuffle: the rng draws, so the documents' order, stay the same
             chunk_list.sort(key=lambda r: not opens_section[r["id"]])  # stable: the seeded order within each
     docs = sorted(by_doc)
     rng.shuffle(docs)
@@ -270,6 +278,10 @@ def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, clust
     """Candidate tasks, types interleaved in proportion; never the same chunk twice per type.
     An answer-first type skips chunks that hold no sentence fit to be an answer."""
     chunks = eligible_chunks(db, seed, cluster_chunk_ids)
+    # Answer-first types ask section-opening chunks first (SECTION_STARTS_FIRST); the same chunks, so one
+    # cursor position means the same depth in either order.
+    openers_first = (eligible_chunks(db, seed, cluster_chunk_ids, openers_first=True)
+                     if any(answer_first(t, answers_mode) for t in plan) else chunks)
     used = _used_pairs(db)
     multi_hop_scope = multihop.RunScope(db)  # one per run: no two tasks start from one approved row
     # Each type starts at a different point of the interleaved order, so types spread over chunks.
@@ -279,8 +291,9 @@ def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, clust
         for query_type in [t for t in plan if wanted[t] > 0]:
             wanted[query_type] -= 1
             start = cursors[query_type]
+            order = openers_first if answer_first(query_type, answers_mode) else chunks
             while cursors[query_type] < start + len(chunks):
-                chunk = chunks[cursors[query_type] % len(chunks)]
+                chunk = order[cursors[query_type] % len(chunks)]
                 cursors[query_type] += 1
                 if (query_type, chunk["id"]) in used:
                     continue

@@ -17,8 +17,6 @@ N_BATCH = 512  # tokens per llama_decode: one per generating sequence, prompt ch
 # Cells kept apart for scoring passes (BatchDecoder.score): the likelihood answer check runs on the
 # generator's own context, on a sequence id of its own, between decode steps.
 SCORE_TOKENS = 512
-SCORE_PREFIX_CELLS = 64  # the longest scoring prefix kept for later passes (BatchDecoder.score)
-KEEP_SCORE_PREFIX = True  # bench/generate.py turns it off for the A/B
 # Prompt prefixes kept after their sequence moves on (BatchDecoder._keep): answer-first prompts of one
 # type share ~220 of their ~250 tokens, but each type has its own instructions, so with one sequence
 # every change of type evaluated the whole prompt again (a third of the requests on the Python FAQ,
@@ -107,14 +105,11 @@ class BatchDecoder:
         self.n_cells = min(parallel * self.n_ctx_seq, max(self.n_ctx_seq, llm._model.n_ctx_train()))
         # The scoring sequence's and the kept prompts' cells come on top, so neither competes with
         # admission (_fits).
-        params.n_ctx = self.n_cells + SCORE_TOKENS + SCORE_PREFIX_CELLS + KEEP_CELLS
+        params.n_ctx = self.n_cells + SCORE_TOKENS + KEEP_CELLS
         params.n_batch = params.n_ubatch = N_BATCH
-        params.n_seq_max = parallel + 2 + KEEP_PROMPTS
+        params.n_seq_max = parallel + 1 + KEEP_PROMPTS
         self.score_seq = parallel  # the sequence id scoring passes use (generation uses 0..parallel-1)
-        # A scoring prefix kept for later passes (score(..., keep_prefix=True)): the likelihood check's
-        # neutral question, scored before every new answer sentence.
-        self.prefix_seq, self.prefix_cached = parallel + 1, []
-        self.kept = [_Slot(parallel + 2 + i) for i in range(KEEP_PROMPTS)]  # prompts kept for their prefix
+        self.kept = [_Slot(parallel + 1 + i) for i in range(KEEP_PROMPTS)]  # prompts kept for their prefix
         self._clock = 0
         params.n_threads, params.n_threads_batch = backend.n_threads, backend.n_threads_batch
         params.kv_unified = True  # one cell pool, so sequences can share prefix cells
@@ -347,18 +342,13 @@ class BatchDecoder:
         slot.request = slot.sampler = slot.grammar = None  # cells stay: a later prompt may share them
         return (text if cut is None else text[:cut]).decode("utf-8", errors="ignore")
 
-    def score(self, tokens: Sequence[int], first: int, keep_prefix: bool = False):
+    def score(self, tokens: Sequence[int], first: int):
         """Log-probabilities of ``tokens[first:]``, each given the tokens before it: one forward pass
         on the scoring sequence, with logits kept only at the positions that predict those tokens.
 
         Called between decode steps (the run's generator is suspended while its caller judges a
         reply): every logit of the last step has been sampled by then, and the generating sequences'
         cells and samplers are untouched, so rows are the same whether or not a pass ran between.
-
-        ``keep_prefix``: keep the cells of ``tokens[:first - 1]`` (on a sequence of their own) for
-        later passes with the same prefix, which then evaluate only the rest (the likelihood check's
-        neutral question precedes every new answer sentence: about a third of that pass's tokens).
-        A pass that starts with the kept prefix uses it whether or not it asks to keep one.
         """
         np, C = self.np, self.C
         tokens = list(tokens)[:min(SCORE_TOKENS, N_BATCH)]
@@ -366,43 +356,22 @@ class BatchDecoder:
             raise CuratorError(f"nothing to score: {len(tokens)} tokens from position {first}")
         memory = self.ctx.memory
         C.llama_memory_seq_rm(memory, self.score_seq, 0, -1)
-        start = self._start_from_kept_prefix(tokens, first)
         self.batch.reset()
         batch = self.batch.batch
-        for j in range(start, len(tokens)):
-            i = j - start
-            batch.token[i], batch.pos[i], batch.n_seq_id[i] = tokens[j], j, 1
-            batch.seq_id[i][0], batch.logits[i] = self.score_seq, first - 1 <= j < len(tokens) - 1
-        batch.n_tokens = len(tokens) - start
+        for j, token in enumerate(tokens):
+            batch.token[j], batch.pos[j], batch.n_seq_id[j] = token, j, 1
+            batch.seq_id[j][0], batch.logits[j] = self.score_seq, first - 1 <= j < len(tokens) - 1
+        batch.n_tokens = len(tokens)
         try:
             self.ctx.decode(self.batch)
             rows = len(tokens) - first
             logits = np.ctypeslib.as_array(C.llama_get_logits(self.ctx.ctx), shape=(rows, self._all.n_vocab))
             logits = logits.astype(np.float64)  # row i predicts tokens[first + i]
-            if (KEEP_SCORE_PREFIX and keep_prefix and tokens[:first - 1] != self.prefix_cached
-                    and first - 1 <= SCORE_PREFIX_CELLS):
-                self._keep_score_prefix(tokens[:first - 1])
         finally:
             C.llama_memory_seq_rm(memory, self.score_seq, 0, -1)
         self.stats["scored_passes"] += 1
-        self.stats["scored_tokens"] += len(tokens) - start
+        self.stats["scored_tokens"] += len(tokens)
         return token_logprobs(logits, tokens[first:])
-
-    def _start_from_kept_prefix(self, tokens: list, first: int) -> int:
-        """Share the kept scoring prefix's cells with the scoring sequence when ``tokens`` start with it
-        (``llama_memory_seq_cp`` tags the cells, nothing is recomputed); the position to decode from."""
-        kept = len(self.prefix_cached)
-        if not kept or kept > first - 1 or tokens[:kept] != self.prefix_cached:
-            return 0
-        self.C.llama_memory_seq_cp(self.ctx.memory, self.prefix_seq, self.score_seq, 0, kept)
-        return kept
-
-    def _keep_score_prefix(self, prefix: list) -> None:
-        """Make ``prefix`` (whose cells the scoring sequence holds now) the kept scoring prefix."""
-        memory = self.ctx.memory
-        self.C.llama_memory_seq_rm(memory, self.prefix_seq, 0, -1)
-        self.C.llama_memory_seq_cp(memory, self.score_seq, self.prefix_seq, 0, len(prefix))
-        self.prefix_cached = list(prefix)
 
     def _clear(self) -> None:
         """Forget every sequence (a run ended, was cancelled or failed)."""
@@ -413,4 +382,3 @@ class BatchDecoder:
             slot.cached, slot.pending, slot.out, slot.next_token = [], [], [], None
         for kept in self.kept:
             kept.cached = []
-        self.prefix_cached = []

@@ -356,12 +356,11 @@ class LlamaCppBackend(Backend):
             return
         yield from self._batch_decoder().run(requests)
 
-    def score(self, tokens: list[int], first: int, keep_prefix: bool = False):
+    def score(self, tokens: list[int], first: int):
         """Log-probabilities of ``tokens[first:]`` under this model, each given the tokens before it,
         computed on the batch decoder's own context (its scoring sequence): no second copy of the
-        model, and logits only where they are read. Safe between the results of ``iter_complete``.
-        ``keep_prefix``: later passes starting with the same ``tokens[:first]`` reuse its cells."""
-        return self._batch_decoder().score(tokens, first, keep_prefix)
+        model, and logits only where they are read. Safe between the results of ``iter_complete``."""
+        return self._batch_decoder().score(tokens, first)
 
     def _batch_decoder(self):
         if self._decoder is None or len(self._decoder.slots) != self.parallel:  # parallel changed: a new layout
