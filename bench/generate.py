@@ -540,7 +540,7 @@ def main() -> None:
     parser.add_argument("--old-asking", action="store_true",
                         help="also run the reference asking every answer sentence and near misses as before")
     parser.add_argument("--last-session", action="store_true",
-                        help="also run the reference as the pipeline ran before this session (all three as before)")
+                        help="also run the reference as the pipeline ran before (plan, sentences, near misses, chunk order)")
     parser.add_argument("--old-order", action="store_true",
                         help="also run the reference with chunks in their seeded order alone (as before)")
     parser.add_argument("--against", action="append", default=[], metavar="TYPExN",

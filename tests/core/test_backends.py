@@ -290,6 +290,9 @@ def test_llama_cpps_load_warnings_are_held_and_a_failed_load_names_the_file(bund
     backend = LlamaCppBackend(bundled_model, n_ctx=16384)  # above SmolLM2's 8192: llama.cpp warns
     assert backend.llm is not None
     assert "n_ctx_train" not in capsys.readouterr().err
+    pooled = LlamaCppBackend(bundled_model, n_ctx=4096, parallel=4)  # the batch decoder's pool: 4 x 4096 cells
+    assert pooled.complete_many([Request([{"role": "user", "content": "Hi"}], max_tokens=2, temperature=0.0)] * 2)
+    assert "n_ctx_train" not in capsys.readouterr().err
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(bundled_model.read_bytes()[:4_000_000])  # a GGUF header, the tensors cut off
     with pytest.raises(ModelFileError, match="cut.gguf: llama.cpp could not load this model"):

@@ -11,6 +11,7 @@ from typing import Iterable, Iterator, Optional, Protocol, Sequence
 
 from curator.core.generation.answers import token_logprobs
 from curator.core.generation.backends.base import Messages, Request, RequestSource
+from curator.core.generation.backends.llama_cpp import native_log_held
 from curator.core.errors import CuratorError
 
 N_BATCH = 512  # tokens per llama_decode: one per generating sequence, prompt chunks fill the rest
@@ -113,7 +114,8 @@ class BatchDecoder:
         self._clock = 0
         params.n_threads, params.n_threads_batch = backend.n_threads, backend.n_threads_batch
         params.kv_unified = True  # one cell pool, so sequences can share prefix cells
-        self.ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
+        with native_log_held():  # "n_ctx_seq > n_ctx_train": the pool is shared, no sequence exceeds it
+            self.ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
         self.batch = _internals.LlamaBatch(n_tokens=N_BATCH, embd=0, n_seq_max=1, verbose=False)
         self.vocab = llm._model.vocab
         self.slots = [_Slot(i) for i in range(parallel)]
