@@ -8,6 +8,8 @@ next from the results so far (generation stops asking for a type once it has eno
 
 from __future__ import annotations
 
+import contextlib
+import io
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
 
@@ -124,3 +126,19 @@ class FakeBackend(Backend):
                 return
             request = held.pop()
             yield request, "" if request.abandoned else self._complete_request(request)
+
+
+@contextlib.contextmanager
+def native_log_held() -> Iterator[list[str]]:
+    """Hold what llama.cpp logs while a model or context loads. llama-cpp-python prints its log to
+    sys.stderr and, with verbose=False, still lets warnings through ("n_ctx_seq (9984) > n_ctx_train
+    (8192)" for a cell pool shared by sequences that each fit; "using full-size SWA cache" for Gemma),
+    which users took for errors. The yielded list gets the held lines' last few, so a failed load can
+    say llama.cpp's reason."""
+    tail: list[str] = []
+    held = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(held):
+            yield tail
+    finally:
+        tail.extend(held.getvalue().strip().splitlines()[-3:])

@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional, Protocol, Sequence
 
 from curator.core.generation.answers import token_logprobs
-from curator.core.generation.backends.base import Messages, Request, RequestSource
-from curator.core.generation.backends.llama_cpp import native_log_held
+from curator.core.generation.backends.base import Messages, Request, RequestSource, native_log_held
 from curator.core.errors import CuratorError
 
 N_BATCH = 512  # tokens per llama_decode: one per generating sequence, prompt chunks fill the rest

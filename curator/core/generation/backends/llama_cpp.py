@@ -6,7 +6,6 @@ chat template stored in the file. With ``parallel > 1`` it decodes several reque
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import threading
 import time
@@ -15,7 +14,7 @@ from typing import Iterable, Iterator, Optional, Union
 
 from curator.core.cachefiles import check_gguf_header
 from curator.core.errors import InputError, ModelFileError
-from curator.core.generation.backends.base import Backend, Messages, Request
+from curator.core.generation.backends.base import Backend, Messages, Request, native_log_held
 
 GGUF_MAGIC = b"GGUF"
 MIN_GGUF_BYTES = 1024
@@ -194,22 +193,6 @@ def _extra_buffer_types(enabled: bool):
             yield
         finally:
             high_level.llama_cpp.llama_model_default_params = original
-
-
-@contextlib.contextmanager
-def native_log_held() -> Iterator[list[str]]:
-    """Hold what llama.cpp logs while a model or context loads. llama-cpp-python prints its log to
-    sys.stderr and, with verbose=False, still lets warnings through ("n_ctx_seq (9984) > n_ctx_train
-    (8192)" for a cell pool shared by sequences that each fit; "using full-size SWA cache" for Gemma),
-    which users took for errors. The yielded list gets the held lines' last few, so a failed load can
-    say llama.cpp's reason."""
-    tail: list[str] = []
-    held = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(held):
-            yield tail
-    finally:
-        tail.extend(held.getvalue().strip().splitlines()[-3:])
 
 
 @contextlib.contextmanager
