@@ -70,3 +70,9 @@ class Gains:
     def describe(self) -> str:
         return f"scripted gain {self.value}"
 
+
+def chunk_like(db, fragment: str) -> dict:
+    """The first chunk whose text holds ``fragment`` (id, doc_id, title, text): the generation tests
+    pick the chunk a scripted reply is about by a phrase of it."""
+    return dict(zip(("id", "doc_id", "title", "text"), db.execute(
+        "SELECT id, doc_id, title, text FROM chunks WHERE text LIKE ?", [f"%{fragment}%"]).fetchone()))

@@ -13,6 +13,7 @@ from curator.core.generation.generate import GenerationConfig, generate, plan_ta
 from curator.core.queries.rows import get_query
 from curator.core.store import open_project
 import scripted
+from scripted import chunk_like
 
 DOCS = {
     "install.md": "# Installing\n\nThe agent installs on Windows with the MSI package from the downloads page.\n\n"
@@ -312,20 +313,15 @@ def _approved_first_row(db, tmp_path):
     return row[0]
 
 
-def _chunk(db, like):
-    return dict(zip(("id", "doc_id", "title", "text"), db.execute(
-        "SELECT id, doc_id, title, text FROM chunks WHERE text LIKE ?", [like]).fetchone()))
-
-
 def test_one_approved_row_starts_one_multi_hop_task_per_run(small_db, tmp_path):
     first_row = _approved_first_row(small_db, tmp_path)
-    for like in ("%metered%", "%free plan%"):  # each chunk alone would be offered the row
-        assert any(o["first_row"] == first_row for o in multihop.options(small_db, _chunk(small_db, like), seed=0))
+    for like in ("metered", "free plan"):  # each chunk alone would be offered the row
+        assert any(o["first_row"] == first_row for o in multihop.options(small_db, chunk_like(small_db, like), seed=0))
     tasks = list(plan_tasks(small_db, {"multi_hop": 3}, 0, answers_mode="extractive"))
     starts = [o["first_row"] for t in tasks for o in t.options]
     assert starts.count(first_row) == 1, [t.chunks[0]["id"] for t in tasks]
     scope = multihop.RunScope(small_db)
-    found = [multihop.options(small_db, _chunk(small_db, like), 0, scope) for like in ("%metered%", "%free plan%")]
+    found = [multihop.options(small_db, chunk_like(small_db, like), 0, scope) for like in ("metered", "free plan")]
     assert [o["first_row"] for options in found for o in options] == [first_row]
 
 
@@ -334,8 +330,8 @@ def test_approved_rows_are_read_once_per_run(small_db, tmp_path):
     scope, statements = multihop.RunScope(small_db), []
     small_db.conn.set_trace_callback(statements.append)
     try:
-        for like in ("%metered%", "%free plan%", "%sets how often%"):
-            multihop.options(small_db, _chunk(small_db, like), 0, scope)
+        for like in ("metered", "free plan", "sets how often"):
+            multihop.options(small_db, chunk_like(small_db, like), 0, scope)
     finally:
         small_db.conn.set_trace_callback(None)
     # one look whether any approved row exists, one load of them; no LIKE scan per sentence and entity

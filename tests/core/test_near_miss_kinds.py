@@ -12,6 +12,7 @@ from curator.core.generation import kinds, unanswerable
 from curator.core.generation.backends import FakeBackend
 from curator.core.generation.generate import GenerationConfig, generate
 from curator.core.queries.rows import get_query
+from scripted import chunk_like
 
 # A shell manual whose settings are terminals, a kind no fixed family knows.
 DOCS = {
@@ -29,11 +30,6 @@ DOCS = {
 @pytest.fixture
 def term_db(docs_project):
     return docs_project(DOCS)
-
-
-def _chunk(db, like: str) -> dict:
-    return dict(zip(("id", "title", "text"), db.execute(
-        "SELECT id, title, text FROM chunks WHERE text LIKE ?", [f"%{like}%"]).fetchone()))
 
 
 def test_names_listed_together_are_lists_and_a_qualified_last_name_is_left_out():
@@ -74,12 +70,12 @@ def test_a_learned_setting_is_swapped_to_a_peer_no_chunk_names_with_what_is_aske
     assert [d.text for d in found] == ["XTerm"] and found[0].kind.startswith(unanswerable.LEARNED)
     # Rxvt9 is named with "backspace", "key" and "erase" (rxvt.md): it may answer; KonsoleX is not
     assert unanswerable.replacements(term_db, found[0], sentence) == ["KonsoleX"]
-    options = unanswerable.options(term_db, _chunk(term_db, "stty erase"), seed=0)
+    options = unanswerable.options(term_db, chunk_like(term_db, "stty erase"), seed=0)
     assert [(o["original"], o["replacement"], o["setting"]) for o in options] == [("XTerm", "KonsoleX", "in KonsoleX")]
 
 
 def test_a_near_miss_to_a_learned_peer_is_judged_and_carries_its_evidence(term_db):
-    option = unanswerable.options(term_db, _chunk(term_db, "stty erase"), seed=0)[0]
+    option = unanswerable.options(term_db, chunk_like(term_db, "stty erase"), seed=0)[0]
     reason, found = unanswerable.judge(term_db, "How do I configure the zed shell backspace key in XTerm?", option)
     assert reason is None, reason
     assert found["question"] == "How do I configure the zed shell backspace key in KonsoleX?"
@@ -93,7 +89,7 @@ def test_a_near_miss_to_a_learned_peer_is_judged_and_carries_its_evidence(term_d
 
 
 def test_a_peer_a_chunk_names_with_the_question_words_is_rejected(term_db):
-    option = dict(unanswerable.options(term_db, _chunk(term_db, "stty erase"), seed=0)[0], replacement="Rxvt9")
+    option = dict(unanswerable.options(term_db, chunk_like(term_db, "stty erase"), seed=0)[0], replacement="Rxvt9")
     reason, found = unanswerable.judge(term_db, "How do I configure the backspace key erase of the zed shell in XTerm?",
                                        option)
     assert found is None and "names 'Rxvt9' with what the question asks" in reason
@@ -139,7 +135,7 @@ def test_each_peer_is_searched_once_from_options_to_evidence(term_db, monkeypatc
         return execute(sql, params) if params is not None else execute(sql)
 
     monkeypatch.setattr(term_db, "execute", counting)
-    option = unanswerable.options(term_db, _chunk(term_db, "stty erase"), seed=0)[0]
+    option = unanswerable.options(term_db, chunk_like(term_db, "stty erase"), seed=0)[0]
     reason, found = unanswerable.judge(term_db, "How do I configure the zed shell backspace key in XTerm?", option)
     assert reason is None and found["replacement_with_question_words"] == 0
     assert sorted(searched) == ['"konsolex"', '"rxvt9"']  # Rxvt9 rejected, KonsoleX kept: once each

@@ -14,6 +14,7 @@ from curator.core.generation.generate import GenerationConfig, generate, plan_ta
 from curator.core.generation.unanswerable import Detail
 from curator.core.queries.rows import get_query
 import scripted
+from scripted import chunk_like
 
 DOCS = {
     # a chunk about Windows: its sentences that do not name it hold there too
@@ -31,11 +32,6 @@ DOCS = {
 @pytest.fixture
 def small_db(docs_project):
     return docs_project(DOCS)
-
-
-def _chunk(db, like: str) -> dict:
-    return dict(zip(("id", "title", "text"), db.execute(
-        "SELECT id, title, text FROM chunks WHERE text LIKE ?", [f"%{like}%"]).fetchone()))
 
 
 def test_details_are_named_things_not_versions_nor_parts_of_longer_names():
@@ -84,7 +80,7 @@ def test_the_corpus_subject_is_not_swapped(small_db):
 
 
 def test_options_show_the_original_sentence_in_its_setting_or_its_chunks(small_db):
-    chunk = _chunk(small_db, "MSI")
+    chunk = chunk_like(small_db, "MSI")
     assert unanswerable.chunk_setting(small_db, chunk) == Detail("Windows", "platform")
     found = {o["sentence"]: o for o in unanswerable.options(small_db, chunk, seed=0)}
     named = found["On Windows, the agent installs with the MSI package from the downloads page."]
@@ -94,9 +90,9 @@ def test_options_show_the_original_sentence_in_its_setting_or_its_chunks(small_d
     assert silent["scope"] == "chunk" and silent["original"] == "Windows" and silent["replacement"] == "macOS"
     assert list(found.values()) == unanswerable.options(small_db, chunk, seed=0)  # seeded
     # a chunk naming a setting once, or only as "only on Linux", offers nothing beyond its own sentence
-    editors = unanswerable.options(small_db, _chunk(small_db, "Emacs"), seed=0)
+    editors = unanswerable.options(small_db, chunk_like(small_db, "Emacs"), seed=0)
     assert [(o["original"], o["scope"], o["replacement"]) for o in editors] == [("Emacs", "sentence", "VS Code")]
-    assert unanswerable.options(small_db, _chunk(small_db, "cursor"), seed=0) == []
+    assert unanswerable.options(small_db, chunk_like(small_db, "cursor"), seed=0) == []
 
 
 @pytest.mark.parametrize("question, near, made", [
@@ -178,7 +174,7 @@ def test_a_corpus_naming_no_software_swaps_countries_and_languages(docs_project,
                                    "Requests for leave go to the team lead two weeks before the first day off.\n"},
                       "handbook")
     assert unanswerable.setting_kinds(db) == unanswerable.FALLBACK_KINDS
-    found = unanswerable.options(db, _chunk(db, "thirty days"), seed=0)
+    found = unanswerable.options(db, chunk_like(db, "thirty days"), seed=0)
     assert [(o["original"], o["replacement"], o["swapped"]) for o in found] == [
         ("Germany", "United States", "Staff employed in the United States get thirty days of paid leave each year.")]
     # a technical corpus keeps to its technical settings: a country there is a fact, not a setting
@@ -228,7 +224,6 @@ def test_a_near_miss_asks_to_do_something_that_depends_on_its_setting(small_db):
     assert "asks nothing that depends on its setting" in reason
     reason, found = unanswerable.judge(small_db, "How do I set up the agent on Windows?", option, scripted.Gains())
     assert reason is None and found["question"] == "How do I set up the agent on FreeBSD?"
-
 
 
 def test_a_near_miss_the_project_already_asks_in_other_words_is_a_repeat(small_db):
