@@ -121,8 +121,8 @@ def template_warnings(path: Union[str, Path], has_template: Optional[bool] = Non
     read from the file when not given) and no --chat-format."""
     if chat_format:
         return []
-    if has_template is None:
-        has_template = gguf_string(path, CHAT_TEMPLATE_KEY) is not None
+    if has_template is None:  # read before the backend opens it: refuse a bad file as the backend would
+        has_template = gguf_string(check_gguf(path), CHAT_TEMPLATE_KEY) is not None
     if has_template:
         return []
     # llama-cpp-python then guesses a format and falls back to llama-2's [INST] markup: right for
