@@ -174,27 +174,44 @@ def eligible_chunks(db: sqlite_utils.Database, seed: int, cluster_chunk_ids: Opt
     """Chunks worth asking about, interleaved across documents so no file dominates. ``openers_first``
     (answer-first questions, SECTION_STARTS_FIRST): in each document the chunks that open a section come
     first, the seeded order kept within each group and across documents."""
+    seeded, reordered = chunk_orders(db, seed, cluster_chunk_ids, openers_first)
+    return reordered if openers_first else seeded
+
+
+def chunk_orders(db: sqlite_utils.Database, seed: int, cluster_chunk_ids: Optional[set] = None,
+                 openers_first: bool = True) -> tuple[list[dict], list[dict]]:
+    """The seeded order of eligible_chunks and, with ``openers_first``, its section-openers-first order
+    (else the seeded one again), from one read of the chunks."""
     rows = store.rows(db, "SELECT id, doc_id, title, text, tokens FROM chunks WHERE active = 1 AND tokens >= ? ORDER BY id",
                       [MIN_CHUNK_TOKENS])
     rows = [r for r in rows if not _is_boilerplate(r["text"])]
     if isinstance(cluster_chunk_ids, list):  # an ordered choice (GenerationConfig.chunk_ids): kept in its order
         by_id = {r["id"]: r for r in rows}
-        return [by_id[c] for c in dict.fromkeys(cluster_chunk_ids) if c in by_id]
+        chosen = [by_id[c] for c in dict.fromkeys(cluster_chunk_ids) if c in by_id]
+        return chosen, chosen
     if cluster_chunk_ids is not None:
         rows = [r for r in rows if r["id"] in cluster_chunk_ids] or rows
     rng = random.Random(seed)
     by_doc: dict[str, list[dict]] = {}
     for row in rows:
         by_doc.setdefault(row["doc_id"], []).append(row)
-    opens_section = section_openers(db) if openers_first and SECTION_STARTS_FIRST else None
     for chunk_list in by_doc.values():
         rng.shuffle(chunk_list)
-        if opens_section is not None:  # a sort, not a shuffle: the rng draws, so the documents' order, stay the same
-            chunk_list.sort(key=lambda r: not opens_section[r["id"]])  # stable: the seeded order within each
     docs = sorted(by_doc)
     rng.shuffle(docs)
-    ordered, depth = [], 0
-    while len(ordered) < len(rows):
+    seeded = _interleaved(by_doc, docs)
+    if not (openers_first and SECTION_STARTS_FIRST):
+        return seeded, seeded
+    opens_section = section_openers(db)
+    # a stable sort of each document's seeded list: the seeded order within each group, the same documents' order
+    by_doc = {doc: sorted(chunk_list, key=lambda r: not opens_section[r["id"]]) for doc, chunk_list in by_doc.items()}
+    return seeded, _interleaved(by_doc, docs)
+
+
+def _interleaved(by_doc: dict[str, list[dict]], docs: list[str]) -> list[dict]:
+    """Each document's first chunk in ``docs`` order, then each one's second, and so on."""
+    ordered, depth, total = [], 0, sum(len(chunks) for chunks in by_doc.values())
+    while len(ordered) < total:
         ordered += [by_doc[d][depth] for d in docs if depth < len(by_doc[d])]
         depth += 1
     return ordered
@@ -277,11 +294,10 @@ def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, clust
                answers_mode: str = "free") -> Iterator[Task]:
     """Candidate tasks, types interleaved in proportion; never the same chunk twice per type.
     An answer-first type skips chunks that hold no sentence fit to be an answer."""
-    chunks = eligible_chunks(db, seed, cluster_chunk_ids)
     # Answer-first types ask section-opening chunks first (SECTION_STARTS_FIRST); the same chunks, so one
     # cursor position means the same depth in either order.
-    openers_first = (eligible_chunks(db, seed, cluster_chunk_ids, openers_first=True)
-                     if any(answer_first(t, answers_mode) for t in plan) else chunks)
+    chunks, openers_first = chunk_orders(db, seed, cluster_chunk_ids,
+                                         openers_first=any(answer_first(t, answers_mode) for t in plan))
     used = _used_pairs(db)
     multi_hop_scope = multihop.RunScope(db)  # one per run: no two tasks start from one approved row
     # Each type starts at a different point of the interleaved order, so types spread over chunks.
@@ -1106,8 +1122,8 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
         if config.copy_bias is not None:
             checks.steering = copybias.Steering(db, config.copy_bias, applied=backend.biases_logits)
     run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, checks)
-    said = backend.warnings() + _answer_check_warnings(config, checks) + (checks.steering.warnings() if checks.steering else [])
-    progress, started = _Progress(warnings=said), time.perf_counter()
+    warnings = backend.warnings() + _answer_check_warnings(config, checks) + (checks.steering.warnings() if checks.steering else [])
+    progress, started = _Progress(warnings=warnings), time.perf_counter()
     target = sum(plan.values())
     if handed:  # said once, before the first candidate; the run record keeps it (counts.handed_over)
         progress.handed_over = handed
