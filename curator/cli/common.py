@@ -69,8 +69,10 @@ class CuratorGroup(click.Group):
 
 
 @contextmanager
-def project(path: str, create: bool = False) -> Iterator[Any]:
-    db = open_project(path, create=create)
+def project(path: str, create: bool = False, reads_only: bool = False) -> Iterator[Any]:
+    """The open project; ``reads_only`` for a command that never writes to it, which then also works
+    on a read-only project (opened read-only)."""
+    db = open_project(path, create=create, reads_only=reads_only)
     try:
         yield db
     finally:

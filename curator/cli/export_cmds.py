@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from curator.cli.common import emit, json_option, project, table
+from curator.cli.common import echo, emit, json_option, project, table
 from curator.core.errors import InputError
+from curator.core.store import is_read_only
 from curator.core.evaluation.metrics import DEFAULT_KS, parse_ks
 
 
@@ -36,9 +37,11 @@ def export(project_path, out, fmt, status, query_type, source, split_spec, seed,
 
     statuses = [s.strip() for s in status.split(",") if s.strip()]
     split = parse_split(split_spec)
-    with project(project_path) as db:
+    with project(project_path, reads_only=True) as db:
         manifest = run_export(db, out, fmt, statuses, query_type=query_type, source=source, split=split, seed=seed,
                                   force=force)
+        if is_read_only(db):
+            echo(f"note: {project_path} is read-only, so this export is not added to its export history", err=True)
     emit(manifest, as_json, lambda m: f"wrote {m['rows']} rows to {out} ({fmt}); "
                                      f"by status: {', '.join(f'{k} {v}' for k, v in m['by_status'].items()) or '-'}")
 
@@ -51,7 +54,7 @@ def _render_eval(r: dict) -> str:
              "routing": s["routing"]} for name, s in r["slices"].items()]
     auroc = r["unanswerable_auroc"]
     embedder = (r.get("params") or {}).get("embedder")
-    lines = [f"eval run {r['eval_run']}: {r['retriever']}" + (f" ({embedder})" if embedder else "")
+    lines = [(f"eval run {r['eval_run']}" if r["eval_run"] is not None else "eval (not stored)") + f": {r['retriever']}" + (f" ({embedder})" if embedder else "")
              + f" on {r['answerable_queries']} answerable queries",
              table(rows, ["slice", "n", *k_cols, "routing"]),
              f"unanswerable separation (AUROC of top score): {auroc:.3f}" if auroc is not None
@@ -131,14 +134,14 @@ def eval_command(project_path, retriever, embedder, run_file, save_run, force, k
         if run_file or save_run:
             raise click.UsageError("--compare reads two finished runs; drop --run and --save-run")
 
-        with project(project_path) as db:
+        with project(project_path, reads_only=True) as db:
             result = compare(db, compare_refs[0], compare_refs[1], metric=metric)
         emit(result, as_json, _render_compare)
         return
     from curator.core.evaluation.evaluate import evaluate
 
     ks = _parse_ks(k_text)
-    with project(project_path) as db:
+    with project(project_path, reads_only=True) as db:
         result = evaluate(db, retriever, run_file, ks, save_run, embedder=embedder, replace=force)
     emit(result, as_json, _render_eval)
 

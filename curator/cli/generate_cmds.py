@@ -48,7 +48,7 @@ def _render_summary(s: dict) -> str:
                    "chosen by a short timing probe on first use of a model for a mode, cached; 4 remote).")
 @click.option("--retries", default=RETRIES_PER_CHUNK, show_default=True, type=click.IntRange(0, 10),
               help="New seeds for a rejected candidate before its chunk is given up (cheap: the prompt stays cached).")
-@click.option("--cluster", type=int, help="Seed generation with the chunks behind this cluster's real queries.")
+@click.option("--cluster", type=click.IntRange(min=0), help="Seed generation with the chunks behind this cluster's real queries.")
 @click.option("--target", type=click.Choice(["corpus", "coverage"]), default="corpus", show_default=True,
               help="corpus: chunks drawn across the documents; coverage: the chunks suggested for the real queries "
                    "of under-covered clusters, in proportion to their traffic (see 'curator cluster --coverage').")
@@ -128,7 +128,7 @@ def queries(project_path, status, query_type, source, as_json):
     """
     from curator.core.queries.rows import list_queries
 
-    with project(project_path) as db:
+    with project(project_path, reads_only=True) as db:
         found = list_queries(db, status=status, query_type=query_type, source=source)
     rows = [{"id": q["id"], "text": q["text"], "type": q["query_type"], "source": q["source"], "status": q["status"],
              "gold": ",".join(q["gold_chunk_ids"]), "answer": q["reference"], "cluster": q["cluster_label"],

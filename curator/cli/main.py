@@ -106,7 +106,7 @@ def chunks(project_path: str, doc_path: str | None, as_json: bool) -> None:
     """
     from curator.core.corpus.documents import list_chunks
 
-    with project(project_path) as db:
+    with project(project_path, reads_only=True) as db:
         found = list_chunks(db, doc_path)
     emit(found, as_json, lambda rows: table(rows, ["id", "doc_path", "title", "text"], {"text": 60, "title": 30}))
 
@@ -125,7 +125,7 @@ def search(project_path: str, query: str, limit: int, as_json: bool) -> None:
     """
     from curator.core.corpus.search import search_chunks
 
-    with project(project_path) as db:
+    with project(project_path, reads_only=True) as db:
         hits = search_chunks(db, query, limit)
     for hit in hits:
         hit["score"] = round(hit["score"], 4)
@@ -144,7 +144,7 @@ def stats(project_path: str, as_json: bool) -> None:
     """
     from curator.core.store.stats import project_stats
 
-    with project(project_path) as db:
+    with project(project_path, reads_only=True) as db:
         result = project_stats(db)
     emit(result, as_json, render_stats)
 

@@ -81,7 +81,7 @@ def agreement(project_path, as_json):
     """
     from curator.core.review.agreement import agreement as compute
 
-    with project(project_path) as db:
+    with project(project_path, reads_only=True) as db:
         result = compute(db)
     emit(result, as_json, _render_agreement)
 
@@ -99,7 +99,7 @@ def conflicts(project_path, include_resolved, as_json):
     """
     from curator.core.review.adjudicate import conflicts as find
 
-    with project(project_path) as db:
+    with project(project_path, reads_only=True) as db:
         found = find(db, include_resolved=include_resolved)
     emit(found, as_json, _render_conflicts)
 
@@ -172,7 +172,7 @@ def assigned(project_path, reviewer, as_json):
     """
     from curator.core.review.merge import assigned as find
 
-    with project(project_path) as db:
+    with project(project_path, reads_only=True) as db:
         ids = find(db, reviewer)
     emit(ids, as_json, lambda r: "\n".join(r) if r else "No overlap plan in this project ('curator overlap').")
 

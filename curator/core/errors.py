@@ -13,6 +13,10 @@ class NewerSchema(CuratorError):
     pass
 
 
+class ProjectNotWritable(CuratorError):
+    """A project SQLite cannot write (read-only file, folder or mount; a full disk); the file is intact."""
+
+
 class ModelFileError(CuratorError):
     pass
 

@@ -106,6 +106,12 @@ def is_sqlite_database(path: Path) -> bool:
         return False
 
 
+def _files_in(folder: Path) -> Iterator[Path]:
+    """Every entry below ``folder`` that is not a folder (what replacing the folder would delete)."""
+    for parent, _, names in os.walk(folder):
+        yield from (Path(parent) / name for name in names)
+
+
 def _database_in(target: Path) -> Optional[Path]:
     """The SQLite database ``target`` is, belongs to (as -wal/-shm/-journal) or holds (a folder)."""
     if is_sqlite_database(target):
@@ -114,10 +120,26 @@ def _database_in(target: Path) -> Optional[Path]:
         if target.name.endswith(suffix) and is_sqlite_database(target.with_name(target.name[: -len(suffix)])):
             return target.with_name(target.name[: -len(suffix)])
     if target.is_dir():  # a folder output (BEIR) replaces everything inside it
-        for folder, _, names in os.walk(target):
-            found = next((Path(folder) / n for n in names if is_sqlite_database(Path(folder) / n)), None)
-            if found is not None:
-                return found
+        return next((path for path in _files_in(target) if is_sqlite_database(path)), None)
+    return None
+
+
+def _is_special(path: Path, follow: bool = True) -> bool:
+    """A device, pipe or socket (through a symlink when ``follow``): never a file an output may replace."""
+    try:
+        mode = os.stat(path, follow_symlinks=follow).st_mode
+    except OSError:
+        return False  # nothing there (or a dangling link): writing makes a new regular file
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
+
+
+def _special_in(target: Path) -> Optional[Path]:
+    """``target`` when it is a device, pipe or socket; or such an entry inside the folder it names (which
+    the export's folder swap would delete: ``export P /dev --format beir --force``)."""
+    if _is_special(target):
+        return target
+    if target.is_dir():
+        return next((path for path in _files_in(target) if _is_special(path, follow=False)), None)
     return None
 
 
@@ -125,8 +147,9 @@ def check_output(target, protected: Iterable[Path] = ()) -> None:
     """Refuse, before anything is written, an output that would replace something that must survive.
 
     Never the project (``protected``: ``project_files(db)``), its side files or a folder holding
-    it, and never a file that is (or belongs to, or a folder that holds) a SQLite database: another
-    project, or this one reached through a hard link. Every command and window that writes a file
+    it, never a file that is (or belongs to, or a folder that holds) a SQLite database: another
+    project, or this one reached through a hard link; and never a device, pipe or socket (or a folder
+    holding one), which no ``--force`` may replace with a regular file. Every command and window that writes a file
     the user named calls this one guard (export, ``eval --save-run``)."""
     target = Path(target)
     resolved = target.resolve()
@@ -134,6 +157,11 @@ def check_output(target, protected: Iterable[Path] = ()) -> None:
         if held == resolved or resolved in held.parents:
             raise InputError(f"{target}: this is the project file (or holds it); Curator never writes over it. "
                              "Choose another output name.")
+    special = _special_in(resolved)
+    if special is not None:  # --force replaced /dev/full with a regular file
+        what = "is" if special == resolved else f"holds {special}, which is"
+        raise InputError(f"{target}: {what} a device, pipe or socket, not a regular file; it was not modified. "
+                         "Choose another output name.")
     database = _database_in(resolved)
     if database is not None:
         what = "is a SQLite database" if database == resolved else f"would replace the SQLite database {database}"

@@ -50,3 +50,36 @@ def test_generate_cluster_uses_only_that_clusters_chunks(sample_project_path, tm
     assert backend.prompts and made
     used = {c for r in made for c in json.loads(r["source_chunk_ids"])}
     assert used and used <= expected
+
+
+def _clustered(project, tmp_path) -> None:
+    log = tmp_path / "log.csv"
+    log.write_text(LOG)
+    db = open_project(project)
+    import_log(db, log)
+    cluster_queries(db, k=3, seed=0)
+    db.close()
+
+
+def _generate_cluster(project, cluster: str):
+    return CliRunner().invoke(cli, ["generate", str(project), "--cluster", cluster, "--count", "2"])
+
+
+def test_a_cluster_that_does_not_exist_is_refused_with_the_ones_that_do(sample_project_path, tmp_path, monkeypatch):
+    """Issue 43: 7 (it generated across the whole corpus without a word) and 6 (a number too big for
+    SQLite was an OverflowError traceback). Refused before any model is loaded or any run row written."""
+    def no_engine(*args, **kwargs):
+        raise AssertionError("a model was loaded for a cluster that does not exist")
+
+    monkeypatch.setattr(gen_module, "_open_engine", no_engine)
+    result = _generate_cluster(sample_project_path, "7")
+    assert result.exit_code == 2 and "no cluster 7" in result.output and "curator cluster" in result.output
+    _clustered(sample_project_path, tmp_path)
+    for asked in ("7", "99999999999999999999999"):
+        result = _generate_cluster(sample_project_path, asked)
+        assert result.exit_code == 2, result.output
+        assert f"no cluster {asked}; the active cluster run has clusters 0, 1, 2" in result.output
+        assert isinstance(result.exception, SystemExit), result.exception  # not an OverflowError
+    db = open_project(sample_project_path)
+    assert db.execute("SELECT COUNT(*) FROM generation_runs").fetchone()[0] == 0
+    db.close()

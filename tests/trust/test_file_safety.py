@@ -72,6 +72,12 @@ def _random_bytes(tmp_path: Path, project: Path) -> Path:
     return path
 
 
+def _one_byte(tmp_path: Path, project: Path) -> Path:
+    path = tmp_path / "x.curator"  # SQLite reads a file shorter than a page as an empty database
+    path.write_bytes(b"\n")
+    return path
+
+
 def _newer(tmp_path: Path, project: Path) -> Path:
     path = _checkpointed_copy(project, tmp_path / "newer.curator")
     conn = sqlite3.connect(path)
@@ -89,6 +95,7 @@ BAD_FILES = {
     "corrupt pages": (_corrupt_pages, "damaged"),
     "sqlite header then noise": (_header_then_noise, "not a readable SQLite file"),
     "random bytes": (_random_bytes, "not a SQLite file"),
+    "one byte": (_one_byte, "not a SQLite file"),
     "newer schema": (_newer, "newer Curator"),
 }
 COMMANDS = {
@@ -97,6 +104,8 @@ COMMANDS = {
     "ingest": lambda p: ["ingest", p, str(Path(__file__))],  # the corpus path is irrelevant: it fails first
     "label": lambda p: ["label", p, "q_0000000000000000", "approve"],
     "agreement": lambda p: ["agreement", p],
+    "queries": lambda p: ["queries", p],
+    "export": lambda p: ["export", p, str(Path(p).with_name("out.jsonl"))],
 }
 
 
@@ -126,6 +135,29 @@ def test_bad_file_as_merge_source_is_refused_unmodified(kind, tmp_path, sample_p
     result = CliRunner().invoke(cli, ["merge", str(sample_project_path), str(other)])
     assert result.exit_code == 1 and message in result.output, result.output
     assert _sha(other) == before
+
+
+def _empty_database(tmp_path: Path) -> Path:
+    path = tmp_path / "empty.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 7")  # writes the header page: a SQLite file with no tables
+    conn.close()
+    return path
+
+
+def test_an_empty_sqlite_database_is_made_a_project_only_by_init(tmp_path, sample_project_path):
+    path = _empty_database(tmp_path)
+    before = _sha(path)
+    runner = CliRunner()
+    for argv in (["stats", str(path)], ["queries", str(path)], ["export", str(path), str(tmp_path / "o.jsonl")],
+                 ["merge", str(path), str(sample_project_path)], ["agreement", str(path)]):
+        result = runner.invoke(cli, argv)
+        assert result.exit_code == 1 and "an empty SQLite database" in result.output, (argv, result.output)
+        assert "curator init" in result.output
+    assert _sha(path) == before and not (tmp_path / "o.jsonl").exists()
+    result = runner.invoke(cli, ["init", str(path)])
+    assert result.exit_code == 0, result.output
+    store.open_project(path).close()  # now a project
 
 
 def test_newer_schema_raises_the_specific_error(tmp_path, sample_project_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import shutil
 from pathlib import Path
 
@@ -172,3 +173,56 @@ def test_save_run_keeps_a_file_that_is_not_a_run_unless_forced(gold_project, tmp
     forced = _eval(str(gold_project), "--save-run", str(notes), "--force")
     assert forced.exit_code == 0, forced.output
     assert notes.read_text().split()[1] == "Q0"  # now a TREC run
+
+
+# ---------------------------------------------------------------- devices, pipes, sockets (issue 43: 2)
+# As root, 'curator export P /dev/full --force' replaced /dev/full with a regular file and wrote
+# /dev/full.manifest.json beside it. A FIFO and a symlink to one stand in for the device here.
+
+def _fifo(folder: Path, name: str = "pipe") -> Path:
+    os.mkfifo(folder / name)
+    return folder / name
+
+
+def _special_targets(tmp_path: Path) -> dict[str, Path]:
+    fifo = _fifo(tmp_path)
+    link = tmp_path / "link-to-pipe"
+    link.symlink_to(fifo)
+    return {"fifo": fifo, "symlink to a fifo": link}
+
+
+def _still_a_fifo(path: Path) -> bool:
+    return stat.S_ISFIFO(os.stat(path).st_mode)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "trec", "beir"])
+def test_export_with_force_never_replaces_a_pipe(gold_project, tmp_path, fmt):
+    for what, target in _special_targets(tmp_path).items():
+        result = CliRunner().invoke(cli, ["export", str(gold_project), str(target), "--format", fmt, "--force"])
+        assert result.exit_code == 1 and "not a regular file" in result.output, (what, result.output)
+        assert "Traceback" not in result.output
+        assert _still_a_fifo(target), what
+        assert not Path(f"{target}.manifest.json").exists()
+
+
+def test_export_with_force_never_replaces_a_pipe_as_its_manifest(gold_project, tmp_path):
+    manifest = _fifo(tmp_path, "gold.jsonl.manifest.json")
+    result = CliRunner().invoke(cli, ["export", str(gold_project), str(tmp_path / "gold.jsonl"), "--force"])
+    assert result.exit_code == 1 and "not a regular file" in result.output, result.output
+    assert _still_a_fifo(manifest) and not (tmp_path / "gold.jsonl").exists()
+
+
+def test_beir_export_with_force_never_deletes_a_pipe_inside_the_folder(gold_project, tmp_path):
+    folder = tmp_path / "beir"
+    folder.mkdir()
+    inner = _fifo(folder, "queries.jsonl")
+    result = CliRunner().invoke(cli, ["export", str(gold_project), str(folder), "--format", "beir", "--force"])
+    assert result.exit_code == 1 and "not a regular file" in result.output and str(inner) in result.output
+    assert _still_a_fifo(inner)
+
+
+def test_save_run_with_force_never_replaces_a_pipe(gold_project, tmp_path):
+    for what, target in _special_targets(tmp_path).items():
+        result = _eval(str(gold_project), "--save-run", str(target), "--force")
+        assert result.exit_code == 1 and "not a regular file" in result.output, (what, result.output)
+        assert _still_a_fifo(target), what

@@ -235,6 +235,10 @@ def evaluate(db: sqlite_utils.Database, retriever: str = "bm25", run_file: Optio
               "warnings": errors}
     if save_run:
         write_trec_run(Path(save_run), run, name, protected)
+    if store.is_read_only(db):
+        errors.append("the project is read-only: this eval run was not stored ('eval --compare' needs a stored run "
+                      "or a run file: add --save-run FILE)")
+        return {"eval_run": None, **result}
     with db.conn:
         cursor = db.execute("INSERT INTO eval_runs (created_at, retriever, params, metrics, per_query, run_file) "
                             "VALUES (?,?,?,?,?,?)", [store.now(), name, store.dumps({"ks": list(ks), **params}),

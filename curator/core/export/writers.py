@@ -265,6 +265,8 @@ def export(db: sqlite_utils.Database, out, format: str = "jsonl", statuses: Iter
     except OSError as exc:
         raise InputError(f"{out}: the export could not be written ({exc.strerror or exc}); "
                          "any earlier export there is unchanged.") from None
+    if store.is_read_only(db):  # a read-only project: the export is written, only its listing cannot be
+        return manifest
     with db.conn:
         db.execute("INSERT INTO exports (created_at, format, path, manifest) VALUES (?,?,?,?)",
                    [manifest["created_at"], format, str(out), store.dumps(manifest)])

@@ -962,10 +962,24 @@ def _cluster_chunks(db, cluster: Optional[int]) -> Optional[set]:
     """Chunks that the real queries of a cluster point to, or that search finds for them."""
     if cluster is None:
         return None
+    _check_cluster_exists(db, cluster)
     texts = [r[0] for r in db.execute(
         """SELECT q.text FROM query_clusters qc JOIN cluster_runs cr ON cr.id = qc.run_id AND cr.active = 1
            JOIN queries q ON q.id = qc.query_id WHERE qc.cluster = ?""", [cluster])]
     return {hit["id"] for text in texts for hit in search_chunks(db, text, limit=3)}
+
+
+def _check_cluster_exists(db, cluster: int) -> None:
+    """Refuse a cluster the active cluster run does not have: generation used to go on across the whole
+    corpus without a word. Compared in Python, so a number too big for SQLite is refused the same way."""
+    existing = [r[0] for r in db.execute(
+        """SELECT DISTINCT qc.cluster FROM query_clusters qc JOIN cluster_runs cr ON cr.id = qc.run_id
+           AND cr.active = 1 ORDER BY qc.cluster""")]
+    if cluster in existing:
+        return
+    known = (f"the active cluster run has clusters {', '.join(map(str, existing))}" if existing
+             else "the project has no clusters yet: run 'curator cluster' first")
+    raise BadOption("--cluster", f"no cluster {cluster}; {known}.")
 
 
 class _Scheduler:

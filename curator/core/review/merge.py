@@ -50,20 +50,6 @@ def _refuse_same_file(db: sqlite_utils.Database, other: Path) -> None:
         raise InputError(f"{other}: that is this project itself; merge another reviewer's copy.")
 
 
-def _connect_read_only(path: Path) -> sqlite3.Connection:
-    """mode=ro never writes the file; immutable=1 is the fallback for read-only media, where
-    SQLite cannot create the shared-memory file a WAL database needs even for reading."""
-    uri = path.resolve().as_uri()
-    try:
-        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True)
-        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        return conn
-    except sqlite3.OperationalError:
-        conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
-        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        return conn
-
-
 def open_other(path: str | Path) -> sqlite_utils.Database:
     """The other copy, read-only, after the same checks ``open_project`` makes (newer schema,
     not a project, unreadable), so a wrong file gives a clear message and stays untouched."""
@@ -73,7 +59,7 @@ def open_other(path: str | Path) -> sqlite_utils.Database:
     if path.stat().st_size == 0 or not store._looks_like_sqlite(path):
         raise NotAProject(f"{path}: not a SQLite file, so not a Curator project; it was not modified.")
     try:
-        db = sqlite_utils.Database(_connect_read_only(path))
+        db = sqlite_utils.Database(store.connect_read_only(path))
     except sqlite3.DatabaseError as exc:
         raise NotAProject(f"{path}: not a readable SQLite file ({exc}); it was not modified.") from None
     try:

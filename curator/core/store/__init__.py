@@ -6,10 +6,11 @@ them are ``connection`` (open, check, locks), ``schema`` (numbered migrations), 
 """
 
 from curator.core.store.connection import (BUSY_TIMEOUT_MS, SQLITE_MAGIC, _check_is_project, _looks_like_sqlite,
-                                           begin_immediate, open_project)
+                                           begin_immediate, cannot_open, connect_read_only, is_read_only,
+                                           open_project)
 from curator.core.store.records import dumps, loads, meta_get, meta_set, now, rows
 from curator.core.store.schema import APP_MARKER, MIGRATION_SET, index_new_chunks, last_chunk_rowid, migrations
 
-__all__ = ["APP_MARKER", "BUSY_TIMEOUT_MS", "MIGRATION_SET", "SQLITE_MAGIC", "begin_immediate", "dumps",
-           "index_new_chunks", "last_chunk_rowid", "loads", "meta_get", "meta_set", "migrations", "now",
-           "open_project", "rows", "_check_is_project", "_looks_like_sqlite"]
+__all__ = ["APP_MARKER", "BUSY_TIMEOUT_MS", "MIGRATION_SET", "SQLITE_MAGIC", "begin_immediate", "cannot_open",
+           "connect_read_only", "dumps", "index_new_chunks", "is_read_only", "last_chunk_rowid", "loads", "meta_get",
+           "meta_set", "migrations", "now", "open_project", "rows", "_check_is_project", "_looks_like_sqlite"]

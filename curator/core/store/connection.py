@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import sqlite3
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from curator.core.errors import NewerSchema, NotAProject
+from curator.core.errors import CuratorError, NewerSchema, NotAProject, ProjectNotWritable
 from curator.core.store.schema import APP_MARKER, migrations
 
 BUSY_TIMEOUT_MS = 10_000
@@ -97,14 +98,20 @@ def _connect(path: Path) -> sqlite_utils.Database:
     return db
 
 
-def _check_is_project(db: sqlite_utils.Database, path: Path) -> None:
-    """Refuse files that are not Curator projects or were written by a newer Curator."""
+def _check_is_project(db: sqlite_utils.Database, path: Path, create: bool = False) -> None:
+    """Refuse files that are not Curator projects or were written by a newer Curator.
+
+    An empty database becomes a project only with ``create`` (``init``): ``stats`` on an empty
+    SQLite file migrated it into a project, a command that only reads."""
     try:
         tables = set(db.table_names())
     except sqlite3.DatabaseError as exc:
-        raise NotAProject(f"{path}: not a readable SQLite file ({exc}); it was not modified.") from None
+        raise cannot_open(path, exc) from None
     if not tables:
-        return  # an empty database file becomes a new project
+        if create:
+            return
+        raise NotAProject(f"{path}: an empty SQLite database, not a Curator project; it was not modified. "
+                          f"Make it a project with 'curator init {path}'.")
     _check_not_damaged(db, path)
     marker = None
     if "meta" in tables:
@@ -149,12 +156,11 @@ def _backup_before_migrating(db: sqlite_utils.Database, path: Path) -> Path | No
     return backup
 
 
-def open_project(path: str | Path, create: bool = False) -> sqlite_utils.Database:
-    """Open (or with ``create`` make) a project file, migrated to the current schema.
+MIN_DATABASE_BYTES = 512  # SQLite's smallest page: a shorter file holding anything is no database
 
-    A foreign or newer file raises before anything is written to it.
-    """
-    path = Path(path)
+
+def _check_file(path: Path, create: bool) -> None:
+    """Refuse, by looking only, a path that is no project and may not become one."""
     if not path.exists():
         if not create:
             raise NotAProject(f"{path}: no such project; create it with 'curator init {path}'.")
@@ -165,15 +171,107 @@ def open_project(path: str | Path, create: bool = False) -> sqlite_utils.Databas
         if not create:  # an empty file (a touched or truncated one) is not a project to write into
             raise NotAProject(f"{path}: an empty file, not a Curator project; it was not modified. "
                               f"Make it a project with 'curator init {path}'.")
-    elif not _looks_like_sqlite(path):
+    # SQLite reads a file shorter than a page as an empty database: 'queries' on a one-byte file made it a project
+    elif path.stat().st_size < MIN_DATABASE_BYTES or not _looks_like_sqlite(path):
         raise NotAProject(f"{path}: not a SQLite file, so not a Curator project; it was not modified.")
+
+
+def open_project(path: str | Path, create: bool = False, reads_only: bool = False) -> sqlite_utils.Database:
+    """Open (or with ``create`` make) a project file, migrated to the current schema.
+
+    A foreign or newer file raises before anything is written to it. ``reads_only``: the caller
+    never writes, so a project that cannot be written (read-only file, folder or mount) is opened
+    read-only (see ``is_read_only``) instead of refused."""
+    path = Path(path)
+    _check_file(path, create)
+    if reads_only and not create and not writable(path):
+        return _open_read_only(path)
     db = _connect(path)
     try:
+        _check_is_project(db, path, create)
+        _prepare(db, path)
+    except Exception as exc:
+        db.close()
+        error = cannot_open(path, exc) if isinstance(exc, (sqlite3.OperationalError, OSError)) else exc
+        if reads_only and isinstance(error, ProjectNotWritable):
+            return _open_read_only(path)  # a read-only mount, or a disk too full to migrate or make the WAL
+        if error is exc:
+            raise
+        raise error from None
+    return db
+
+
+def _prepare(db: sqlite_utils.Database, path: Path) -> None:
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")
+    _backup_before_migrating(db, path)
+    migrations.apply(db)
+
+
+# ---------------------------------------------------------------- a project that cannot be written
+
+def writable(path: Path) -> bool:
+    """Whether the project file and its folder (where SQLite makes the -wal and -shm files) take writes.
+
+    False on a read-only mount and for an immutable file (chattr +i), even for root."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def is_read_only_error(exc: Exception) -> bool:
+    return any(word in str(exc).lower() for word in ("readonly", "read-only"))
+
+
+def is_disk_full_error(exc: Exception) -> bool:
+    return any(words in str(exc).lower() for words in ("disk is full", "no space left"))
+
+
+def cannot_open(path: Path, exc: Exception) -> CuratorError:
+    """The one line for a project SQLite could not use, naming what is wrong: a read-only project
+    and a full disk were both reported as 'not a readable SQLite file'."""
+    if is_disk_full_error(exc):
+        return ProjectNotWritable(f"{path}: the disk is full, so the project could not be written; the file is intact. "
+                                  "Free some space and run the command again.")
+    if is_read_only_error(exc) or ("unable to open" in str(exc) and not writable(path)):
+        return ProjectNotWritable(f"{path}: the project (or its folder) is read-only, so this command cannot "
+                                  "write to it; the file is intact. Make it writable, or copy it somewhere writable.")
+    return NotAProject(f"{path}: not a readable SQLite file ({exc}); it was not modified.")
+
+
+class ReadOnlyConnection(sqlite3.Connection):
+    """A project opened with SQLite's mode=ro: no write, no migration, no WAL files made."""
+
+
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """mode=ro never writes the file; immutable=1 is the fallback for read-only media, where
+    SQLite cannot create the shared-memory file a WAL database needs even for reading."""
+    uri = path.resolve().as_uri()
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False, factory=ReadOnlyConnection)
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, check_same_thread=False,
+                               factory=ReadOnlyConnection)
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return conn
+
+
+def is_read_only(db: sqlite_utils.Database) -> bool:
+    """Whether ``db`` was opened read-only (``open_project(..., reads_only=True)`` on a read-only project)."""
+    return isinstance(db.conn, ReadOnlyConnection)
+
+
+def _open_read_only(path: Path) -> sqlite_utils.Database:
+    try:
+        db = sqlite_utils.Database(connect_read_only(path))
+    except sqlite3.DatabaseError as exc:
+        raise NotAProject(f"{path}: not a readable SQLite file ({exc}); it was not modified.") from None
+    try:
         _check_is_project(db, path)
-        db.execute("PRAGMA journal_mode = WAL")
-        db.execute("PRAGMA synchronous = NORMAL")
-        _backup_before_migrating(db, path)
-        migrations.apply(db)
+        if migrations.pending(db):  # migrating writes; a read-only connection never does
+            raise ProjectNotWritable(f"{path}: read-only, and made by an older Curator: its schema must be updated "
+                                     "once, which writes to it. Open it once where it can be written (or work on "
+                                     "a writable copy); the file is intact.")
     except Exception:
         db.close()
         raise
