@@ -54,7 +54,8 @@ def _render_eval(r: dict) -> str:
              "routing": s["routing"]} for name, s in r["slices"].items()]
     auroc = r["unanswerable_auroc"]
     embedder = (r.get("params") or {}).get("embedder")
-    lines = [(f"eval run {r['eval_run']}" if r["eval_run"] is not None else "eval (not stored)") + f": {r['retriever']}" + (f" ({embedder})" if embedder else "")
+    stored = f"eval run {r['eval_run']}" if r["eval_run"] is not None else "eval (not stored)"
+    lines = [f"{stored}: {r['retriever']}" + (f" ({embedder})" if embedder else "")
              + f" on {r['answerable_queries']} answerable queries",
              table(rows, ["slice", "n", *k_cols, "routing"]),
              f"unanswerable separation (AUROC of top score): {auroc:.3f}" if auroc is not None

@@ -48,7 +48,8 @@ def _render_summary(s: dict) -> str:
                    "chosen by a short timing probe on first use of a model for a mode, cached; 4 remote).")
 @click.option("--retries", default=RETRIES_PER_CHUNK, show_default=True, type=click.IntRange(0, 10),
               help="New seeds for a rejected candidate before its chunk is given up (cheap: the prompt stays cached).")
-@click.option("--cluster", type=click.IntRange(min=0), help="Seed generation with the chunks behind this cluster's real queries.")
+@click.option("--cluster", type=click.IntRange(min=0),
+              help="Seed generation with the chunks behind this cluster's real queries.")
 @click.option("--target", type=click.Choice(["corpus", "coverage"]), default="corpus", show_default=True,
               help="corpus: chunks drawn across the documents; coverage: the chunks suggested for the real queries "
                    "of under-covered clusters, in proportion to their traffic (see 'curator cluster --coverage').")

@@ -99,6 +99,22 @@ def test_the_read_only_connection_never_writes(immutable_project):
         db.close()
 
 
+def test_the_window_says_read_only_and_leaves_the_file(qtbot, immutable_project, tmp_path, monkeypatch):
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QMessageBox
+
+    from curator.gui.window import MainWindow
+
+    shown = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text, *a: shown.append(text))
+    before = _sha(immutable_project)
+    win = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat), reviewer="ann")
+    qtbot.addWidget(win)
+    assert win.open_path(immutable_project) is False
+    assert shown and "read-only" in shown[0] and "intact" in shown[0]
+    assert _sha(immutable_project) == before
+
+
 # ---------------------------------------------------------------- the errors, raised by hand
 
 def _failing_prepare(message: str):
