@@ -1,9 +1,11 @@
 """Reviewer decisions, committed the moment they are made, with unlimited undo and redo.
 
 Every decision writes one ``decisions`` row holding the reviewable fields of the query before
-and after it, in the same transaction as the change itself. Undo re-applies ``before`` and
-marks the row ``undone``; redo re-applies ``after``. A new decision discards the reviewer's
-redo stack. Because the journal lives in the project file, undo works after a restart.
+and after it, in the same transaction as the change itself. Undo sets the fields that decision
+changed back to ``before`` and marks the row ``undone``; redo sets them to ``after`` again. Both
+refuse while a later decision in force (anyone's) depends on those fields, so nobody's later work
+is erased. A new decision discards the reviewer's redo stack. Because the journal lives in the
+project file, undo works after a restart.
 
 A reviewer's correction of a claim's verdict (``curator claim-verdict``, diagnosis.faithfulness) is
 journaled here too, as a row of action ``verdict`` under the trace's query, so undo and redo walk
@@ -216,7 +218,7 @@ def _refuse_if_depended_on(db: sqlite_utils.Database, entry: dict, verb: str) ->
         more = f" (and {len(blocking) - 1} more)" if len(blocking) > 1 else ""
         raise InputError(f"cannot {verb} {describe(entry)} on {entry['query_id']}: {describe(other)}{more} came "
                          f"after it, is still in force and depends on its {_names(shared)}; nothing was changed. "
-                         f"Undo that one first (as {other['reviewer']}), or make a new decision instead.")
+                         f"Undo that one first (as {other['reviewer'] or 'its reviewer'}), or make a new decision instead.")
 
 
 def _cause(db: sqlite_utils.Database, entry: dict, fields: list[str]) -> str:
@@ -280,11 +282,14 @@ def _restore(db: sqlite_utils.Database, decision_id: int, new_state: str) -> str
     entry = _entries(db, "id = ?", [decision_id])[0]
     if entry["action"] == VERDICT:
         _restore_verdict(db, decision_id, undo=new_state == "undone")
+        db.execute("UPDATE decisions SET state = ? WHERE id = ?", [new_state, decision_id])
+        return entry["query_id"]
+    if new_state == "undone":
+        _take_back(db, entry)
     else:
-        _take_back(db, entry) if new_state == "undone" else _apply_again(db, entry)
+        _apply_again(db, entry)
     db.execute("UPDATE decisions SET state = ? WHERE id = ?", [new_state, decision_id])
-    if entry["action"] != VERDICT:
-        _write(db, entry["query_id"], attribution(db, entry["query_id"]))
+    _write(db, entry["query_id"], attribution(db, entry["query_id"]))  # read after the state change above
     return entry["query_id"]
 
 
