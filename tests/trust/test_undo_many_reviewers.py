@@ -204,6 +204,9 @@ def test_a_refused_redo_stays_on_the_stack(sample_db):
 # whose reviewer may equal the one they found). A refused undo or redo changes
 # neither the rows nor the journal; no step leaves an approved row without usable gold.
 
+WHO = {"reviewer", "reviewed_at"}
+
+
 def _replay(db, query_id: str) -> dict:
     rows = db.execute(f"""SELECT before, after, state FROM decisions WHERE query_id = ? AND state != 'merged'
                           AND {decisions.QUERY_DECISIONS} ORDER BY id""", [query_id]).fetchall()
@@ -212,8 +215,8 @@ def _replay(db, query_id: str) -> dict:
         before, after = store.loads(before_json), store.loads(after_json)
         state = state or {f: before[f] for f in decisions.REVIEW_FIELDS}
         changed = {f for f in decisions.REVIEW_FIELDS if before[f] != after[f]}
-        if changed & set(decisions.ATTRIBUTION):  # who and when go together: both are of one decision
-            changed |= set(decisions.ATTRIBUTION)
+        if changed & WHO:  # who and when go together: both are of one decision
+            changed |= WHO
         if journal_state == "done":
             state.update({f: after[f] for f in changed})
     return state
