@@ -258,7 +258,11 @@ class AdjudicationView(TaskView, QWidget):
             self._render()
 
     def undo(self) -> None:
-        query_id = decisions.undo(self.db, self.judge)
+        try:
+            query_id = decisions.undo(self.db, self.judge)
+        except CuratorError as exc:  # a reviewer's later decision depends on the adjudication: say so
+            self.status_label.setText(f"Not undone: {exc}")
+            return
         if query_id:
             self.resolved.emit(query_id)
             self.reload()

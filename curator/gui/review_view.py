@@ -328,12 +328,20 @@ class ReviewView(QWidget):
         self.message.setVisible(bool(text))
 
     def undo(self) -> None:
-        self._show_changed(decisions.undo(self.db, self.reviewer))
+        self._undo_or_redo(decisions.undo)
 
     def redo(self) -> None:
-        self._show_changed(decisions.redo(self.db, self.reviewer))
+        self._undo_or_redo(decisions.redo)
 
-    def _show_changed(self, qid: Optional[str]) -> None:
+    def _undo_or_redo(self, step) -> None:
+        """Ctrl+Z / Ctrl+Shift+Z; core's refusal (another reviewer's later decision depends on this one)
+        is shown under the row, which stays as it is."""
+        try:
+            qid = step(self.db, self.reviewer)
+        except InputError as exc:
+            self.say(str(exc))
+            return
+        self.say("")
         if qid:
             self.decided.emit(qid)
             self.show_query(qid)

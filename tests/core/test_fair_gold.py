@@ -15,7 +15,8 @@ from curator.core.export.writers import export
 from curator.core.generation.backends import FakeBackend
 from curator.core.generation.generate import GenerationConfig, generate
 from curator.core.queries.rows import add_query, get_query
-from curator.core.review.decisions import decide, undo
+from curator.core.errors import InputError
+from curator.core.review.decisions import decide, redo, undo
 from curator.core.store import gold as gold_store
 from curator.core.store import open_project
 
@@ -69,6 +70,58 @@ def test_widen_gold_adds_them_at_the_source_grade_journaled_and_undoable(db):
     assert gold_qrels(gold_rows(db, ("approved",)))[qid] == {faq: 2, manual: 2}
     undo(db, gold_store.WIDEN_REVIEWER)
     assert get_query(db, qid)["gold_chunk_ids"] == [faq]
+
+
+def _widened_after(db, approve_gold: list[str] | None) -> tuple[str, str, str]:
+    """A generated row (gold: its source chunk) approved by ana, then widened by widen-gold."""
+    faq, manual = _chunk_of(db, "faq"), _chunk_of(db, "manual")
+    with db.conn:
+        qid = add_query(db, "How do I start my router over?", "synthetic", query_type="factoid", reference=SENTENCE,
+                        source_chunk_ids=[faq], gold_chunk_ids=[faq] if approve_gold is None else [])
+    decide(db, qid, "approve", "ana", gold=approve_gold)
+    assert gold_store.widen_gold(db)["rows_widened"] == 1
+    return qid, faq, manual
+
+
+def _journal_states(db) -> list[tuple]:
+    return db.execute("SELECT reviewer, state FROM decisions ORDER BY id").fetchall()
+
+
+def test_undo_and_redo_of_an_approval_keep_the_widened_gold(db):
+    """Issue 43: undo restored the row as the approval found it, dropping the widened chunk while the
+    widening stayed 'done' in the journal. The approval changed the status only: undo takes back that."""
+    qid, faq, manual = _widened_after(db, None)
+    assert undo(db, "ana") == qid
+    row = get_query(db, qid)
+    assert (row["status"], row["gold_chunk_ids"]) == ("pending", [faq, manual])
+    assert redo(db, "ana") == qid
+    assert gold_qrels(gold_rows(db, ("approved",)))[qid] == {faq: 1, manual: 1}
+    assert _journal_states(db) == [("ana", "done"), (gold_store.WIDEN_REVIEWER, "done")]
+
+
+def test_undo_of_an_approval_whose_gold_was_widened_since_is_refused(db):
+    """The approval chose the gold that the widening then changed: undoing it would drop the widened
+    chunk, so it is refused, naming widen-gold's decision, and nothing changes."""
+    faq = _chunk_of(db, "faq")
+    qid, _, manual = _widened_after(db, [faq])
+    with pytest.raises(InputError, match=f"cannot undo ana's approve .*{gold_store.WIDEN_REVIEWER}'s gold"):
+        undo(db, "ana")
+    assert redo(db, "ana") is None
+    assert gold_qrels(gold_rows(db, ("approved",)))[qid] == {faq: 1, manual: 1}
+    assert _journal_states(db) == [("ana", "done"), (gold_store.WIDEN_REVIEWER, "done")]
+    undo(db, gold_store.WIDEN_REVIEWER)  # the widening taken back first, the approval can go
+    assert undo(db, "ana") == qid and get_query(db, qid)["gold_chunk_ids"] == []
+
+
+def test_the_cli_undo_and_redo_after_widen_gold_keep_the_export_widened(db, tmp_path):
+    qid, faq, manual = _widened_after(db, None)
+    path = db.conn.execute("PRAGMA database_list").fetchone()[2]
+    runner = CliRunner()
+    assert runner.invoke(cli, ["undo", path, "--reviewer", "ana"]).output.strip() == f"undo: {qid}"
+    assert runner.invoke(cli, ["redo", path, "--reviewer", "ana"]).output.strip() == f"redo: {qid}"
+    assert runner.invoke(cli, ["export", path, str(tmp_path / "qrels.txt"), "--format", "trec"]).exit_code == 0
+    assert sorted(line.split()[2] for line in (tmp_path / "qrels.txt").read_text().splitlines()) == sorted([faq, manual])
+    assert _journal_states(db) == [("ana", "done"), (gold_store.WIDEN_REVIEWER, "done")]
 
 
 def test_widened_grades_reach_beir_and_trec_qrels(db, tmp_path):

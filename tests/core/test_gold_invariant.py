@@ -84,6 +84,20 @@ def test_export_evaluate_and_stats_keep_broken_rows_out(db_ids):
     assert project_stats(db)["needs_attention"]["approved_without_gold"] == 2
 
 
+def test_stats_tells_a_retired_chunk_beside_a_live_one_from_no_gold(db_ids):
+    """Issue 43, item 11: a row that keeps a live gold chunk beside a retired one was counted as
+    'approved without gold'; it is kept out of export all the same, and counted as what it is."""
+    db, _, ids = db_ids
+    with db.conn:
+        partly = add_query(db, "an approved query on a live and a retired chunk", "log", gold_chunk_ids=ids)
+    decisions.decide(db, partly, "approve", "ann")
+    with db.conn:
+        db.execute("UPDATE chunks SET active = 0 WHERE id = ?", [ids[1]])
+    assert broken_gold_ids(db) == {partly}
+    attention = project_stats(db)["needs_attention"]
+    assert (attention["approved_without_gold"], attention["approved_with_retired_gold"]) == (0, 1)
+
+
 def test_migration_sets_broken_rows_back_to_pending_and_journals_it(db_ids):
     db, path, ids = db_ids
     no_gold, retired, good = _break_rows(db, ids)
@@ -102,5 +116,6 @@ def test_migration_sets_broken_rows_back_to_pending_and_journals_it(db_ids):
     assert "retired" in get_query(db, retired)["note"]
     assert get_query(db, good)["status"] == "approved"
     assert broken_gold_ids(db) == set()
-    assert project_stats(db)["needs_attention"] == {"approved_without_gold": 0, "set_back_to_pending": 2}
+    assert project_stats(db)["needs_attention"] == {"approved_without_gold": 0, "approved_with_retired_gold": 0,
+                                                    "set_back_to_pending": 2}
     db.close()

@@ -459,3 +459,24 @@ def test_an_empty_suggestion_list_says_why(qtbot, sample_project_path, settings)
     qtbot.keyClick(view, Qt.Key_1)
     assert "No suggestions for this query" in view.message.text()
     win.close()
+
+
+def test_ctrl_z_refused_because_another_reviewer_decided_since_shows_why(qtbot, sample_project_path, settings):
+    """Issue 43: an undo the core refuses (Bob approved the row after Alice) is a message under the
+    row, not a traceback, and Bob's decision stays whole; Ctrl+Shift+Z with nothing to redo does nothing."""
+    from curator.core.review import decisions
+
+    ids, chunks = _seed(sample_project_path)
+    win = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win)
+    view = win.review_view
+    qtbot.keyClick(view, Qt.Key_A)
+    decisions.decide(win.db, ids[0], "approve", "bob", gold=[chunks[0]["id"], chunks[1]["id"]], note="both")
+    qtbot.keyClick(view, Qt.Key_Z, Qt.ControlModifier)
+    assert view.message.isVisibleTo(view)
+    assert "cannot undo alice's approve" in view.message.text() and "bob's approve" in view.message.text()
+    q = get_query(win.db, ids[0])
+    assert (q["status"], q["reviewer"], q["note"], len(q["gold_chunk_ids"])) == ("approved", "bob", "both", 2)
+    qtbot.keyClick(view, Qt.Key_Z, Qt.ControlModifier | Qt.ShiftModifier)
+    assert get_query(win.db, ids[0])["reviewer"] == "bob"
+    win.close()

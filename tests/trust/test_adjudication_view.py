@@ -69,6 +69,20 @@ def test_pick_a_pick_b_edit_and_undo_by_keys(qtbot, overlap):
     assert [c["query_id"] for c in view.conflicts] == [third]
 
 
+def test_ctrl_z_refused_because_a_reviewer_decided_since_shows_why(qtbot, overlap):
+    db, path, qids, _ = overlap
+    view = AdjudicationView(db, path, reviewer="carol")
+    qtbot.addWidget(view)
+    first = view.current["query_id"]
+    qtbot.keyClick(view, Qt.Key_A)
+    decisions.decide(db, first, "pending", "bob")  # bob takes the row back to pending after the verdict
+    before = db.execute("SELECT id, state FROM decisions ORDER BY id").fetchall()
+    qtbot.keyClick(view, Qt.Key_Z, Qt.ControlModifier)
+    assert "cannot undo carol's adjudicate" in view.status_label.text() and "bob's pending" in view.status_label.text()
+    assert db.execute("SELECT id, state FROM decisions ORDER BY id").fetchall() == before
+    assert get_query(db, first)["status"] == "pending"
+
+
 def test_bad_edit_is_refused_with_a_message_and_nothing_written(qtbot, overlap):
     db, path, _, _ = overlap
     view = AdjudicationView(db, path, reviewer="carol")

@@ -1,9 +1,11 @@
 """Reviewer decisions, committed the moment they are made, with unlimited undo and redo.
 
 Every decision writes one ``decisions`` row holding the reviewable fields of the query before
-and after it, in the same transaction as the change itself. Undo re-applies ``before`` and
-marks the row ``undone``; redo re-applies ``after``. A new decision discards the reviewer's
-redo stack. Because the journal lives in the project file, undo works after a restart.
+and after it, in the same transaction as the change itself. Undo sets the fields that decision
+changed back to ``before`` and marks the row ``undone``; redo sets them to ``after`` again. Both
+refuse while a later decision in force (anyone's) depends on those fields, so nobody's later work
+is erased. A new decision discards the reviewer's redo stack. Because the journal lives in the
+project file, undo works after a restart.
 
 A reviewer's correction of a claim's verdict (``curator claim-verdict``, diagnosis.faithfulness) is
 journaled here too, as a row of action ``verdict`` under the trace's query, so undo and redo walk
@@ -152,19 +154,143 @@ def journal(db: sqlite_utils.Database, query_id: str, reviewer: str, at: str, ac
     return cursor.lastrowid
 
 
-def _restore(db: sqlite_utils.Database, row: tuple, new_state: str) -> str:
-    decision_id, query_id, action, payload = row
-    if action == VERDICT:
+# -- undo and redo, field by field --------------------------------------------------------------------
+# Undo never writes back a whole saved copy of the row (that erased whatever other reviewers, widen-gold
+# or an adjudication decided on the row since): it sets back only the fields its decision changed, and
+# only while no later decision in force depends on them; redo likewise. So each row always equals the
+# replay of its journal (docs/trust.md, "Undo with several reviewers"; tests/trust/test_undo_many_reviewers.py).
+
+# Who decided the row last. Every decision writes them, so no decision depends on another's: after an
+# undo or redo they are those of the newest decision in force that set them (``attribution``).
+ATTRIBUTION = ("reviewer", "reviewed_at")
+CONTENT_FIELDS = tuple(f for f in REVIEW_FIELDS if f not in ATTRIBUTION)
+# An approval stands on the row it approved, not only on what it changed: taking back an earlier edit or
+# gold change under it would leave an approval of a row nobody approved.
+_APPROVED_ROW = ("status", "text", "reference", "gold_chunk_ids", "gold_grades", "answerable")
+_STATUS_ACTIONS = {*_STATUS_OF_ACTION, "adjudicate"}
+_FIELD_NAMES = {"status": "status", "text": "question", "reference": "reference answer", "gold_chunk_ids": "gold chunks",
+                "gold_grades": "gold grades", "answerable": "answerable flag", "note": "note"}
+_IN_FORCE = f"state = 'done' AND {QUERY_DECISIONS}"  # the journal rows whose effect the row holds now
+_APPLIED = f"state != 'merged' AND {QUERY_DECISIONS}"  # rows applied here at some time (merged ones never were)
+
+
+def _entries(db: sqlite_utils.Database, where: str, params: list) -> list[dict]:
+    found = store.rows(db, f"SELECT id, query_id, reviewer, at, action, state, before, after FROM decisions "
+                           f"WHERE {where} ORDER BY id", params)
+    for entry in found:
+        entry["before"], entry["after"] = store.loads(entry["before"], {}), store.loads(entry["after"], {})
+    return found
+
+
+def changed_fields(entry: dict) -> list[str]:
+    """The reviewable fields (attribution aside) a journaled decision changed: what its undo takes back."""
+    return [f for f in CONTENT_FIELDS if entry["before"].get(f) != entry["after"].get(f)]
+
+
+def _stands_on(entry: dict) -> set[str]:
+    """The fields a decision depends on: those it changed, a status decision's status, an approval's row."""
+    fields = set(changed_fields(entry))
+    if entry["action"] in _STATUS_ACTIONS:
+        fields.add("status")
+        if entry["after"].get("status") == "approved":
+            fields.update(_APPROVED_ROW)
+    return fields
+
+
+def describe(entry: dict) -> str:
+    """"bob's approve (decision 12, 2026-12-06 20:01:30)": who, what and when, for a refusal."""
+    when = (entry["at"] or "")[:19].replace("T", " ")
+    return f"{entry['reviewer'] or 'someone'}'s {entry['action']} (decision {entry['id']}, {when})"
+
+
+def _names(fields: Iterable[str]) -> str:
+    return ", ".join(_FIELD_NAMES[f] for f in CONTENT_FIELDS if f in set(fields))
+
+
+def _refuse_if_depended_on(db: sqlite_utils.Database, entry: dict, verb: str) -> None:
+    """InputError naming the newest later decision in force that depends on a field ``entry`` changed."""
+    mine = changed_fields(entry)
+    later = _entries(db, f"query_id = ? AND id > ? AND {_IN_FORCE}", [entry["query_id"], entry["id"]])
+    blocking = [(other, [f for f in mine if f in _stands_on(other)]) for other in reversed(later)]
+    blocking = [(other, shared) for other, shared in blocking if shared]
+    if blocking:
+        other, shared = blocking[0]
+        more = f" (and {len(blocking) - 1} more)" if len(blocking) > 1 else ""
+        raise InputError(f"cannot {verb} {describe(entry)} on {entry['query_id']}: {describe(other)}{more} came "
+                         f"after it, is still in force and depends on its {_names(shared)}; nothing was changed. "
+                         f"Undo that one first (as {other['reviewer'] or 'its reviewer'}), or make a new decision instead.")
+
+
+def _cause(db: sqlite_utils.Database, entry: dict, fields: list[str]) -> str:
+    """The newest other decision on the row that changed one of ``fields`` (and whether it is undone)."""
+    for other in reversed(_entries(db, f"query_id = ? AND id != ? AND {_APPLIED}", [entry["query_id"], entry["id"]])):
+        if set(changed_fields(other)) & set(fields):
+            return describe(other) + ("" if other["state"] == "done" else f", {other['state']}")
+    return "changed outside the journal"
+
+
+def _set_fields(db: sqlite_utils.Database, entry: dict, verb: str, expected: dict, target: dict,
+                checked: Iterable[str]) -> None:
+    """Write ``target``'s values of the fields the decision changed, if the row holds ``expected`` in
+    every ``checked`` field and the result keeps the gold invariant; else InputError, nothing written."""
+    query_id, fields = entry["query_id"], changed_fields(entry)
+    row = snapshot(db, query_id)
+    moved = [f for f in checked if row.get(f) != expected.get(f)]
+    if moved:
+        raise InputError(f"cannot {verb} {describe(entry)} on {query_id}: the row's {_names(moved)} no longer "
+                         f"hold what they held then ({_cause(db, entry, moved)}); nothing was changed.")
+    values = {f: target.get(f) for f in fields}
+    problem = gold_problem(db, query_id, {**row, **values})
+    if problem is not None:  # e.g. a re-ingest retired the gold chunk it would bring back
+        raise InputError(f"cannot {verb} {describe(entry)}: it would leave an approved row without usable gold "
+                         f"({problem}); nothing was changed.")
+    if values:
+        _write(db, query_id, values)
+    if "text" in values:
+        db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(values["text"]), query_id])
+
+
+def _take_back(db: sqlite_utils.Database, entry: dict) -> None:
+    """Undo a review decision: its changed fields back to ``before``, where the row still holds its ``after``."""
+    _refuse_if_depended_on(db, entry, "undo")
+    _set_fields(db, entry, "undo", entry["after"], entry["before"], changed_fields(entry))
+    if entry["after"].get(CLEARED_CHANGES):  # the approval's "labelled against today's text", undone
+        restore_labelled_changes(db, entry["query_id"], entry["after"][CLEARED_CHANGES])
+
+
+def _apply_again(db: sqlite_utils.Database, entry: dict) -> None:
+    """Redo a review decision: its changed fields to ``after`` again, where the row holds its ``before``."""
+    _refuse_if_depended_on(db, entry, "redo")
+    _set_fields(db, entry, "redo", entry["before"], entry["after"], changed_fields(entry))
+    if entry["after"].get(CLEARED_CHANGES):
+        clear_labelled_changes(db, entry["query_id"], entry["after"][CLEARED_CHANGES])
+
+
+def attribution(db: sqlite_utils.Database, query_id: str) -> dict:
+    """The row's reviewer and reviewed_at as its journal has them: those of the newest decision in force
+    that set them, else the row's before its first journaled decision."""
+    entries = _entries(db, f"query_id = ? AND {_APPLIED}", [query_id])
+    who = {f: entries[0]["before"].get(f) for f in ATTRIBUTION}
+    for entry in entries:
+        if entry["state"] == "done" and any(entry["before"].get(f) != entry["after"].get(f) for f in ATTRIBUTION):
+            who = {f: entry["after"].get(f) for f in ATTRIBUTION}
+    return who
+
+
+def _restore(db: sqlite_utils.Database, decision_id: int, new_state: str) -> str:
+    """Undo (``new_state`` 'undone') or redo ('done') one journal row; InputError, nothing written, if refused."""
+    entry = _entries(db, "id = ?", [decision_id])[0]
+    if entry["action"] == VERDICT:
         _restore_verdict(db, decision_id, undo=new_state == "undone")
+        db.execute("UPDATE decisions SET state = ? WHERE id = ?", [new_state, decision_id])
+        return entry["query_id"]
+    if new_state == "undone":
+        _take_back(db, entry)
     else:
-        state = store.loads(payload)
-        _write(db, query_id, state)
-        db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(state["text"]), query_id])
-        if state.get(CLEARED_CHANGES):  # the approval's "labelled against today's text", undone or redone
-            change = restore_labelled_changes if new_state == "undone" else clear_labelled_changes
-            change(db, query_id, state[CLEARED_CHANGES])
+        _apply_again(db, entry)
     db.execute("UPDATE decisions SET state = ? WHERE id = ?", [new_state, decision_id])
-    return query_id
+    _write(db, entry["query_id"], attribution(db, entry["query_id"]))  # read after the state change above
+    return entry["query_id"]
 
 
 def _restore_verdict(db: sqlite_utils.Database, decision_id: int, undo: bool) -> None:
@@ -193,23 +319,17 @@ def undo(db: sqlite_utils.Database, reviewer: str) -> Optional[str]:
     """Undo the reviewer's latest decision, whatever its kind (a review decision or a claim verdict);
     returns its query id (a verdict's: the query of the claim's trace), or None if nothing to undo."""
     with db.conn:
-        row = db.execute(
-            "SELECT id, query_id, action, before FROM decisions WHERE reviewer IS ? AND state = 'done' "
-            "ORDER BY id DESC LIMIT 1",
-            [reviewer],
-        ).fetchone()
-        return _restore(db, row, "undone") if row else None
+        row = db.execute("SELECT id FROM decisions WHERE reviewer IS ? AND state = 'done' ORDER BY id DESC LIMIT 1",
+                         [reviewer]).fetchone()
+        return _restore(db, row[0], "undone") if row else None
 
 
 def redo(db: sqlite_utils.Database, reviewer: str) -> Optional[str]:
     """Re-apply the reviewer's most recently undone decision."""
     with db.conn:
-        row = db.execute(
-            "SELECT id, query_id, action, after FROM decisions WHERE reviewer IS ? AND state = 'undone' "
-            "ORDER BY id ASC LIMIT 1",
-            [reviewer],
-        ).fetchone()
-        return _restore(db, row, "done") if row else None
+        row = db.execute("SELECT id FROM decisions WHERE reviewer IS ? AND state = 'undone' ORDER BY id ASC LIMIT 1",
+                         [reviewer]).fetchone()
+        return _restore(db, row[0], "done") if row else None
 
 
 def history(db: sqlite_utils.Database, reviewer: Optional[str] = None, limit: int = 10) -> list[dict]:

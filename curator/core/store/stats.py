@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite_utils
 
-from curator.core.store.gold import broken_gold_ids
+from curator.core.store.gold import BROKEN_GOLD_SQL
 
 
 def _grouped(db: sqlite_utils.Database, column: str) -> dict[str, int]:
@@ -13,10 +13,15 @@ def _grouped(db: sqlite_utils.Database, column: str) -> dict[str, int]:
 
 def _needs_attention(db: sqlite_utils.Database) -> dict[str, int]:
     """Rows a reviewer must look at again: approved ones kept out of export because their gold is
-    missing or retired, and the ones migration m003 set back to pending for that reason."""
+    missing or retired (told apart: no usable gold chunk left, or a live one beside a retired one),
+    and the ones migration m003 set back to pending for that reason."""
     reset = db.execute("""SELECT COUNT(*) FROM queries WHERE status = 'pending' AND id IN
                           (SELECT query_id FROM decisions WHERE reviewer = 'curator-migration')""").fetchone()[0]
-    return {"approved_without_gold": len(broken_gold_ids(db)), "set_back_to_pending": reset or 0}
+    broken, partly = db.execute(f"""SELECT COUNT(*), TOTAL(EXISTS (
+                                        SELECT 1 FROM json_each(q.gold_chunk_ids) g JOIN chunks c ON c.id = g.value
+                                        WHERE c.active = 1)) FROM queries q WHERE {BROKEN_GOLD_SQL}""").fetchone()
+    return {"approved_without_gold": broken - int(partly), "approved_with_retired_gold": int(partly),
+            "set_back_to_pending": reset or 0}
 
 
 def project_stats(db: sqlite_utils.Database) -> dict:
