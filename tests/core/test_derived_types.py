@@ -9,7 +9,8 @@ import pytest
 
 from curator.core.corpus.ingest import ingest
 from curator.core.generation import multihop, prompts, unanswerable
-from curator.core.generation.generate import GenerationConfig, generate, plan_tasks
+from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.generation.plan import plan_tasks
 from curator.core.queries.rows import get_query
 from curator.core.store import open_project
 import scripted

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from curator.core.generation import multihop
-from curator.core.generation.generate import GenerationConfig, generate, plan_tasks
+from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.generation.plan import plan_tasks
 from curator.core.queries.rows import get_query
 
 DOCS = {

@@ -14,7 +14,7 @@ GIL"), each has the question it answers ("What is IDLE?"), and the pair is joine
 bundled 135M model's own parts were measured and are off by default (MODEL_WRITES_SECOND_PART): asked
 for both questions at once it kept about one pair in 70, all muddled; with a rule's first part and its
 own second, 3 of 15 kept rows were usable (docs/benchmarks.md, "Multi-hop rows"). A run
-reads the corpus's names and the approved rows once (RunScope, made by generate.plan_tasks) and gives
+reads the corpus's names and the approved rows once (RunScope, made by plan.plan_tasks) and gives
 each approved row to one task.
 
 A question is kept only when neither sentence alone answers it: each part names the entity, the
@@ -93,7 +93,7 @@ def corpus_names(db: sqlite_utils.Database) -> frozenset[str]:
 class RunScope:
     """What one generation run reads once and shares among its multi-hop tasks: the corpus's names,
     the chunk count, the approved rows that may start a row, and the ones a task of this run has
-    claimed. Made per run (generate.plan_tasks), so chunks ingested or rows approved between runs
+    claimed. Made per run (plan.plan_tasks), so chunks ingested or rows approved between runs
     are seen by the next one, and no module-level cache keeps a project connection alive."""
 
     def __init__(self, db: sqlite_utils.Database):
@@ -920,7 +920,7 @@ def joined(raw: str, option: Optional[dict] = None) -> Optional[str]:
 
 
 def capped_text(option: Optional[dict], raw: str, question: str) -> Optional[str]:
-    """What of a multi-hop question the chunk-overlap cap judges (generate._overlap_check): the part
+    """What of a multi-hop question the chunk-overlap cap judges (checks._overlap_check): the part
     the model wrote. A rule's question copies its sentence's subject and verb by design ("What does
     the gc module provide?"), which put joined questions over the cap (11 of 83 candidates in one
     run); a row made wholly by rule has no model part to cap (None)."""
