@@ -5,7 +5,7 @@ import json
 from click.testing import CliRunner
 
 from curator.cli.main import cli
-from curator.core.generation import generate as gen_module
+from curator.core.generation import engine
 from curator.core import store
 from curator.core.generation.backends import FakeBackend
 from curator.core.clustering.cluster import cluster_queries
@@ -39,7 +39,7 @@ def test_generate_cluster_uses_only_that_clusters_chunks(sample_project_path, tm
     assert expected
 
     backend = FakeBackend(_reply)
-    monkeypatch.setattr(gen_module, "_open_engine", lambda *a, **k: backend)
+    monkeypatch.setattr(engine, "open_engine", lambda *a, **k: backend)
     res = CliRunner().invoke(cli, ["generate", str(sample_project_path), "--cluster", str(target), "--count", "3",
                                    "--mix", "factoid=1", "--answers", "free", "--json"])
     assert res.exit_code == 0, res.output
@@ -71,7 +71,7 @@ def test_a_cluster_that_does_not_exist_is_refused_with_the_ones_that_do(sample_p
     def no_engine(*args, **kwargs):
         raise AssertionError("a model was loaded for a cluster that does not exist")
 
-    monkeypatch.setattr(gen_module, "_open_engine", no_engine)
+    monkeypatch.setattr(engine, "open_engine", no_engine)
     result = _generate_cluster(sample_project_path, "7")
     assert result.exit_code == 2 and "no cluster 7" in result.output and "curator cluster" in result.output
     _clustered(sample_project_path, tmp_path)
