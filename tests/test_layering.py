@@ -140,6 +140,9 @@ ALLOWED = {
     "doctor": {"resources", "generation", "embedding", *SHARED},
     # the demo ends with suggested gold for its log queries, so review shows them on first use
     "demo": {"store", "corpus", "queries", "generation", "clustering", "review", "retrieval", "resources", *SHARED},
+    # the models on this machine: headers only, the bundled model's path, the user's folders kept
+    # beside the reviewer name (review.identity's config folder), and a project's runs by model hash
+    "modelfiles": {"store", "resources", "review", *SHARED},
 }
 
 
