@@ -49,6 +49,7 @@ class FoundModel:
     size_bytes: Optional[int]
     readable: bool
     problem: Optional[str] = None
+    header_name: Optional[str] = None
     architecture: Optional[str] = None
     parameters: Optional[int] = None
     parameters_from: Optional[str] = None
@@ -215,18 +216,18 @@ def describe(path: Path) -> dict:
     return _DESCRIBED[key]
 
 
-def _display_name(c: Candidate, header_name: Optional[str]) -> str:
-    if c.store == "ollama":
-        return c.name or c.path.name
+def _display_name(c: Candidate) -> str:
+    """As the tool shows it: Ollama's model:tag, HF's org/repo/file; elsewhere the file's name
+    (a header's general.name is often a converter's label, "Smollm2 135M 8k Lc100K Mix1 Ep2")."""
     if c.store == "huggingface":
         return f"{c.name}/{c.path.name}"
-    return header_name or c.path.stem
+    return c.name or c.path.name.removesuffix(".gguf")
 
 
 def found_model(c: Candidate) -> FoundModel:
     """One candidate described (or marked unreadable with the reason; never raises)."""
     size = _size(c.path)
-    model = FoundModel(str(c.path), c.store, c.name or c.path.stem, c.path.name, size, False, sha256=c.sha256)
+    model = FoundModel(str(c.path), c.store, _display_name(c), c.path.name, size, False, sha256=c.sha256)
     if c.problem:
         model.problem = c.problem
         return model
@@ -235,8 +236,6 @@ def found_model(c: Candidate) -> FoundModel:
     except (ModelFileError, OSError) as exc:
         model.problem = str(exc) if isinstance(exc, ModelFileError) else f"{c.path}: cannot be read ({exc.strerror or exc})"
         return model
-    fields = dict(fields)
-    model.name = _display_name(c, fields.pop("header_name"))
     for key, value in fields.items():
         setattr(model, key, value)
     model.readable = True
