@@ -55,7 +55,7 @@ def human_parameters(n: Optional[int]) -> str:
 def fit(model: dict, available: Optional[int]) -> tuple[Optional[bool], str]:
     """(suits this machine, why): the memory it needs (file, 2048-token KV cache, buffers) vs free."""
     if not model["readable"]:
-        return False, "unreadable: " + (model["problem"] or "")
+        return False, "unreadable (see its problem)"
     need = model["memory_needed_bytes"]
     if available is None or need is None:
         return None, "free memory unknown"
