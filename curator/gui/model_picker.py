@@ -58,14 +58,15 @@ def entry_text(row: dict) -> str:
 class ModelPicker(QWidget):
     """A combo of models and two fields (a file, an endpoint URL), laid out as a form's rows.
 
-    ``first`` names entry 0 (the bundled model in Generate, "no LLM judge" in Diagnose); with
-    ``include_bundled`` off the bundled file is not among the found entries (never a judge)."""
+    ``first`` names entry 0: the bundled model in Generate (``include_bundled``: the entry shows its
+    numbers), "no LLM judge" in Diagnose (the bundled 135M is never offered as a judge). The
+    bundled file is never repeated among the found entries."""
 
     listed = Signal(object)  # core's listing, once it arrived (the view may show a hint)
 
     def __init__(self, db: sqlite_utils.Database, first: str, include_bundled: bool = True, parent=None) -> None:
         super().__init__(parent)
-        self.db, self.include_bundled = db, include_bundled
+        self.db, self.include_bundled, self.first = db, include_bundled, first
         self.listing: Optional[dict] = None
         self.first_row: Optional[dict] = None  # the bundled model's row (Generate), for its numbers
         self.choice = QComboBox()
@@ -114,8 +115,11 @@ class ModelPicker(QWidget):
         rows = [r for r in listing["models"] if r["readable"]]
         self.first_row = next((r for r in rows if r["store"] == "bundled"), None)
         for row in rows:
-            if row["store"] != "bundled" or self.include_bundled:
+            if row["store"] != "bundled":
                 self._add_entry(row)
+        if self.include_bundled and self.first_row:
+            numbers = project_numbers(self.first_row)
+            self.choice.setItemText(FIRST, f"{self.first}  —  here: {numbers}" if numbers else self.first)
         self.choice.blockSignals(False)
         if kept:
             self.select_path(kept)
