@@ -247,3 +247,25 @@ def test_a_header_error_is_a_model_file_error(tmp_path):
     path.write_bytes(b"GGUF" + (1).to_bytes(4, "little") + b"\0" * 40)
     with pytest.raises(ModelFileError, match="version 1"):
         read_header(path)
+
+
+def test_a_new_process_lists_unchanged_files_from_the_cache_and_reads_a_changed_one_again(home, tmp_path,
+                                                                                           monkeypatch):
+    from curator.core.modelfiles import discover as discover_mod
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = write_model(home / "jan" / "models" / "m.gguf", "M")
+    assert discover(tool_places(), bundled=False)[0].quantization == "Q4_K_M"
+    discover_mod._DESCRIBED.clear()  # as in a new process
+
+    def never(*_a, **_k):
+        raise AssertionError("an unchanged file's header was read again")
+
+    monkeypatch.setattr(discover_mod, "read_header", never)
+    assert discover(tool_places(), bundled=False)[0].quantization == "Q4_K_M"
+    monkeypatch.undo()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    write_model(path, "M", file_type=Q8_0)  # rewritten in place: another size or time, read again
+    discover_mod._DESCRIBED.clear()
+    assert discover(tool_places(), bundled=False)[0].quantization == "Q8_0"

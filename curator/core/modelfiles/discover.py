@@ -165,6 +165,7 @@ def bundled_candidate() -> list[Candidate]:
 # -- describing one file ------------------------------------------------------------------------
 
 _DESCRIBED: dict[tuple, dict] = {}  # stat identity -> what its header says (for this process)
+DESCRIBE_FORMAT = 1  # bump when describe_header's fields change: older cached entries are read again
 
 
 def _identity(path: Path) -> tuple:
@@ -206,14 +207,44 @@ def _split_size(path: Path, size: int) -> int:
     return total
 
 
-def describe(path: Path) -> dict:
-    """The header's fields for ``path`` (raises ModelFileError with the reason), remembered in this
-    process while the file's inode, size and times stay the same."""
+def describe(path: Path, on_disk: Optional[dict] = None) -> dict:
+    """The header's fields for ``path`` (raises ModelFileError with the reason), remembered while
+    the file's inode, size and times stay the same: in this process, and in ``on_disk`` (the
+    listing's cache file, so a new process lists unchanged files without reading them again)."""
     key = _identity(path)
     if key not in _DESCRIBED:
-        header = read_header(path)
-        _DESCRIBED[key] = describe_header(header, _split_size(path, key[3]))
+        known = (on_disk or {}).get(key[0])
+        if isinstance(known, dict) and known.get("stamp") == [*key[1:], DESCRIBE_FORMAT]:
+            _DESCRIBED[key] = known["fields"]
+        else:
+            _DESCRIBED[key] = describe_header(read_header(path), _split_size(path, key[3]))
+        if on_disk is not None:
+            on_disk[key[0]] = {"stamp": [*key[1:], DESCRIBE_FORMAT], "fields": _DESCRIBED[key]}
     return _DESCRIBED[key]
+
+
+def _described_file() -> Path:
+    from curator.core.cachefiles import usable_dir
+
+    return usable_dir("modelfiles") / "headers.json"
+
+
+def _load_described() -> dict:
+    try:
+        known = json.loads(_described_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError, CuratorError):
+        return {}  # none yet, damaged, or no writable cache: headers are read again
+    return known if isinstance(known, dict) else {}
+
+
+def _save_described(known: dict) -> None:
+    from curator.core.files import atomic_file
+
+    try:
+        with atomic_file(_described_file()) as tmp:
+            tmp.write_text(json.dumps(known), encoding="utf-8")
+    except (OSError, CuratorError):
+        pass  # a cache that cannot be written costs a header read next time, nothing else
 
 
 def _display_name(c: Candidate) -> str:
@@ -224,7 +255,7 @@ def _display_name(c: Candidate) -> str:
     return c.name or c.path.name.removesuffix(".gguf")
 
 
-def found_model(c: Candidate) -> FoundModel:
+def found_model(c: Candidate, on_disk: Optional[dict] = None) -> FoundModel:
     """One candidate described (or marked unreadable with the reason; never raises)."""
     size = _size(c.path)
     model = FoundModel(str(c.path), c.store, _display_name(c), c.path.name, size, False, sha256=c.sha256)
@@ -232,7 +263,7 @@ def found_model(c: Candidate) -> FoundModel:
         model.problem = c.problem
         return model
     try:
-        fields = describe(c.path)
+        fields = describe(c.path, on_disk)
     except (ModelFileError, OSError) as exc:
         model.problem = str(exc) if isinstance(exc, ModelFileError) else f"{c.path}: cannot be read ({exc.strerror or exc})"
         return model
@@ -263,12 +294,16 @@ def discover(places: Optional[list[Place]] = None, bundled: bool = True) -> list
     bundled model, each once, described from its header; unreadable ones with the reason."""
     seen: dict[tuple, FoundModel] = {}
     listed: list[FoundModel] = []
+    on_disk = _load_described()
+    before = json.dumps(on_disk, sort_keys=True)
     for c in [*(bundled_candidate() if bundled else []), *candidates(all_places() if places is None else places)]:
         key = _same_file_key(c.path)
         if key in seen:
             if str(c.path) not in (seen[key].path, *seen[key].also_at):
                 seen[key].also_at.append(str(c.path))
             continue
-        seen[key] = found_model(c)
+        seen[key] = found_model(c, on_disk)
         listed.append(seen[key])
+    if json.dumps(on_disk, sort_keys=True) != before:
+        _save_described(on_disk)
     return listed

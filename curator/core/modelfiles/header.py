@@ -34,7 +34,9 @@ MAX_DIMS = 8  # ggml has 4; a larger count is a damaged entry
 
 # GGUF metadata value types (gguf.GGUFValueType): fixed sizes, struct codes of the scalars we keep.
 _STRING, _ARRAY = 8, 9
-_FIXED = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_FIXED = {k: struct.Struct(code) for k, code in
+          {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}.items()}
+_U32, _U64 = _FIXED[4], _FIXED[10]
 
 # llama.cpp's llama_ftype (general.file_type), named as gguf.LlamaFileType without "MOSTLY_".
 FILE_TYPES = {0: "ALL_F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",
@@ -87,22 +89,32 @@ class _Cursor:
             raise _Short(f"an entry claims {n} bytes where {self.left()} are left")
         self.pos += n
 
-    def unpack(self, code: str):
-        width = struct.calcsize(code)
-        if width > self.left():
+    def unpack(self, code: struct.Struct):
+        if code.size > self.left():
             raise _Short("the header ends in the middle of a value")
-        (value,) = struct.unpack_from(code, self.buf, self.pos)
-        self.pos += width
+        (value,) = code.unpack_from(self.buf, self.pos)
+        self.pos += code.size
         return value
 
     def string(self) -> str:
-        n = self.unpack("<Q")
+        n = self.unpack(_U64)
         start = self.pos
         self.skip(n)
         return bytes(self.buf[start:self.pos]).decode("utf-8", "replace")
 
     def skip_string(self) -> None:
-        self.skip(self.unpack("<Q"))
+        self.skip(self.unpack(_U64))
+
+    def skip_strings(self, count: int) -> None:
+        """Step over ``count`` strings: a vocabulary of 150k words, so one tight loop, not a call each."""
+        pos, size, unpack = self.pos, self.size, _U64.unpack_from
+        for _ in range(count):
+            if pos + 8 > size:
+                raise _Short("a string array runs past the end of the file")
+            pos += 8 + unpack(self.buf, pos)[0]
+        if pos > size:
+            raise _Short("a string array runs past the end of the file")
+        self.pos = pos
 
 
 def _value(cur: _Cursor, kind: int, depth: int = 0) -> Any:
@@ -117,16 +129,15 @@ def _value(cur: _Cursor, kind: int, depth: int = 0) -> Any:
 
 def _skip_array(cur: _Cursor, depth: int) -> int:
     """Step over an array (a vocabulary, its scores, merges) and return its length."""
-    kind, count = cur.unpack("<I"), cur.unpack("<Q")
+    kind, count = cur.unpack(_U32), cur.unpack(_U64)
     if count > MAX_ARRAY:
         raise _Short(f"an array claims {count} elements")
     if kind in _FIXED:
-        cur.skip(count * struct.calcsize(_FIXED[kind]))
+        cur.skip(count * _FIXED[kind].size)
     elif kind == _STRING:
         if count * 8 > cur.left():
             raise _Short(f"an array claims {count} strings where {cur.left()} bytes are left")
-        for _ in range(count):
-            cur.skip_string()
+        cur.skip_strings(count)
     else:
         for _ in range(count):
             _value(cur, kind, depth + 1)
@@ -138,13 +149,13 @@ def _tensor_infos(cur: _Cursor, count: int, header: GGUFHeader) -> None:
     total = 0
     for _ in range(count):
         cur.skip_string()  # the tensor's name
-        dims = cur.unpack("<I")
+        dims = cur.unpack(_U32)
         if dims > MAX_DIMS:
             raise _Short(f"a tensor claims {dims} dimensions")
         elements = 1
         for _ in range(dims):
-            elements *= cur.unpack("<Q")
-        kind = cur.unpack("<I")
+            elements *= cur.unpack(_U64)
+        kind = cur.unpack(_U32)
         cur.skip(8)  # data offset
         total += elements
         header.tensor_types[TENSOR_TYPES.get(kind, str(kind))] += elements
@@ -156,17 +167,17 @@ def _parse(buf, size: int, tensors: bool) -> GGUFHeader:
     if size < 4 or bytes(buf[:4]) != GGUF_MAGIC:
         raise ModelFileError("not a GGUF file (it does not start with 'GGUF')")
     cur.skip(4)
-    version = cur.unpack("<I")
+    version = cur.unpack(_U32)
     if version not in (2, 3):
         raise ModelFileError(f"GGUF version {version} is not one llama.cpp reads (2 or 3)")
-    tensor_count, key_count = cur.unpack("<Q"), cur.unpack("<Q")
+    tensor_count, key_count = cur.unpack(_U64), cur.unpack(_U64)
     if key_count > MAX_KEYS or tensor_count > MAX_TENSORS or tensor_count * 24 + key_count * 13 > size:
         raise ModelFileError(f"damaged header: it claims {tensor_count} tensors and {key_count} metadata keys "
                              f"in a file of {size} bytes")
     header = GGUFHeader(version, {}, tensor_count)
     for _ in range(key_count):
         key = cur.string()
-        header.metadata[key] = _value(cur, cur.unpack("<I"))
+        header.metadata[key] = _value(cur, cur.unpack(_U32))
     if tensors:
         _tensor_infos(cur, tensor_count, header)
     return header
