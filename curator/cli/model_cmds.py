@@ -58,31 +58,19 @@ def optimize(model_file, type_name, into_cache, threads, as_json):
     emit(optimize_model(model_file, type_name, into_cache, threads), as_json, _render)
 
 
-def _numbers(row: dict) -> str:
-    """A model's numbers in the project: rows accepted of candidates, review outcome, speed, judging."""
-    p, j = row.get("project"), row.get("judge")
-    parts = []
-    if p:
-        parts.append(f"{p['accepted']}/{p['candidates']} kept, {p['approved']} approved, {p['edited']} edited, "
-                     f"{p['rejected']} rejected" + (f", {p['rows_per_minute']} rows/min" if p["rows_per_minute"] else ""))
-    if j:
-        parts.append(f"judge kept {j['kept']}/{j['claims_checked']} checked claims")
-    return "; ".join(parts) or "-"
-
-
 def _render_models(r: dict) -> str:
-    from curator.core.modelfiles.listing import human_bytes, human_parameters
+    from curator.core.modelfiles.listing import human_bytes, human_parameters, project_numbers
 
     rows = [{"name": m["name"], "params": human_parameters(m["parameters"]), "quant": m["quantization"] or "",
              "size": human_bytes(m["size_bytes"]), "ctx": m["context_length"] or "",
              "tmpl": {True: "yes", False: "no"}.get(m["chat_template"], ""), "store": m["store"],
              "fits": {True: "yes", False: "NO", None: "?"}[m["fits"]],
-             **({"here": _numbers(m)} if "not_found_here" in r else {}), "path": m["path"]} for m in r["models"]]
+             **({"here": project_numbers(m) or "-"} if "not_found_here" in r else {}), "path": m["path"]} for m in r["models"]]
     columns = ["name", "params", "quant", "size", "ctx", "tmpl", "store", "fits", *(["here"] if "not_found_here" in r else []), "path"]
     lines = [table(rows, columns, {"name": 36, "path": 70, "here": 70}) if rows else "no GGUF model found"]
     lines += [f"unreadable: {m['problem']}" for m in r["models"] if not m["readable"]]
     lines += [f"not fitting: {m['name']}: {m['fit_reason']}" for m in r["models"] if m["readable"] and m["fits"] is False]
-    lines += [f"used in the project but not found here: {m['model_path']} (sha256 {m['sha256'][:12]}): {_numbers({'project': m})}"
+    lines += [f"used in the project but not found here: {m['model_path']} (sha256 {m['sha256'][:12]}): {project_numbers({'project': m})}"
               for m in r.get("not_found_here", [])]
     lines.append("searched: " + (", ".join(f"{s['folder']} ({s['store']})" for s in r["searched"]) or "no store folder exists"))
     return "\n".join(lines)

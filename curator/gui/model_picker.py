@@ -16,7 +16,7 @@ import sqlite_utils
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QFileDialog, QFormLayout, QLineEdit, QPushButton, QWidget
 
-from curator.core.modelfiles.listing import bigger_model_hint, human_bytes, human_parameters
+from curator.core.modelfiles.listing import bigger_model_hint, human_bytes, human_parameters, project_numbers
 from curator.gui import workers
 from curator.gui.widgets import path_row, plain_label, project_file
 
@@ -31,18 +31,6 @@ def models_task(db: sqlite_utils.Database, *, on_progress=None, cancel=None) -> 
     from curator.core.modelfiles.listing import list_models
 
     return list_models(db)
-
-
-def project_numbers(row: dict) -> str:
-    """A model's numbers in the project, short: "8/20 kept · 5 approved, 1 edited, 2 rejected · 3.1 rows/min"."""
-    p, j = row.get("project"), row.get("judge")
-    parts = []
-    if p:
-        parts.append(f"{p['accepted']}/{p['candidates']} kept · {p['approved']} approved, {p['edited']} edited, "
-                     f"{p['rejected']} rejected" + (f" · {p['rows_per_minute']:.1f} rows/min" if p["rows_per_minute"] else ""))
-    if j:
-        parts.append(f"judge: {j['kept']}/{j['claims_checked']} checked verdicts kept")
-    return " · ".join(parts)
 
 
 def entry_text(row: dict) -> str:

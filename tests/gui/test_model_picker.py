@@ -90,7 +90,7 @@ def test_the_generate_picker_lists_found_models_with_their_numbers_and_greys_a_m
     assert set(found) == {"small", "huge"}  # the bundled model is entry 0, not repeated
     small_text, small_enabled = found["small"]
     assert small_enabled and "410M" in small_text and "Q4_K_M" in small_text
-    assert "3/5 kept · 1 approved, 0 edited, 1 rejected" in small_text and "rows/min" in small_text
+    assert "3/5 kept, 1 approved, 0 edited, 1 rejected" in small_text and "rows/min" in small_text
     huge_text, huge_enabled = found["huge"]
     assert not huge_enabled and "too big here: needs about" in huge_text and "2.0 GB free" in huge_text
     assert generate_view.model_choice.currentIndex() == BUNDLED and "not used" not in generate_view.model_choice.itemText(0)

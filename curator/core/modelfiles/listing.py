@@ -52,6 +52,18 @@ def human_parameters(n: Optional[int]) -> str:
     return f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n / 1e3:.0f}K"
 
 
+def project_numbers(row: dict) -> str:
+    """A model's numbers in the project in words ("" when it has none): the CLI's and the pickers'."""
+    p, j = row.get("project"), row.get("judge")
+    parts = []
+    if p:
+        parts.append(f"{p['accepted']}/{p['candidates']} kept, {p['approved']} approved, {p['edited']} edited, "
+                     f"{p['rejected']} rejected" + (f", {p['rows_per_minute']:.1f} rows/min" if p["rows_per_minute"] else ""))
+    if j:
+        parts.append(f"judge kept {j['kept']}/{j['claims_checked']} checked verdicts")
+    return "; ".join(parts)
+
+
 def fit(model: dict, available: Optional[int]) -> tuple[Optional[bool], str]:
     """(suits this machine, why): the memory it needs (file, 2048-token KV cache, buffers) vs free."""
     if not model["readable"]:
