@@ -123,8 +123,9 @@ def add_folder(folder: str | Path) -> list[Path]:
 
 
 def remove_folder(folder: str | Path) -> list[Path]:
-    wanted = Path(folder).expanduser().resolve()
-    folders = [f for f in user_folders() if f != wanted and f != Path(folder)]
+    """Forget ``folder`` (as added, or as typed if it no longer exists); returns the list."""
+    wanted = {Path(folder).expanduser().resolve(), Path(folder).expanduser()}
+    folders = [f for f in user_folders() if f not in wanted]
     _save_folders(folders)
     return folders
 
