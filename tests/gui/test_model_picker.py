@@ -131,3 +131,21 @@ def test_the_judge_picker_never_offers_the_bundled_model(qtbot, sample_db, store
     names = set(entries(view.judge_picker))
     assert names == {"small", "huge"} and view.judge_picker.choice.itemText(0).startswith("No LLM judge")
     assert view.judge_picker.chosen_path() is None
+
+
+def test_the_judge_button_judges_unjudged_claims_in_a_worker(qtbot, sample_db, stores, tmp_path):
+    from curator.core.diagnosis.traces import import_traces
+
+    chunk_id, text = sample_db.execute("SELECT id, text FROM chunks ORDER BY id LIMIT 1").fetchone()
+    first = " ".join(text.split()[:10]).rstrip(".")
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text(json.dumps({"user_input": "How do I start?", "retrieved_context_ids": [chunk_id],
+                                  "response": f"{first}. The moon is made of cheese."}), encoding="utf-8")
+    import_traces(sample_db, traces)
+    view = DiagnoseView(sample_db)
+    qtbot.addWidget(view)
+    assert view.judge() is not None and not view.judge_button.isEnabled()
+    qtbot.waitUntil(lambda: view.judge_worker is None, timeout=120000)
+    judged = sample_db.execute("SELECT COUNT(*) FROM judgements").fetchone()[0]
+    assert judged >= 2 and view.judge_status.text().startswith(f"{judged} claims judged (claim-judge")
+    assert view.judge_button.isEnabled()
