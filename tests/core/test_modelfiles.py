@@ -215,17 +215,24 @@ def test_a_damaged_folders_file_is_an_empty_list(home):
 
 
 def test_parameters_come_from_the_header_before_the_tensors(tmp_path):
-    declared = write_model(tmp_path / "a.gguf", "A", **{"general.parameter_count": 1_543_714_304})
+    declared = write_model(tmp_path / "a" / "a.gguf", "A", **{"general.parameter_count": 1_543_714_304,
+                                                              "general.size_label": "1.5B"})
     assert read_header(declared).get("general.parameter_count") == 1_543_714_304
-    (model,) = discover([places_mod.Place("folder", tmp_path, "tree")], bundled=False)
-    assert model.parameters == 1_543_714_304 and model.parameters_from == "general.parameter_count"
+    write_model(tmp_path / "b" / "b.gguf", "B", **{"general.size_label": "1.5B"})
+    write_model(tmp_path / "c" / "c.gguf", "C", **{"general.size_label": "8x7B"})  # no one number: the tensors
+    found = by_name(discover([places_mod.Place("folder", tmp_path, "tree")], bundled=False))
+    assert (found["a"].parameters, found["a"].parameters_from) == (1_543_714_304, "general.parameter_count")
+    assert (found["b"].parameters, found["b"].parameters_from) == (1_500_000_000, "general.size_label")
+    assert (found["c"].parameters, found["c"].parameters_from) == (64064, "tensors")
+    assert found["b"].tensor_parameters == 64064
 
 
 def test_the_real_bundled_model_is_found_and_described(bundled_model, home):
     (model,) = [m for m in discover([], bundled=True)]
     assert model.store == "bundled" and model.path == str(bundled_model)
     assert model.readable and model.architecture == "llama" and model.quantization == "Q4_1"
-    assert model.parameters == 134_515_008  # SmolLM2-135M: its tensors' elements added up (gguf's reader agrees)
+    assert (model.parameters, model.parameters_from) == (135_000_000, "general.size_label")  # "135M"
+    assert model.tensor_parameters == 134_515_008  # its tensors' elements added up (gguf's reader agrees)
     assert model.chat_template is True and model.context_length == 8192
     assert model.size_bytes == bundled_model.stat().st_size and model.sha256 is None  # nothing hashed
 

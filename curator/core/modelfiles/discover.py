@@ -53,6 +53,7 @@ class FoundModel:
     architecture: Optional[str] = None
     parameters: Optional[int] = None
     parameters_from: Optional[str] = None
+    tensor_parameters: Optional[int] = None
     quantization: Optional[str] = None
     context_length: Optional[int] = None
     chat_template: Optional[bool] = None
@@ -165,7 +166,7 @@ def bundled_candidate() -> list[Candidate]:
 # -- describing one file ------------------------------------------------------------------------
 
 _DESCRIBED: dict[tuple, dict] = {}  # stat identity -> what its header says (for this process)
-DESCRIBE_FORMAT = 1  # bump when describe_header's fields change: older cached entries are read again
+DESCRIBE_FORMAT = 2  # bump when describe_header's fields change: older cached entries are read again
 
 
 def _identity(path: Path) -> tuple:
@@ -189,7 +190,8 @@ def describe_header(header: GGUFHeader, size: int) -> dict:
     parameters, source = parameter_count(header)
     context = header.arch_value("context_length")
     return {"architecture": header.get("general.architecture"), "header_name": header.get("general.name"),
-            "parameters": parameters, "parameters_from": source, "quantization": file_type_name(header),
+            "parameters": parameters, "parameters_from": source, "tensor_parameters": header.tensor_parameters,
+            "quantization": file_type_name(header),
             "context_length": context if isinstance(context, int) else None,
             "chat_template": isinstance(header.get("tokenizer.chat_template"), str),
             "memory_needed_bytes": size + kv_cache_bytes(header) + RUNTIME_OVERHEAD}

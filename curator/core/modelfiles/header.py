@@ -220,15 +220,19 @@ def file_type_name(header: GGUFHeader) -> Optional[str]:
 
 
 def parameter_count(header: GGUFHeader) -> tuple[Optional[int], Optional[str]]:
-    """(parameters, where the figure came from): ``general.parameter_count``, else the tensors'
-    elements added up, else ``general.size_label`` ("1.5B"); the label is rounded, so it comes last."""
+    """(parameters, where the figure came from): ``general.parameter_count``, else ``general.size_label``
+    ("1.5B": the makers' figure, as users know the model), else the tensors' elements added up. The
+    tensors can say more than the label: a converter may store a tied output head twice (Qwen2.5
+    1.5B's file holds 1.78B elements), so the sum comes last and is kept apart (``tensor_parameters``)."""
     declared = header.get("general.parameter_count")
     if isinstance(declared, int) and declared > 0:
         return declared, "general.parameter_count"
+    label = _label_count(header.get("general.size_label"))
+    if label:
+        return label, "general.size_label"
     if header.tensor_parameters:
         return header.tensor_parameters, "tensors"
-    label = _label_count(header.get("general.size_label"))
-    return (label, "general.size_label") if label else (None, None)
+    return None, None
 
 
 def _label_count(label: Any) -> Optional[int]:
