@@ -16,7 +16,8 @@ import sqlite_utils
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QFileDialog, QFormLayout, QLineEdit, QPushButton, QWidget
 
-from curator.core.modelfiles.listing import bigger_model_hint, human_bytes, human_parameters, project_numbers
+from curator.core.modelfiles.listing import (bigger_model_hint, human_bytes, human_parameters, project_numbers,
+                                              store_name)
 from curator.gui import workers
 from curator.gui.widgets import path_row, plain_label, project_file
 
@@ -36,7 +37,7 @@ def models_task(db: sqlite_utils.Database, *, on_progress=None, cancel=None) -> 
 def entry_text(row: dict) -> str:
     """One listed model: name, parameters, type, size; then its numbers here, or why it does not fit."""
     text = (f"{row['name']}  ·  {human_parameters(row['parameters'])} · {row['quantization'] or '?'} · "
-            f"{human_bytes(row['size_bytes'])} · {row['store']}")
+            f"{human_bytes(row['size_bytes'])} · {store_name(row['store'])}")
     if row["fits"] is False:
         return f"{text}  —  too big here: {row['fit_reason']}"
     numbers = project_numbers(row)
@@ -109,6 +110,7 @@ class ModelPicker(QWidget):
             numbers = project_numbers(self.first_row)
             self.choice.setItemText(FIRST, f"{self.first}  —  here: {numbers}" if numbers else self.first)
         self.choice.blockSignals(False)
+        self._fit_popup()
         if kept:
             self.select_path(kept)
         self._changed(self.choice.currentIndex())
@@ -121,6 +123,13 @@ class ModelPicker(QWidget):
         self.choice.setItemData(index, f"{row['path']}\n{row['fit_reason']}", Qt.ToolTipRole)
         if row["fits"] is False:  # greyed: shown with its reason, not choosable
             self.choice.model().item(index).setEnabled(False)
+
+    def _fit_popup(self) -> None:
+        """The list as wide as its longest entry: a model's numbers sit at the end of its line."""
+        view, metrics = self.choice.view(), self.choice.fontMetrics()
+        view.setTextElideMode(Qt.ElideNone)
+        widest = max(metrics.horizontalAdvance(self.choice.itemText(i)) for i in range(self.choice.count()))
+        view.setMinimumWidth(widest + 40)
 
     def rows(self) -> list[dict]:
         return [self.choice.itemData(i, ROW) for i in range(FOUND_START, self.choice.count())]

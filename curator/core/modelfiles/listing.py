@@ -23,6 +23,14 @@ from curator.core.modelfiles.usage import generation_by_model, judge_agreement_b
 # benchmarks.md), ~6 s a row; decoding on a CPU is bound by reading the weights, so time grows
 # with the file. A rough figure, said to be one wherever it is shown.
 SECONDS_PER_ROW_PER_GB = 60.0
+STORE_NAMES = {"bundled": "bundled with Curator", "ollama": "Ollama", "lmstudio": "LM Studio",
+               "huggingface": "Hugging Face cache", "gpt4all": "GPT4All", "jan": "Jan", "llama.cpp": "llama.cpp cache",
+               "folder": "your folder"}
+
+
+def store_name(store: str) -> str:
+    """The store as a user names it ("LM Studio", "your folder")."""
+    return STORE_NAMES.get(store, store)
 
 
 def available_memory() -> Optional[int]:
@@ -133,7 +141,7 @@ def bigger_model_hint(rows: list[dict]) -> Optional[dict]:
     best = max(bigger, key=lambda r: (bool(r["chat_template"]), r["parameters"]))
     seconds, basis = row_cost(best, rows)
     text = (f"Found {best['name']} ({human_parameters(best['parameters'])} parameters, {best['quantization']}, "
-            f"{human_bytes(best['size_bytes'])}, from {best['store']}): a bigger model than the bundled one writes "
+            f"{human_bytes(best['size_bytes'])}, in {store_name(best['store'])}): a bigger model than the bundled one usually writes "
             f"more usable rows. Here it costs about {seconds:.0f} s per row ({basis}).")
     return {"model": best, "seconds_per_row": seconds, "basis": basis, "text": text}
 
