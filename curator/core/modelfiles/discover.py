@@ -242,6 +242,7 @@ def _load_described() -> dict:
 def _save_described(known: dict) -> None:
     from curator.core.files import atomic_file
 
+    known = {path: entry for path, entry in known.items() if os.path.exists(path)}  # deleted files go
     try:
         with atomic_file(_described_file()) as tmp:
             tmp.write_text(json.dumps(known), encoding="utf-8")
