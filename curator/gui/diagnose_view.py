@@ -81,6 +81,8 @@ class DiagnoseView(QWidget):
         self.judge_picker = ModelPicker(self.db, "No LLM judge (the default judge only)", include_bundled=False,
                                         parent=box)
         self.judge_button = QPushButton("Judge unjudged claims")
+        self.judge_button.setToolTip("The default judge gives every claim a verdict; an LLM judge chosen above "
+                                     "re-checks only the claims it is unsure of.")
         self.judge_button.clicked.connect(self.judge)
         self.judge_status = QLabel(wordWrap=True)
         form = QFormLayout(box)

@@ -168,6 +168,7 @@ class ModelPicker(QWidget):
         self.endpoint.setEnabled(index == ENDPOINT)
         row = self.current_row()
         self.numbers.setText(self._describe(row) if row else "")
+        self.numbers.setVisible(row is not None)  # no blank line under "Other file" or an endpoint
 
     def _describe(self, row: dict) -> str:
         numbers = project_numbers(row) or "not used in this project yet"
