@@ -138,7 +138,9 @@ def _skip_array(cur: _Cursor, depth: int) -> int:
         if count * 8 > cur.left():
             raise _Short(f"an array claims {count} strings where {cur.left()} bytes are left")
         cur.skip_strings(count)
-    else:
+    else:  # arrays of arrays: each inner one takes 12 bytes at least (its type and length)
+        if count * 12 > cur.left():
+            raise _Short(f"an array claims {count} arrays where {cur.left()} bytes are left")
         for _ in range(count):
             _value(cur, kind, depth + 1)
     return count
