@@ -14,7 +14,7 @@ from typing import Optional
 
 import sqlite_utils
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QComboBox, QFileDialog, QFormLayout, QLineEdit, QPushButton, QWidget
+from PySide6.QtWidgets import QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QLineEdit, QPushButton, QWidget
 
 from curator.core.modelfiles.listing import (bigger_model_hint, human_bytes, human_parameters, project_numbers,
                                               store_name)
@@ -66,14 +66,22 @@ class ModelPicker(QWidget):
         self.choice.currentIndexChanged.connect(self._changed)
         self.path = QLineEdit(placeholderText="path/to/model.gguf")
         self.browse_button = QPushButton("Choose…")
+        self.add_folder_button = QPushButton("Add folder…")
+        self.add_folder_button.setToolTip("Search a folder of .gguf files too (kept for the next time, and for "
+                                          "'curator models').")
+        self.add_folder_button.clicked.connect(self.choose_folder)
         self.endpoint = QLineEdit(placeholderText="http://localhost:8080/v1")
         self.numbers = plain_label(hint=True)
         self.numbers.setWordWrap(True)
         self.worker: Optional[workers.TaskWorker] = None
+        self._again = False
         self._changed(FIRST)
 
     def add_rows(self, form: QFormLayout, label: str = "Model") -> None:
-        form.addRow(label, self.choice)
+        row = QHBoxLayout()
+        row.addWidget(self.choice, 1)
+        row.addWidget(self.add_folder_button)
+        form.addRow(label, row)
         form.addRow("GGUF file", path_row(self.path, self.browse_button, self.choose_file))
         form.addRow("Endpoint URL", self.endpoint)
         form.addRow(self.numbers)
@@ -82,7 +90,9 @@ class ModelPicker(QWidget):
     def refresh(self) -> Optional[workers.TaskWorker]:
         """List the models again off the GUI thread (the project's numbers change as rows are made)."""
         if self.worker is not None:
+            self._again = True  # the listing under way may predate the change: list once more after it
             return None
+        self._again = False
         self.worker = workers.launch(project_file(self.db), models_task, progress=lambda *a: None,
                                      finished=self.show_listing, failed=self._failed, cancelled=lambda: None,
                                      done=self._done)
@@ -90,6 +100,8 @@ class ModelPicker(QWidget):
 
     def _done(self) -> None:
         self.worker = None
+        if self._again:
+            self.refresh()
 
     def _failed(self, what: str, _todo: str) -> None:
         self.numbers.setText(f"The models on this computer could not be listed: {what}")
@@ -182,5 +194,20 @@ class ModelPicker(QWidget):
             self.path.setText(path)
             self.choice.setCurrentIndex(OTHER_FILE)
 
-    def set_enabled(self, enabled: bool) -> None:
-        self.choice.setEnabled(enabled)
+    def choose_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder of GGUF models")
+        if folder:
+            self.add_folder(folder)
+
+    def add_folder(self, folder: str) -> Optional[workers.TaskWorker]:
+        """Remember ``folder`` among the user's model folders and list the models again."""
+        from curator.core.errors import CuratorError
+        from curator.core.modelfiles.places import add_folder
+
+        try:
+            add_folder(folder)
+        except CuratorError as exc:
+            self.numbers.setText(str(exc))
+            self.numbers.setVisible(True)
+            return None
+        return self.refresh()

@@ -30,6 +30,7 @@ def stores(tmp_path, monkeypatch) -> dict[str, Path]:
     """Two models in LM Studio's folder: one that fits (410M parameters), one whose KV cache does not."""
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CURATOR_CONFIG_DIR", str(tmp_path / "config"))  # the user's folders, the app's settings
     for name in ("OLLAMA_MODELS", "HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(listing, "available_memory", lambda: 2 * GB)
@@ -149,3 +150,19 @@ def test_the_judge_button_judges_unjudged_claims_in_a_worker(qtbot, sample_db, s
     judged = sample_db.execute("SELECT COUNT(*) FROM judgements").fetchone()[0]
     assert judged >= 2 and view.judge_status.text().startswith(f"{judged} claims judged (claim-judge")
     assert view.judge_button.isEnabled()
+
+
+def test_a_folder_added_from_the_picker_is_listed_and_kept(qtbot, generate_view, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    from curator.core.modelfiles.places import user_folders
+
+    mine = tmp_path / "mine"
+    write_model(mine / "own.gguf", "Own")
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *a, **k: str(mine)))
+    generate_view.picker.add_folder_button.click()
+    qtbot.waitUntil(lambda: "own" in entries(generate_view.picker) and generate_view.picker.worker is None,
+                    timeout=30000)
+    assert "your folder" in entries(generate_view.picker)["own"][0] and user_folders() == [mine.resolve()]
+    assert generate_view.picker.add_folder(str(tmp_path / "nowhere")) is None
+    assert "not a folder" in generate_view.picker.numbers.text()
