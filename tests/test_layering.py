@@ -140,6 +140,9 @@ ALLOWED = {
     "doctor": {"resources", "generation", "embedding", *SHARED},
     # the demo ends with suggested gold for its log queries, so review shows them on first use
     "demo": {"store", "corpus", "queries", "generation", "clustering", "review", "retrieval", "resources", *SHARED},
+    # the models on this machine: headers only, the bundled model's path, the user's folders kept
+    # beside the reviewer name (review.identity's config folder), and a project's runs by model hash
+    "modelfiles": {"store", "resources", "review", *SHARED},
 }
 
 
@@ -229,7 +232,7 @@ def test_every_core_folder_is_a_room_with_a_rule():
 # parts import, of the GUI, only the shared modules and their own parts; the shared modules
 # import no view and no part; only the window (and the app that opens it) puts views together.
 GUI_SHARED = {"widgets", "models", "task_view", "workers", "crash", "chart", "empty_state", "highlight", "settings",
-              "cluster_map", "qt_probe"}
+              "cluster_map", "qt_probe", "model_picker"}  # model_picker: the Generate and Diagnose tabs' model choice
 GUI_ASSEMBLERS = {"window", "app", "__main__", "__init__"}
 GUI_PARTS = {"gold_dialog": "review", "suggestions_panel": "review", "import_log_dialog": "queries"}
 

@@ -92,32 +92,19 @@ def diagnose(project_path, recall_threshold, faith_threshold, judge, judge_model
         curator diagnose handbook.curator --judge-model models/qwen2.5-1.5b-instruct-q4_k_m.gguf --json
     """
     from curator.core.diagnosis.faithfulness import judge_traces, unjudged_claims
+    from curator.core.diagnosis.judge import lazy_default_judge
     from curator.core.diagnosis.quadrants import diagnose as run_diagnose
 
     with project(project_path) as db:
         if judge and (unjudged_claims(db) or judge_model or judge_endpoint):
             judge_traces(db, _llm_judge(judge_model, judge_endpoint, parallel), on_progress=progress_printer("judge"),
-                         judge=_default_judge())
+                         judge=lazy_default_judge())
         report = run_diagnose(db, recall_threshold, faith_threshold)
     if not list_traces and not as_json:
         report.pop("traces")
     emit(report, as_json, lambda r: _render_report(r) + (
         "\n" + table(r["traces"], ["id", "quadrant", "context_recall", "faithfulness", "question"], {"question": 60})
         if "traces" in r else ""))
-
-
-def _default_judge():
-    """The default claim judge, its MiniLM loaded on the first claim it judges."""
-    from curator.core.diagnosis.judge import ClaimJudge, default_embed
-
-    embed = []
-
-    def lazy(texts):
-        if not embed:
-            embed.append(default_embed())
-        return embed[0](texts)
-
-    return ClaimJudge(lazy)
 
 
 def _llm_judge(judge_model, judge_endpoint, parallel):

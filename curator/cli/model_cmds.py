@@ -1,10 +1,10 @@
-"""CLI commands for model files: ``model optimize``."""
+"""CLI commands for model files: ``models`` (the GGUF files on this machine) and ``model optimize``."""
 
 from __future__ import annotations
 
 import click
 
-from curator.cli.common import emit, json_option
+from curator.cli.common import emit, json_option, project, table
 
 
 def _mb(n: int) -> str:
@@ -58,5 +58,56 @@ def optimize(model_file, type_name, into_cache, threads, as_json):
     emit(optimize_model(model_file, type_name, into_cache, threads), as_json, _render)
 
 
+def _render_models(r: dict) -> str:
+    from curator.core.modelfiles.listing import human_bytes, human_parameters, project_numbers
+
+    rows = [{"name": m["name"], "params": human_parameters(m["parameters"]), "quant": m["quantization"] or "",
+             "size": human_bytes(m["size_bytes"]), "ctx": m["context_length"] or "",
+             "tmpl": {True: "yes", False: "no"}.get(m["chat_template"], ""), "store": m["store"],
+             "fits": {True: "yes", False: "NO", None: "?"}[m["fits"]],
+             **({"here": project_numbers(m) or "-"} if "not_found_here" in r else {}), "path": m["path"]} for m in r["models"]]
+    columns = ["name", "params", "quant", "size", "ctx", "tmpl", "store", "fits", *(["here"] if "not_found_here" in r else []), "path"]
+    lines = [table(rows, columns, {"name": 36, "path": 70, "here": 70}) if rows else "no GGUF model found"]
+    lines += [f"unreadable: {m['problem']}" for m in r["models"] if not m["readable"]]
+    lines += [f"not fitting: {m['name']}: {m['fit_reason']}" for m in r["models"] if m["readable"] and m["fits"] is False]
+    lines += [f"used in the project but not found here: {m['model_path']} (sha256 {m['sha256'][:12]}): {project_numbers({'project': m})}"
+              for m in r.get("not_found_here", [])]
+    lines.append("searched: " + (", ".join(f"{s['folder']} ({s['store']})" for s in r["searched"]) or "no store folder exists"))
+    return "\n".join(lines)
+
+
+@click.command("models")
+@click.option("--project", "project_path", metavar="PROJECT", help="Add what each model did in this project.")
+@click.option("--add-folder", type=click.Path(file_okay=False), help="Remember a folder of .gguf files to search too.")
+@click.option("--remove-folder", type=click.Path(file_okay=False), help="Forget a folder added with --add-folder.")
+@json_option
+def models(project_path, add_folder, remove_folder, as_json):
+    """List the GGUF models on this machine, read from their headers (nothing is loaded).
+
+    Looks in Ollama's, LM Studio's, GPT4All's and Jan's model folders, the Hugging Face hub cache,
+    llama.cpp's cache, the bundled model and the folders you added. With --project, each model's
+    rows in that project: candidates, accepted, approved, edited, rejected, rows per minute.
+
+    \b
+    Example:
+        curator models
+        curator models --project handbook.curator --json
+        curator models --add-folder ~/models
+    """
+    from curator.core.modelfiles.listing import list_models
+    from curator.core.modelfiles.places import add_folder as add, remove_folder as remove
+
+    if add_folder:
+        add(add_folder)
+    if remove_folder:
+        remove(remove_folder)
+    if project_path:
+        with project(project_path) as db:
+            emit(list_models(db), as_json, _render_models)
+    else:
+        emit(list_models(), as_json, _render_models)
+
+
 def register(cli: click.Group) -> None:
     cli.add_command(model)
+    cli.add_command(models)

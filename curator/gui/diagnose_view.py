@@ -12,13 +12,16 @@ from typing import Optional
 
 import sqlite_utils
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QDoubleSpinBox, QGridLayout, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
-                               QPushButton, QSplitter, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDoubleSpinBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QListWidget,
+                               QListWidgetItem, QPushButton, QSplitter, QTextBrowser, QVBoxLayout, QWidget)
 
 from curator.core.diagnosis.details import trace_detail
 from curator.core.diagnosis.judge import JUDGE_ID
 from curator.core.diagnosis.quadrants import FAITH_THRESHOLD, RECALL_THRESHOLD, diagnose, mark_trace
+from curator.gui import workers
+from curator.gui.model_picker import ModelPicker
 from curator.gui.models import plain_tooltip
+from curator.gui.widgets import project_file
 
 # (row, column) of each quadrant: recall high on top, faithfulness high on the left.
 CELLS = {"healthy": (1, 1), "generation_failure": (1, 2), "retrieval_failure": (2, 1), "both_broken": (2, 2)}
@@ -30,6 +33,19 @@ COLOURS = {"healthy": "#d9f2d9", "generation_failure": "#fff1cc", "retrieval_fai
            "both_broken": "#f2c4c4"}
 VERDICT_COLOURS = {"supported": "#c8ecc8", "not supported": "#f6c1c1"}
 UNJUDGED = "#e4e4e4"
+
+
+def judge_task(db: sqlite_utils.Database, model_path: Optional[str] = None, endpoint: Optional[str] = None, *,
+               on_progress=None, cancel=None) -> dict:
+    """Judge the claims not judged yet: the default judge, then the chosen LLM on the claims it is
+    unsure of (as ``curator diagnose --judge-model``); runs in a worker."""
+    from curator.core.diagnosis.faithfulness import judge_traces
+    from curator.core.diagnosis.judge import lazy_default_judge
+    from curator.core.generation.backends import open_backend
+
+    # one claim at a time locally, as the CLI does (a 4-token reply is all prompt)
+    backend = open_backend(model_path, endpoint, parallel=None if endpoint else 1) if model_path or endpoint else None
+    return judge_traces(db, backend, on_progress=on_progress, judge=lazy_default_judge())
 
 
 class DiagnoseView(QWidget):
@@ -54,8 +70,47 @@ class DiagnoseView(QWidget):
         self.wrong_button = QPushButton("Answer is wrong")
         self.right_button.clicked.connect(lambda: self._mark("right"))
         self.wrong_button.clicked.connect(lambda: self._mark("wrong"))
+        self.judge_worker: Optional[workers.TaskWorker] = None
+        self.judge_box = self._judge_box()
         self._layout()
         self.reload()
+
+    def _judge_box(self) -> QGroupBox:
+        """The judge: the default one, and an LLM from the models on this computer (or a file, an endpoint)."""
+        box = QGroupBox("Judge")
+        self.judge_picker = ModelPicker(self.db, "No LLM judge (the default judge only)", include_bundled=False,
+                                        parent=box)
+        self.judge_button = QPushButton("Judge unjudged claims")
+        self.judge_button.setToolTip("The default judge gives every claim a verdict; an LLM judge chosen above "
+                                     "re-checks only the claims it is unsure of.")
+        self.judge_button.clicked.connect(self.judge)
+        self.judge_status = QLabel(wordWrap=True)
+        form = QFormLayout(box)
+        self.judge_picker.add_rows(form, "LLM judge")
+        form.addRow(self.judge_button, self.judge_status)
+        self.judge_picker.refresh()
+        return box
+
+    def judge(self) -> Optional[workers.TaskWorker]:
+        if self.judge_worker is not None:
+            return None
+        self.judge_button.setEnabled(False)
+        self.judge_status.setText("Judging…")
+        self.judge_worker = workers.launch(
+            project_file(self.db), judge_task, self.judge_picker.chosen_path(), self.judge_picker.chosen_endpoint(),
+            progress=lambda done, _t, _m: self.judge_status.setText(f"Judging… {done} claims"),
+            finished=self._judged, failed=lambda what, todo: self.judge_status.setText(f"Failed: {what} {todo}"),
+            cancelled=lambda: None, done=self._judge_done)
+        return self.judge_worker
+
+    def _judged(self, summary: dict) -> None:
+        self.judge_status.setText(f"{summary['claims_judged']} claims judged ({summary['judge']}).")
+        self.reload()
+        self.judge_picker.refresh()
+
+    def _judge_done(self) -> None:
+        self.judge_worker = None
+        self.judge_button.setEnabled(True)
 
     def _spin(self, value: float) -> QDoubleSpinBox:
         spin = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=value)
@@ -100,6 +155,7 @@ class DiagnoseView(QWidget):
         split.addWidget(right)
         split.setSizes([320, 680])
         layout = QVBoxLayout(self)
+        layout.addWidget(self.judge_box)
         layout.addLayout(bar)
         layout.addLayout(grid)
         layout.addWidget(self.summary)

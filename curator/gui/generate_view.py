@@ -15,20 +15,22 @@ from typing import Callable, Optional
 
 import sqlite_utils
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLineEdit, QPushButton,
-                               QSpinBox, QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QPushButton, QSpinBox, QSplitter,
+                               QVBoxLayout, QWidget)
 
 from curator.core.generation.runs import generation_runs, rejected_candidates
 from curator.core.generation.backends import Backend
 from curator.core.generation.generate import (DEFAULT_MIX, NO_EVENTS, QUERY_TYPES, GenerationConfig,
                                               GenerationEvents)
 from curator.gui import workers
+from curator.gui.model_picker import ENDPOINT, FIRST as BUNDLED, OTHER_FILE as GGUF, ModelPicker
 from curator.gui.models import RecordTableModel
+from curator.gui.settings import app_settings
 from curator.gui.task_view import TaskView
-from curator.gui.widgets import path_row, plain_label, record_table, titled
+from curator.gui.widgets import plain_label, record_table, titled
 
-BUNDLED, GGUF, ENDPOINT = 0, 1, 2
-MODEL_CHOICES = ("Bundled model (SmolLM2-135M)", "GGUF file on this computer", "OpenAI-compatible endpoint")
+__all__ = ["BUNDLED", "ENDPOINT", "GGUF", "GenerateView"]  # the picker's fixed entries, as tests name them
+HINT_DISMISSED = "generate/bigger_model_hint_dismissed"  # the model path whose hint the user closed
 ANSWER_CHOICES = {"Taken from the chunk (answer-first)": "extractive", "Written by the model": "free"}
 RESUMABLE = ("cancelled", "running")  # 'running' after a crash: the run never finished
 ROW_COLUMNS = (("query_type", "Type"), ("text", "Question"), ("reference", "Reference answer"), ("quality", "Quality"))
@@ -133,27 +135,61 @@ class GenerateView(TaskView, QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(options)
+        layout.addLayout(self._hint_bar())
         layout.addWidget(self.task_bar)
         layout.addWidget(splitter, 1)
 
     def _model_box(self) -> QGroupBox:
         box = QGroupBox("Model")
-        self.model_choice = QComboBox()
-        self.model_choice.addItems(list(MODEL_CHOICES))
+        self.picker = ModelPicker(self.db, "Bundled model (SmolLM2-135M)", parent=box)
+        self.model_choice, self.model_path, self.endpoint = self.picker.choice, self.picker.path, self.picker.endpoint
+        self.browse_button = self.picker.browse_button
         self.model_choice.currentIndexChanged.connect(self._model_changed)
-        self.model_path = QLineEdit(placeholderText="path/to/model.gguf")
-        self.browse_button = QPushButton("Choose…")
-        self.endpoint = QLineEdit(placeholderText="http://localhost:8080/v1")
         self.n_ctx = QSpinBox(minimum=512, maximum=32768, singleStep=512, value=2048)
         self.n_ctx.setToolTip("Context window in tokens (local models)")
-        file_row = path_row(self.model_path, self.browse_button, self.choose_model)
         form = QFormLayout(box)
-        form.addRow("Backend", self.model_choice)
-        form.addRow("GGUF file", file_row)
-        form.addRow("Endpoint URL", self.endpoint)
+        self.picker.add_rows(form)
         form.addRow("Context", self.n_ctx)
-        self._model_changed(BUNDLED)
+        self.picker.listed.connect(self._show_hint)
+        self.picker.refresh()
         return box
+
+    def _hint_bar(self) -> QHBoxLayout:
+        """A first-run hint: a bigger model than the bundled one was found, and what a row costs with it."""
+        self.hint_label = plain_label(hint=True)
+        self.hint_label.setWordWrap(True)
+        self.hint_use = QPushButton("Use it")
+        self.hint_close = QPushButton("Dismiss")
+        self.hint_use.clicked.connect(self._use_hinted)
+        self.hint_close.clicked.connect(self._dismiss_hint)
+        bar = QHBoxLayout()
+        bar.addWidget(self.hint_label, 1)
+        bar.addWidget(self.hint_use)
+        bar.addWidget(self.hint_close)
+        self._hinted: Optional[dict] = None
+        self._set_hint_visible(False)
+        return bar
+
+    def _set_hint_visible(self, visible: bool) -> None:
+        for widget in (self.hint_label, self.hint_use, self.hint_close):
+            widget.setVisible(visible)
+
+    def _show_hint(self, _listing: dict) -> None:
+        hint = self.picker.hint()
+        dismissed = app_settings().value(HINT_DISMISSED, "")
+        self._hinted = hint if hint and hint["model"]["path"] != dismissed else None
+        if self._hinted:
+            self.hint_label.setText(self._hinted["text"])
+        self._set_hint_visible(self._hinted is not None and self.model_choice.currentIndex() == BUNDLED)
+
+    def _use_hinted(self) -> None:
+        if self._hinted and self.picker.select_path(self._hinted["model"]["path"]):
+            self._set_hint_visible(False)
+
+    def _dismiss_hint(self) -> None:
+        if self._hinted:
+            app_settings().setValue(HINT_DISMISSED, self._hinted["model"]["path"])
+        self._set_hint_visible(False)
 
     def _mix_box(self) -> QGroupBox:
         box = QGroupBox("Type mix (weights, %)")
@@ -194,16 +230,9 @@ class GenerateView(TaskView, QWidget):
         return box
 
     def _model_changed(self, index: int) -> None:
-        for widget in (self.model_path, self.browse_button):
-            widget.setEnabled(index == GGUF)
-        self.endpoint.setEnabled(index == ENDPOINT)
         self.n_ctx.setEnabled(index != ENDPOINT)
-
-    def choose_model(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Choose a GGUF model", "", "GGUF models (*.gguf);;All files (*)")
-        if path:
-            self.model_path.setText(path)
-            self.model_choice.setCurrentIndex(GGUF)
+        if index != BUNDLED and hasattr(self, "hint_label"):
+            self._set_hint_visible(False)
 
     # -- data ------------------------------------------------------------------------------
     def reload(self) -> None:
@@ -237,8 +266,7 @@ class GenerateView(TaskView, QWidget):
             self.refuse("Every query type has weight 0.", "Give at least one type a weight above 0 %.")
             return None
         choice = self.model_choice.currentIndex()
-        model_path = self.model_path.text().strip() or None
-        endpoint = self.endpoint.text().strip() or None
+        model_path, endpoint = self.picker.chosen_path(), self.picker.chosen_endpoint()
         if choice == GGUF and not model_path:
             self.refuse("No GGUF file chosen.", "Choose a .gguf model file, or pick the bundled model.")
             return None
@@ -246,8 +274,7 @@ class GenerateView(TaskView, QWidget):
             self.refuse("No endpoint URL given.", "Type the server's URL, e.g. http://localhost:8080/v1.")
             return None
         return GenerationConfig(count=self.count.value(), mix=mix, seed=self.seed.value(),
-                                model_path=model_path if choice == GGUF else None,
-                                endpoint=endpoint if choice == ENDPOINT else None,
+                                model_path=model_path, endpoint=endpoint,
                                 n_ctx=self.n_ctx.value(), resume=resume, answers=self.answers.currentData())
 
     # -- tasks -----------------------------------------------------------------------------
@@ -295,6 +322,7 @@ class GenerateView(TaskView, QWidget):
             self.rate.setText("")
         else:
             self.reload()
+            self.picker.refresh()  # this run's rows count for its model now
 
     def show_task_progress(self, done: int, total: int, message: str) -> None:
         self.progress.setFormat("%v / %m rows")

@@ -85,6 +85,9 @@ def test_cancel_then_resume_reaches_target_without_duplicates(sample_db):
     assert second["run_id"] == first["run_id"] and second["accepted"] == 12
     texts = [r[0] for r in sample_db.execute("SELECT text_norm FROM queries")]
     assert len(texts) == len(set(texts)) == 12
+    # the run's working time adds up its sessions (rows per minute per model, curator models --project)
+    recorded = json.loads(sample_db.execute("SELECT counts FROM generation_runs").fetchone()[0])["seconds"]
+    assert recorded == pytest.approx(first["seconds"] + second["seconds"], abs=0.02)
 
 
 def test_resume_keeps_the_runs_seed_and_refuses_another_backend(sample_db):

@@ -337,3 +337,16 @@ def default_embed() -> Callable[[list[str]], np.ndarray]:
         return np.vstack([cache[t] for t in texts])
 
     return embed
+
+
+def lazy_default_judge() -> ClaimJudge:
+    """The default claim judge, its MiniLM loaded on the first claim it judges (the CLI and the
+    Diagnose tab both build it so: a project with every claim judged never loads MiniLM)."""
+    embed: list = []
+
+    def lazy(texts: list[str]) -> np.ndarray:
+        if not embed:
+            embed.append(default_embed())
+        return embed[0](texts)
+
+    return ClaimJudge(lazy)

@@ -147,6 +147,7 @@ def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -
               "surplus": progress.surplus, "kept_surplus": progress.kept_surplus, "refilled": progress.refilled}
     if progress.handed_over:
         counts["handed_over"] = progress.handed_over
+    counts["seconds"] = round(_earlier_seconds(db, run_id) + seconds, 2)  # all sessions: rows/min per model
     with db.conn:
         db.execute("UPDATE generation_runs SET status = ?, counts = ? WHERE id = ?", [status, store.dumps(counts), run_id])
     if status == "exhausted":
@@ -154,6 +155,13 @@ def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -
     return {"run_id": run_id, "status": status, **counts, "accepted_this_session": progress.accepted,
             "rejected_this_session": progress.rejected,
             "seconds": round(seconds, 2), "rows_per_min": round(60 * progress.accepted / seconds, 2) if seconds else 0.0}
+
+
+def _earlier_seconds(db, run_id: int) -> float:
+    """The working seconds a resumed run's earlier sessions recorded (0 for a new run)."""
+    earlier = store.loads(db.execute("SELECT counts FROM generation_runs WHERE id = ?", [run_id]).fetchone()[0], {})
+    value = earlier.get("seconds") if isinstance(earlier, dict) else None
+    return float(value) if isinstance(value, (int, float)) else 0.0
 
 
 def _why_short(counts: dict, progress: _Progress) -> str:
