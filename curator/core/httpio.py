@@ -113,8 +113,8 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         fp.close()
         raise CuratorError(f"{req.full_url}: the server answered with a redirect ({code}) to {short_error(newurl)}; "
-                           "Curator does not follow redirects (they could carry the API key elsewhere): point "
-                           "--endpoint (or --embedder endpoint:URL) at the final URL.")
+                           "Curator does not follow redirects (they could carry the API key elsewhere): give the "
+                           "final URL as the endpoint.")
 
 
 def _shut(sockets: list[socket.socket]) -> None:
