@@ -102,17 +102,18 @@ def gguf_string(path: Union[str, Path], key: str) -> Optional[str]:
     """A string value of a GGUF file's metadata header, or None when the file has no such key.
 
     Through the gguf package's reader, as generation.repack.gguf_file_type does: it memory-maps
-    the file, so only the header is read even for an 8B model. A header the reader cannot read is
-    repack.read_gguf's one-line ModelFileError (arrays nested 100,000 deep raised RecursionError).
+    the file, so only the header is read even for an 8B model.
     """
     import gguf
 
-    from curator.core.generation.repack import read_gguf
+    from curator.core.generation.repack import unreadable_gguf
 
-    with open(path, "rb") as fh:
-        if fh.read(4) != b"GGUF":
-            return None  # not a GGUF file
-    field = read_gguf(path).fields.get(key)
+    try:
+        field = gguf.GGUFReader(str(path)).fields.get(key)
+    except ValueError:  # not a GGUF file, or its tensors cut off: loading the model says why
+        return None
+    except Exception as exc:  # metadata arrays nested 100,000 deep raised RecursionError: a traceback
+        raise unreadable_gguf(path, exc) from None
     if field is None or field.types != [gguf.GGUFValueType.STRING]:
         return None
     return bytes(field.parts[field.data[0]]).decode("utf-8", "replace")
