@@ -68,6 +68,8 @@ SLOW_CALLS = {
 # idle machine's). The measured ones embed the sample corpus with MiniLM (dense, hybrid, suggestions).
 _MEASURED = "measured in the fast tier: "
 SLOW_TESTS: dict[str, str] = {
+    "tests/trust/test_http_limits.py::test_the_refusal_is_one_line_from_the_command_line":
+        "curator generate --endpoint loads the bundled model before it opens the endpoint",
     "tests/cli/test_foundation_cli.py::test_demo_headless": "builds the demo: the bundled model, UMAP in a worker",
     "tests/gui/test_whole_project_from_window.py::test_a_whole_project_from_the_window":
         "every stage from the window: the bundled model, UMAP in a worker",

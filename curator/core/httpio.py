@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import socket
 import threading
@@ -27,11 +28,16 @@ RETRYABLE = (OSError, http.client.HTTPException, ValueError)
 
 
 def env_number(name: str, default: float) -> float:
-    """A number from the environment (a limit the user may raise), or a clear error."""
+    """A positive number from the environment (a limit the user may raise), or a clear error: nan
+    turned the deadline off, and nan or inf as a reply cap was a traceback."""
     try:
-        return float(os.environ.get(name, default))
+        value = float(os.environ.get(name, default))
     except ValueError:
-        raise CuratorError(f"${name} must be a number (got {os.environ[name]!r}).") from None
+        value = math.nan
+    if not (0 < value < math.inf):
+        raise CuratorError(f"${name} must be a positive number (got {os.environ[name]!r}); "
+                           "unset it to use the default.")
+    return value
 
 
 def short_error(exc) -> str:
@@ -47,6 +53,15 @@ def json_request(url: str, body: Optional[dict], api_key: Optional[str]) -> urll
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     return urllib.request.Request(url, json.dumps(body).encode() if body is not None else None, headers)
+
+
+def reply_json(raw: bytes):
+    """The reply parsed as JSON; every way it can be bad is a ValueError, so it is retried and then
+    said in one line (a reply nested 300,000 deep raised RecursionError: a traceback)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("the reply's JSON is nested too deeply") from None
 
 
 def refusal(exc: urllib.error.HTTPError, where: str, key_env: str, has_key: bool, hint: str = "") -> Optional[CuratorError]:
@@ -66,11 +81,12 @@ def fetch_capped(request: urllib.request.Request, deadline_at: float, timeout: f
     the socket is shut at ``deadline_at`` (time.monotonic), and a reply cut there is an error, not a
     fragment that happens to parse."""
     sockets: list[socket.socket] = []
-    watchdog = threading.Timer(max(0.0, deadline_at - time.monotonic()), _shut, [sockets])
+    wait = min(threading.TIMEOUT_MAX, max(0.0, deadline_at - time.monotonic()))  # a 1e300 s deadline: no overflow
+    watchdog = threading.Timer(wait, _shut, [sockets])
     watchdog.daemon = True
     watchdog.start()
     try:
-        opener = urllib.request.build_opener(_WatchedHttp(sockets), _WatchedHttps(sockets))
+        opener = urllib.request.build_opener(_WatchedHttp(sockets), _WatchedHttps(sockets), _NoRedirects())
         with opener.open(request, timeout=max(0.1, min(timeout, deadline_at - time.monotonic()))) as response:
             raw = _read_capped(response, max_reply_bytes, too_big)
     finally:
@@ -88,6 +104,17 @@ def _read_capped(response, max_reply_bytes: int, too_big: str) -> bytes:
             raise CuratorError(too_big)
         parts.append(piece)
     return b"".join(parts)
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is refused, not followed: urllib followed one to any origin with the Authorization
+    header (the API key), turning the POST into a GET. The user names the final URL instead."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        fp.close()
+        raise CuratorError(f"{req.full_url}: the server answered with a redirect ({code}) to {short_error(newurl)}; "
+                           "Curator does not follow redirects (they could carry the API key elsewhere): give the "
+                           "final URL as the endpoint.")
 
 
 def _shut(sockets: list[socket.socket]) -> None:

@@ -57,13 +57,28 @@ def test_the_fastest_candidate_is_chosen_and_cached_per_mode_and_threads(own_cac
     assert len(json.loads((own_cache / "engine" / "choices.json").read_text())) == 3
 
 
-def test_a_damaged_choices_file_is_measured_again(own_cache, bundled_model, monkeypatch):
+@pytest.mark.parametrize("damaged", ["{not json", "[1, 2]", '"a string"', "null"])
+def test_a_damaged_choices_file_is_measured_again(own_cache, bundled_model, monkeypatch, damaged):
+    """JSON that is not an object (a list, a string) raised AttributeError (issue 43: 6): discarded, rebuilt."""
     probe = ScriptedProbe(lambda c: float(c.parallel))
     monkeypatch.setattr(optimize, "measure_engines", probe)
     (own_cache / "engine").mkdir(parents=True)
-    (own_cache / "engine" / "choices.json").write_text("{not json")
-    chosen, why = choose_engine([EngineCandidate(bundled_model, p) for p in (1, 2)], "extractive", threads=1)
+    (own_cache / "engine" / "choices.json").write_text(damaged)
+    candidates = [EngineCandidate(bundled_model, p) for p in (1, 2)]
+    chosen, why = choose_engine(candidates, "extractive", threads=1)
     assert chosen.parallel == 2 and why["chosen_by"] == "probe" and len(probe.calls) == 1
+    assert len(json.loads((own_cache / "engine" / "choices.json").read_text())) == 1  # written whole again
+    assert choose_engine(candidates, "extractive", threads=1)[1]["chosen_by"] == "probe (cached)"
+
+
+def test_a_damaged_entry_of_the_choices_file_is_measured_again(own_cache, bundled_model, monkeypatch):
+    probe = ScriptedProbe(lambda c: float(c.parallel))
+    monkeypatch.setattr(optimize, "measure_engines", probe)
+    candidates = [EngineCandidate(bundled_model, p) for p in (1, 2)]
+    (own_cache / "engine").mkdir(parents=True)
+    key = optimize._choice_key(candidates, "extractive", 1)
+    (own_cache / "engine" / "choices.json").write_text(json.dumps({key: "Q4_1 x1"}))
+    assert choose_engine(candidates, "extractive", threads=1)[1]["chosen_by"] == "probe"
 
 
 def test_real_probe_times_every_candidate_on_the_modes_requests(bundled_model, monkeypatch):

@@ -123,3 +123,77 @@ def test_a_run_that_fails_is_marked_failed(serve, sample_project_path):
         generate(db, GenerationConfig(count=2, seed=1), backend=backend)
     assert [r[0] for r in db.execute("SELECT status FROM generation_runs")] == ["failed"]
     db.close()
+
+
+# ---------------------------------------------------------------- issue 43: 5, 6, 10
+
+def redirect_to(target_url: str, code: int):
+    def serve(conn) -> None:
+        conn.sendall(b"HTTP/1.1 %d Moved\r\nLocation: %s/v1/chat/completions\r\nContent-Length: 0\r\n\r\n"
+                     % (code, target_url.encode()))
+    return serve
+
+
+def recording(requests: list):
+    """A second server that would answer well; it records every request that reaches it."""
+    def serve(conn) -> None:
+        requests.append(True)
+        body = json.dumps({"choices": [{"message": {"content": "Question: a?\nAnswer: b"}}]}).encode()
+        conn.sendall(HEADERS % len(body) + body)
+    return serve
+
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+def test_a_redirect_is_refused_and_the_key_never_leaves(serve, monkeypatch, code):
+    """A 301/302/303 to another port was followed as a GET carrying the Authorization header."""
+    from curator.core.embedding.endpoint import EndpointEmbedder
+
+    monkeypatch.setenv("CURATOR_API_KEY", "secret-key")
+    reached: list = []
+    elsewhere = serve(recording(reached))
+    start = serve(redirect_to(elsewhere.url, code))
+    backend = HttpBackend(start.url, retries=2, parallel=1, deadline=10)
+    with pytest.raises(CuratorError) as caught:
+        backend.complete([{"role": "user", "content": "hi"}])
+    message = str(caught.value)
+    assert f"redirect ({code}) to {elsewhere.url}/v1/chat/completions" in message and "does not follow" in message
+    assert "\n" not in message
+    with pytest.raises(CuratorError, match=rf"redirect \({code}\)"):
+        EndpointEmbedder(f"endpoint:{start.url}#m".removeprefix("endpoint:")).embed_batch(["a text"])
+    assert reached == []
+
+
+def nested(conn) -> None:
+    body = b"[" * 300_000 + b"]" * 300_000  # 600 kB, under the reply cap
+    conn.sendall(HEADERS % len(body) + body)
+
+
+def test_a_reply_nested_300000_deep_is_one_line(serve):
+    """json.loads raised RecursionError: a traceback from generate --endpoint and the endpoint embedder."""
+    from curator.core.embedding.endpoint import EndpointEmbedder
+
+    url = serve(nested).url
+    with pytest.raises(CuratorError, match="nested too deeply"):
+        HttpBackend(url, retries=1, parallel=1, deadline=10).complete([{"role": "user", "content": "hi"}])
+    with pytest.raises(CuratorError, match="nested too deeply"):
+        EndpointEmbedder(url, retries=1, deadline=10).embed_batch(["a text"])
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-5", "0", "lots"])
+@pytest.mark.parametrize("name", ["CURATOR_HTTP_DEADLINE_S", "CURATOR_HTTP_MAX_REPLY_BYTES"])
+def test_a_limit_that_is_not_a_positive_number_is_refused(monkeypatch, name, value):
+    """nan turned the deadline off; nan or inf as the reply cap raised ValueError or OverflowError."""
+    monkeypatch.setenv(name, value)
+    with pytest.raises(CuratorError, match=rf"^\${name} must be a positive number \(got '{value}'\)"):
+        HttpBackend("http://127.0.0.1:9")
+
+
+def test_the_refusal_is_one_line_from_the_command_line(monkeypatch, sample_project_path):
+    from click.testing import CliRunner
+
+    from curator.cli.main import cli
+
+    monkeypatch.setenv("CURATOR_HTTP_DEADLINE_S", "nan")
+    result = CliRunner().invoke(cli, ["generate", str(sample_project_path), "--endpoint", "http://127.0.0.1:9"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert result.output.strip().splitlines()[-1].startswith("Error: $CURATOR_HTTP_DEADLINE_S must be a positive")

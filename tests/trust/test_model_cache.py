@@ -17,6 +17,7 @@ from curator.core import cachefiles
 from curator.core.embedding import minilm_gguf
 from curator.core.embedding.embed import embed_texts, get_embedder
 from curator.core.embedding.base import text_hash
+from curator.core.errors import ModelFileError
 from curator.core.generation import optimize, repack
 
 LEGACY_MINILM_ID = "minilm:all-MiniLM-L6-v2:t256"  # what every MiniLM vector was stored under before
@@ -132,3 +133,29 @@ def test_vectors_drop_removes_a_projects_vectors(sample_db, sample_project_path)
     result = CliRunner().invoke(cli, ["vectors", "drop", str(sample_project_path)])
     assert result.exit_code == 0 and "dropped 1 stored vectors" in result.output
     assert sample_db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0] == 0
+
+
+def _nested_arrays(path, depth: int = 100_000) -> None:
+    """A GGUF header whose one metadata value is an array of an array of ... (12 bytes a level)."""
+    key = b"tokenizer.ggml.nested"
+    head = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(key)) + key + struct.pack("<I", 9)
+    path.write_bytes(head + struct.pack("<IQ", 9, 1) * depth + struct.pack("<IQ", 0, 0) + b"\0" * 4096)
+
+
+def test_a_gguf_whose_metadata_nests_arrays_is_one_line(tmp_path, sample_project_path):
+    """The chat-template check raised RecursionError (issue 43: 6); model optimize already said one line."""
+    model = tmp_path / "nested.gguf"
+    _nested_arrays(model)
+    for args in (["model", "optimize", str(model)], ["generate", str(sample_project_path), "--model", str(model)]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+        assert result.output.strip().splitlines()[-1].startswith(f"Error: {model}: not a readable GGUF file "
+                                                                 "(RecursionError")
+
+
+def test_an_unloadable_gguf_embedder_is_one_line(tmp_path):
+    """A GGUF whose header reads but that llama.cpp cannot load raised ValueError from --embedder gguf:."""
+    model = tmp_path / "empty.gguf"
+    model.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 0) + b"\0" * 4096)  # no tensors, no metadata
+    with pytest.raises(ModelFileError, match=rf"^{model}: llama.cpp could not load this embedding model"):
+        get_embedder(f"gguf:{model}").embed_batch(["how do I read a file"])

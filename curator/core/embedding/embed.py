@@ -113,8 +113,12 @@ class GgufEmbedder(Embedder):
         if self._llm is None:
             from llama_cpp import Llama
 
-            self._llm = Llama(model_path=self.model_path, embedding=True, n_ctx=self.n_ctx,
-                              n_threads=self.n_threads, n_batch=self.n_ctx, verbose=False)
+            try:
+                self._llm = Llama(model_path=self.model_path, embedding=True, n_ctx=self.n_ctx,
+                                  n_threads=self.n_threads, n_batch=self.n_ctx, verbose=False)
+            except (ValueError, RuntimeError) as exc:  # "Failed to load model from file": was a traceback
+                raise ModelFileError(f"{self.model_path}: llama.cpp could not load this embedding model ({exc}); "
+                                     "check that it is a GGUF embedding model, or download it again.") from None
         return self._llm
 
     def embed_batch(self, texts: list[str]) -> np.ndarray:

@@ -29,7 +29,7 @@ import numpy as np
 
 from curator.core.embedding.base import Embedder, l2_normalise
 from curator.core.errors import CuratorError, InputError
-from curator.core.httpio import RETRYABLE, env_number, fetch_capped, json_request, refusal, short_error
+from curator.core.httpio import RETRYABLE, env_number, fetch_capped, json_request, refusal, reply_json, short_error
 from curator.core.progress import CancelToken
 
 PROBE = "Curator embedding probe: how do I read a file?"
@@ -92,7 +92,7 @@ class EndpointEmbedder(Embedder):
     def _first_model(self) -> str:
         """The first model id of ``GET /v1/models``; "default" when the server lists none."""
         try:
-            reply = json.loads(self._fetch(None, "/models", time.monotonic() + min(self.deadline, 30.0)))
+            reply = reply_json(self._fetch(None, "/models", time.monotonic() + min(self.deadline, 30.0)))
             return str(reply["data"][0]["id"])
         except (*RETRYABLE, KeyError, IndexError, TypeError):
             return "default"
@@ -145,7 +145,7 @@ class EndpointEmbedder(Embedder):
         last = None
         for attempt in range(self.retries + 1):
             try:
-                return self._vectors(json.loads(self._fetch(body, "/embeddings", deadline_at)), len(texts))
+                return self._vectors(reply_json(self._fetch(body, "/embeddings", deadline_at)), len(texts))
             except urllib.error.HTTPError as exc:
                 self._raise_if_refused(exc)
                 last = exc

@@ -223,9 +223,10 @@ def _read_choices() -> dict:
     import json
 
     try:
-        return json.loads(_choices_file().read_text(encoding="utf-8"))
+        choices = json.loads(_choices_file().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}  # none yet, or a damaged file: measured again, and written whole
+    return choices if isinstance(choices, dict) else {}  # a list or a string: damaged too
 
 
 def _write_choice(key: str, record: dict) -> None:
@@ -262,7 +263,7 @@ def choose_engine(candidates: list[EngineCandidate], mode: str, threads: int, n_
     key = _choice_key(candidates, mode, threads)
     cached = _read_choices().get(key)
     by_label = {c.label: c for c in candidates}
-    if cached and cached.get("chosen") in by_label:
+    if isinstance(cached, dict) and cached.get("chosen") in by_label:
         return by_label[cached["chosen"]], {**cached, "chosen_by": "probe (cached)"}
     if on_probe is not None:  # the user sees why the first rows wait
         on_probe(f"first use of this model for {mode} rows: timing {len(candidates)} engine settings "

@@ -143,9 +143,12 @@ def read_gguf(path: Union[str, Path]):
 
     try:
         return gguf.GGUFReader(str(path))
-    except MemoryError:
-        raise ModelFileError(f"{path}: not a readable GGUF file (its header asks for more memory than there is); "
-                             "check the file or download it again.") from None
     except Exception as exc:  # the reader raises ValueError, IndexError, struct/numpy errors, OSError...
-        raise ModelFileError(f"{path}: not a readable GGUF file ({type(exc).__name__}: {str(exc)[:200]}); "
-                             "check the file or download it again.") from None
+        raise unreadable_gguf(path, exc) from None
+
+
+def unreadable_gguf(path: Union[str, Path], exc: BaseException) -> ModelFileError:
+    """The one-line error for a GGUF header the gguf package's reader failed on with ``exc``."""
+    why = ("its header asks for more memory than there is" if isinstance(exc, MemoryError)
+           else f"{type(exc).__name__}: {str(exc)[:200]}")
+    return ModelFileError(f"{path}: not a readable GGUF file ({why}); check the file or download it again.")

@@ -18,6 +18,7 @@ import csv
 import hashlib
 import json
 import re
+from collections import deque
 from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
@@ -109,31 +110,115 @@ def _jsonl_records(path: Path, lines: Iterable[tuple[int, str]], errors: list[st
 
 def _csv_records(path: Path, lines: Iterable[tuple[int, str]], delimiter: str,
                  errors: list[str]) -> Iterator[tuple[int, dict]]:
-    """Rows with the line they start on; quoted fields may hold line breaks."""
-    reader = csv.reader((text for _, text in lines), delimiter=delimiter)
-    try:
-        header = [h.strip().lower() for h in next(reader, [])]
-    except csv.Error as exc:
-        raise InputError(f"{path}:1: the header line cannot be read ({exc}).") from None
-    number = reader.line_num + 1
+    """Rows with the line they start on. A quoted field may hold line breaks, but a record that
+    spans lines must be well formed (_well_formed) within MAX_RECORD_LINES lines: otherwise the
+    quote opened on its first line is taken for a stray one, that line is skipped, and reading
+    goes on from the next line (an unclosed quote swallowed thousands of lines without a word)."""
+    feed = _RecordLines(lines)
+    reader = csv.reader(feed, delimiter=delimiter)
+    header = _csv_header(path, reader, feed)
     while True:
+        feed.start_record()
         try:
             row = next(reader)
         except StopIteration:
             return
-        except csv.Error as exc:  # e.g. a field over csv.field_size_limit(): this row only
-            errors.append(f"{path}:{number}: {exc}; line skipped.")
-            number = reader.line_num + 1
+        except (csv.Error, _Unclosed) as exc:  # e.g. a field over csv.field_size_limit(): this record only
+            errors.append(_bad_record(path, feed, exc))
             continue
-        start, number = number, reader.line_num + 1
-        if not row:
+        start = feed.record[0][0]
+        if len(feed.record) > 1 and not _well_formed(feed.record, delimiter, len(header)):
+            errors.append(_bad_record(path, feed, f"gives {len(row)} columns where the header has {len(header)}"
+                                      if len(row) != len(header) else "a quote inside it is not doubled"))
+        elif not row:
             continue
-        if "\x00" in "".join(row):
+        elif "\x00" in "".join(row):
             errors.append(f"{path}:{start}: NUL byte in the line; line skipped.")
         elif len(row) != len(header):
             errors.append(f"{path}:{start}: {len(row)} columns where the header has {len(header)}; line skipped.")
         else:
             yield start, dict(zip(header, row))
+
+
+MAX_RECORD_LINES = 100  # a quoted field with line breaks: a query of a few paragraphs, not a whole log
+
+
+class _Unclosed(Exception):
+    """A quoted field still open after MAX_RECORD_LINES lines or MAX_LINE_BYTES characters, before a
+    skipped line, or at the end of the file."""
+
+    def __str__(self) -> str:
+        return f"a quote opened on this line is not closed (a quoted field spans at most {MAX_RECORD_LINES} lines)"
+
+
+class _RecordLines:
+    """The text of each line for csv.reader, keeping the lines of the record being read, so that
+    a record that proves malformed can be read again from its second line."""
+
+    def __init__(self, lines: Iterable[tuple[int, str]]) -> None:
+        self.source = iter(lines)
+        self.pending: deque[tuple[int, str]] = deque()  # lines given back, read again first
+        self.record: list[tuple[int, str]] = []
+        self.size = 0
+
+    def __iter__(self) -> "_RecordLines":
+        return self
+
+    def __next__(self) -> str:
+        line = self.pending.popleft() if self.pending else next(self.source, None)
+        if line is None:
+            if self.record:  # the reader asks for more: a quote is still open at the end of the file
+                raise _Unclosed
+            raise StopIteration
+        if self.record and (len(self.record) >= MAX_RECORD_LINES or self.size + len(line[1]) > MAX_LINE_BYTES
+                            or line[0] != self.record[-1][0] + 1):  # too long, or a skipped line between
+            self.pending.appendleft(line)
+            raise _Unclosed
+        self.record.append(line)
+        self.size += len(line[1])
+        return line[1]
+
+    def start_record(self) -> None:
+        self.record, self.size = [], 0
+
+    def skip_first(self) -> int:
+        """Give back all the record's lines but its first, whose number is returned."""
+        self.pending.extendleft(reversed(self.record[1:]))
+        return self.record[0][0]
+
+
+def _bad_record(path: Path, feed: _RecordLines, why) -> str:
+    """The record's first line is skipped and reading goes on from its second."""
+    last = feed.record[-1][0]
+    number = feed.skip_first()
+    if last > number and not isinstance(why, _Unclosed):
+        why = f"a quoted field opened on this line runs to line {last}, and {why}"
+    return f"{path}:{number}: {why}; line skipped."
+
+
+def _well_formed(record: list[tuple[int, str]], delimiter: str, columns: int) -> bool:
+    """A record spanning lines each of whose quoted fields closes right before a delimiter or a line
+    break (a quote inside doubled), with the header's column count: a stray quote that happens to
+    close some lines further down gives neither, most of the time."""
+    try:
+        row = next(csv.reader((text for _, text in record), delimiter=delimiter, strict=True))
+    except csv.Error:
+        return False
+    return len(row) == columns
+
+
+def _csv_header(path: Path, reader, feed: _RecordLines) -> list[str]:
+    """The column names, from line 1 and that line only."""
+    try:
+        header = next(reader, [])
+    except (csv.Error, _Unclosed) as exc:
+        raise InputError(f"{path}:1: the header line cannot be read ({exc}).") from None
+    if feed.record and feed.record[0][0] != 1:
+        raise InputError(f"{path}:1: the header line is longer than {MAX_LINE_BYTES:,} bytes, so the columns are "
+                         "unknown; the first line of a CSV log names its columns.")
+    if len(feed.record) > 1:
+        raise InputError(f"{path}:1: a quote in the header line is not closed on that line; the header is one line.")
+    return [h.strip().lower() for h in header]
 
 
 def _pick(fields: set[str], explicit: Optional[str], candidates: tuple[str, ...]) -> Optional[str]:
@@ -189,13 +274,24 @@ def _entry(record: dict, number: int, pick: dict, redact_pii: bool, rephrased: s
             "negative": bool(signals)}
 
 
-def _fields(path: Path) -> tuple[set[str], int]:
+def _fields(path: Path, problems: Optional[LineProblems] = None) -> tuple[set[str], int]:
     """Every field name in the file (lower case) and how many records it holds."""
     fields: set[str] = set()
     count = 0
-    for count, (_, record) in enumerate(_records(path, LineProblems()), start=1):
+    for count, (_, record) in enumerate(_records(path, LineProblems() if problems is None else problems), start=1):
         fields.update(k.lower() for k in record)
     return fields, count
+
+
+def _usable_fields(path: Path) -> tuple[set[str], int]:
+    """_fields of a file with at least one usable record; with none, what is wrong with its lines
+    (a file whose only line was unusable said "no query column found", naming no line)."""
+    problems = LineProblems()
+    fields, records = _fields(path, problems)
+    if not records and problems.count:
+        more = f" (and {problems.count - 1:,} more problems)" if problems.count > 1 else ""
+        raise InputError(f"{problems.kept[0]}{more} No line of the log holds a usable record; nothing was imported.")
+    return fields, records
 
 
 def _mapping(fields: set[str], query_field=None, feedback_field=None, timestamp_field=None, session_field=None) -> dict:
@@ -231,7 +327,7 @@ def import_log(db: sqlite_utils.Database, path, query_field: Optional[str] = Non
         return {"file": str(path), "lines_read": 0, "imported": 0, "merged": 0, "skipped": 0, "negative": 0,
                 "fields": first.get("fields", {}), "errors": [], "warnings": [], "already_imported": True,
                 "first_imported_at": first.get("at"), "sha1": digest}
-    fields, records = _fields(path)
+    fields, records = _usable_fields(path)
     pick = _mapping(fields, query_field, feedback_field, timestamp_field, session_field)
     if pick["query"] is None:
         raise InputError(f"{path}: no query column found (looked for {', '.join(QUERY_FIELDS)}); use --query-field.")

@@ -11,7 +11,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Iterable, Iterator, Optional
 
 from curator.core.errors import CuratorError
-from curator.core.httpio import RETRYABLE, env_number, fetch_capped, json_request, refusal, short_error
+from curator.core.httpio import RETRYABLE, env_number, fetch_capped, json_request, refusal, reply_json, short_error
 from curator.core.generation.backends.base import Backend, Messages, Request, RequestSource
 
 
@@ -64,7 +64,7 @@ class HttpBackend(Backend):
         deadline_at = time.monotonic() + self.deadline
         for attempt in range(self.retries + 1):
             try:
-                return self._reply_text(json.loads(self._fetch(body, deadline_at)))
+                return self._reply_text(reply_json(self._fetch(body, deadline_at)))
             except urllib.error.HTTPError as exc:
                 refused = self._refused(exc)
                 if refused:

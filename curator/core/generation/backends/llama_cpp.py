@@ -106,10 +106,14 @@ def gguf_string(path: Union[str, Path], key: str) -> Optional[str]:
     """
     import gguf
 
+    from curator.core.generation.repack import unreadable_gguf
+
     try:
         field = gguf.GGUFReader(str(path)).fields.get(key)
-    except ValueError:  # not a GGUF file (bad magic or version)
+    except ValueError:  # not a GGUF file, or its tensors cut off: loading the model says why
         return None
+    except Exception as exc:  # metadata arrays nested 100,000 deep raised RecursionError: a traceback
+        raise unreadable_gguf(path, exc) from None
     if field is None or field.types != [gguf.GGUFValueType.STRING]:
         return None
     return bytes(field.parts[field.data[0]]).decode("utf-8", "replace")
