@@ -90,7 +90,7 @@ def test_undo_takes_back_only_the_fields_its_decision_changed(sample_db):
     assert (q["status"], q["gold_chunk_ids"], q["note"], q["reviewer"]) == ("approved", [c[0]], None, "ana")
 
 
-def test_an_edit_by_another_reviewer_survives_the_undo_and_redo_of_an_approval(sample_db):
+def test_an_edit_by_another_reviewer_survives_the_undo_of_an_approval_and_blocks_its_redo(sample_db):
     c = _chunks(sample_db)
     qid = _new_row(sample_db)
     decisions.decide(sample_db, qid, "approve", "ana", gold=[c[0]])
@@ -99,10 +99,10 @@ def test_an_edit_by_another_reviewer_survives_the_undo_and_redo_of_an_approval(s
     q = get_query(sample_db, qid)
     assert (q["status"], q["text"], q["reviewer"]) == ("pending", "How often are access tokens rotated?", "bob")
     assert q["text_norm"] == normalize_text(q["text"])
-    decisions.redo(sample_db, "ana")  # the journal order again: Ana approved, then Bob edited
-    q = get_query(sample_db, qid)
-    assert (q["status"], q["gold_chunk_ids"], q["text"], q["reviewer"]) == (
-        "approved", [c[0]], "How often are access tokens rotated?", "bob")
+    # Ana approved another question: redoing her approval would approve Bob's, which nobody approved
+    with pytest.raises(InputError, match=r"cannot redo ana's approve .*question no longer hold.*bob's edit"):
+        decisions.redo(sample_db, "ana")
+    assert get_query(sample_db, qid)["status"] == "pending"
 
 
 def test_redo_refuses_when_an_earlier_decision_it_built_on_was_undone(sample_db):

@@ -168,6 +168,7 @@ CONTENT_FIELDS = tuple(f for f in REVIEW_FIELDS if f not in ATTRIBUTION)
 # gold change under it would leave an approval of a row nobody approved.
 _APPROVED_ROW = ("status", "text", "reference", "gold_chunk_ids", "gold_grades", "answerable")
 _STATUS_ACTIONS = {*_STATUS_OF_ACTION, "adjudicate"}
+_GOLD_RULE_FIELDS = {"status", "gold_chunk_ids", "answerable"}  # what the gold rule (store.gold.gold_problem) reads
 _FIELD_NAMES = {"status": "status", "text": "question", "reference": "reference answer", "gold_chunk_ids": "gold chunks",
                 "gold_grades": "gold grades", "answerable": "answerable flag", "note": "note"}
 _IN_FORCE = f"state = 'done' AND {QUERY_DECISIONS}"  # the journal rows whose effect the row holds now
@@ -192,9 +193,14 @@ def _stands_on(entry: dict) -> set[str]:
     fields = set(changed_fields(entry))
     if entry["action"] in _STATUS_ACTIONS:
         fields.add("status")
-        if entry["after"].get("status") == "approved":
-            fields.update(_APPROVED_ROW)
+    if _approves(entry):
+        fields.update(_APPROVED_ROW)
     return fields
+
+
+def _approves(entry: dict) -> bool:
+    """An approval, or an adjudication to approved: it stands on the whole row it approved."""
+    return entry["action"] in _STATUS_ACTIONS and entry["after"].get("status") == "approved"
 
 
 def describe(entry: dict) -> str:
@@ -241,13 +247,20 @@ def _set_fields(db: sqlite_utils.Database, entry: dict, verb: str, expected: dic
                          f"hold what they held then ({_cause(db, entry, moved)}); nothing was changed.")
     values = {f: target.get(f) for f in fields}
     problem = gold_problem(db, query_id, {**row, **values})
-    if problem is not None:  # e.g. a re-ingest retired the gold chunk it would bring back
+    if problem is not None and _answers_for(db, query_id, row, values):  # e.g. a re-ingest retired the gold it brings back
         raise InputError(f"cannot {verb} {describe(entry)}: it would leave an approved row without usable gold "
                          f"({problem}); nothing was changed.")
     if values:
         _write(db, query_id, values)
     if "text" in values:
         db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(values["text"]), query_id])
+
+
+def _answers_for(db: sqlite_utils.Database, query_id: str, row: dict, values: dict) -> bool:
+    """Whether a step that leaves the row breaking the gold rule is to blame: it changes the status, gold
+    or answerable flag, or the row kept the rule before it. Undoing a note on an approved row whose gold a
+    re-ingest retired since is not (refusing it would strand the undo of the approval behind it)."""
+    return bool(set(values) & _GOLD_RULE_FIELDS) or gold_problem(db, query_id, row) is None
 
 
 def _take_back(db: sqlite_utils.Database, entry: dict) -> None:
@@ -261,7 +274,10 @@ def _take_back(db: sqlite_utils.Database, entry: dict) -> None:
 def _apply_again(db: sqlite_utils.Database, entry: dict) -> None:
     """Redo a review decision: its changed fields to ``after`` again, where the row holds its ``before``."""
     _refuse_if_depended_on(db, entry, "redo")
-    _set_fields(db, entry, "redo", entry["before"], entry["after"], changed_fields(entry))
+    # An approval is redone only onto the row it approved (the fields it did not change included), never
+    # onto one another reviewer changed while it was undone: that would approve a row nobody approved.
+    checked = _APPROVED_ROW if _approves(entry) else ()
+    _set_fields(db, entry, "redo", entry["before"], entry["after"], [*changed_fields(entry), *checked])
     if entry["after"].get(CLEARED_CHANGES):
         clear_labelled_changes(db, entry["query_id"], entry["after"][CLEARED_CHANGES])
 

@@ -1,0 +1,77 @@
+"""Undo and redo refuse what would be wrong, and only that (issue 43 item 1, second review): a redo never
+approves a row nobody approved; the gold rule refuses only the step that breaks it."""
+
+from __future__ import annotations
+
+import pytest
+
+from curator.core.errors import InputError
+from curator.core.queries.rows import add_query, get_query
+from curator.core.review import adjudicate, decisions
+
+
+def _chunks(db, n=4) -> list[str]:
+    return [r[0] for r in db.execute("SELECT id FROM chunks WHERE active = 1 ORDER BY id LIMIT ?", [n])]
+
+
+def _new_row(db, text="How are access tokens rotated?", gold=None, reference=None) -> str:
+    with db.conn:
+        return add_query(db, text, "synthetic", gold_chunk_ids=gold or [], reference=reference)
+
+
+def _retire(db, chunk_id: str) -> None:
+    with db.conn:  # as a re-ingest does when the passage's file changed
+        db.execute("UPDATE chunks SET active = 0 WHERE id = ?", [chunk_id])
+
+
+def test_redo_of_an_approval_refuses_a_row_changed_while_it_was_undone(sample_db):
+    c = _chunks(sample_db)
+    qid = _new_row(sample_db, gold=[c[0]], reference="Weekly.")
+    decisions.decide(sample_db, qid, "approve", "ana")
+    decisions.undo(sample_db, "ana")
+    decisions.decide(sample_db, qid, "gold", "bob", gold=[c[3]])
+    decisions.decide(sample_db, qid, "edit", "bob", reference="Never.")
+    row = decisions.snapshot(sample_db, qid)
+    with pytest.raises(InputError, match=r"cannot redo ana's approve .*reference answer, gold chunks.* no longer hold"):
+        decisions.redo(sample_db, "ana")  # Ana approved c0 and "Weekly.", not c3 and "Never."
+    assert decisions.snapshot(sample_db, qid) == row and row["status"] == "pending"
+    decisions.undo(sample_db, "bob")
+    decisions.undo(sample_db, "bob")
+    assert decisions.redo(sample_db, "ana") == qid  # the row she approved again: the redo applies
+    q = get_query(sample_db, qid)
+    assert (q["status"], q["gold_chunk_ids"], q["reference"], q["reviewer"]) == ("approved", [c[0]], "Weekly.", "ana")
+
+
+def test_redo_of_an_adjudication_to_approved_refuses_a_changed_row(sample_db):
+    c = _chunks(sample_db)
+    qid = _new_row(sample_db, gold=[c[0]])
+    adjudicate.resolve(sample_db, qid, "carol", status="approved", gold=[c[0]])
+    decisions.undo(sample_db, "carol")
+    decisions.decide(sample_db, qid, "gold", "bob", gold=[c[1]])
+    with pytest.raises(InputError, match=r"cannot redo carol's adjudicate .*gold chunks.* no longer hold"):
+        decisions.redo(sample_db, "carol")
+    assert get_query(sample_db, qid)["status"] == "pending"
+
+
+def test_undo_of_a_note_is_not_refused_for_gold_retired_under_it(sample_db):
+    c = _chunks(sample_db)
+    qid = _new_row(sample_db)
+    decisions.decide(sample_db, qid, "approve", "ana", gold=[c[0]])
+    decisions.decide(sample_db, qid, "note", "ana", note="typo")
+    _retire(sample_db, c[0])
+    assert decisions.undo(sample_db, "ana") == qid  # the note was not what broke the row
+    assert get_query(sample_db, qid)["note"] is None
+    assert decisions.undo(sample_db, "ana") == qid  # and the undo that mends it is reachable
+    assert get_query(sample_db, qid)["status"] == "pending"
+
+
+def test_undo_that_would_itself_break_the_gold_rule_is_still_refused(sample_db):
+    c = _chunks(sample_db)
+    qid = _new_row(sample_db)
+    decisions.decide(sample_db, qid, "approve", "ana", gold=[c[0]])
+    decisions.decide(sample_db, qid, "note", "bob", note="fine")
+    decisions.decide(sample_db, qid, "gold", "ana", gold=[c[1]])
+    _retire(sample_db, c[0])
+    with pytest.raises(InputError, match="without usable gold"):
+        decisions.undo(sample_db, "ana")  # it would bring back the retired c0
+    assert get_query(sample_db, qid)["gold_chunk_ids"] == [c[1]]
