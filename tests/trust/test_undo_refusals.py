@@ -3,8 +3,11 @@ approves a row nobody approved; the gold rule refuses only the step that breaks 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from curator.core.corpus.ingest import ingest
 from curator.core.errors import InputError
 from curator.core.queries.rows import add_query, get_query
 from curator.core.review import adjudicate, decisions
@@ -75,3 +78,28 @@ def test_undo_that_would_itself_break_the_gold_rule_is_still_refused(sample_db):
     with pytest.raises(InputError, match="without usable gold"):
         decisions.undo(sample_db, "ana")  # it would bring back the retired c0
     assert get_query(sample_db, qid)["gold_chunk_ids"] == [c[1]]
+
+
+def test_redo_keeps_the_stale_mark_of_a_passage_edited_again_while_the_approval_was_undone(empty_db, tmp_path):
+    """Redo clears a pending change only while the chunk holds the text the approval read."""
+    corpus = tmp_path / "corpus.jsonl"
+
+    def edit(word: str) -> None:
+        corpus.write_text(json.dumps({"_id": "p1", "text": f"Access tokens are rotated every {word}."}) + "\n",
+                          encoding="utf-8")
+        ingest(empty_db, [corpus])
+
+    edit("week")
+    qid = _new_row(empty_db, "How often are tokens rotated?")
+    decisions.decide(empty_db, qid, "approve", "ana", gold=["p1"])
+    edit("month")
+    decisions.decide(empty_db, qid, "approve", "ana")  # read the month text: current again
+    assert get_query(empty_db, qid)["stale"] == 0
+    decisions.undo(empty_db, "ana")
+    edit("year")
+    assert decisions.redo(empty_db, "ana") == qid
+    assert get_query(empty_db, qid)["stale"] == 1  # the passage says "year" now; Ana read "month"
+    decisions.undo(empty_db, "ana")
+    edit("month")  # the text she read is back: her redo makes the row current
+    assert decisions.redo(empty_db, "ana") == qid
+    assert get_query(empty_db, qid)["stale"] == 0

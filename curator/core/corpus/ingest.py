@@ -203,7 +203,7 @@ def _existing_chunks(db, ids: list[str]) -> dict[str, tuple]:
         batch = ids[start : start + 500]
         for chunk_id, doc_id, title, text in db.execute(
                 f"SELECT id, doc_id, title, text FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch):
-            found[chunk_id] = (doc_id, _text_sha(title, text))
+            found[chunk_id] = (doc_id, text_sha(title, text))
     return found
 
 
@@ -248,7 +248,8 @@ def _taken_by(db, doc_id, key, doc_chunks, here, docs, chunks, claimed) -> Optio
     return None
 
 
-def _text_sha(title: str, text: str) -> str:
+def text_sha(title: str, text: str) -> str:
+    """The hash of a chunk's title and text that ``gold_changes`` records (review.decisions too)."""
     return hashlib.sha256(f"{title or ''}\x00{text}".encode("utf-8")).hexdigest()
 
 
@@ -261,7 +262,7 @@ def _record_text_changes(db, chunk_rows: list[tuple], report_: IngestReport, exi
     labelled before the edit is stale until the passage reads as it did (then its row goes)."""
     changed = []
     for row in chunk_rows:
-        if row[0] in existing and existing[row[0]][1] != (new_sha := _text_sha(row[3], row[4])):
+        if row[0] in existing and existing[row[0]][1] != (new_sha := text_sha(row[3], row[4])):
             changed.append((row[0], existing[row[0]][1], new_sha))
     at = store.now()
     for chunk_id, old_sha, new_sha in changed:

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Optional
 import sqlite_utils
 
 from curator.core import store
+from curator.core.corpus.ingest import text_sha
 from curator.core.errors import InputError
 from curator.core.store.gold import (check_grades, clear_labelled_changes, gold_problem, judged_not_relevant,
                                      labelled_changes, restore_labelled_changes)
@@ -40,7 +41,9 @@ QUERY_DECISIONS = f"action != '{VERDICT}'"  # SQL condition: journal rows that d
 # labelled) that the decision cleared. A reviewer's approval is a label made against today's text,
 # so it clears them (and the stale flag); undo puts back exactly those, redo clears them again, and
 # changes a later re-ingest recorded are left alone. Other decisions, and approvals replayed from
-# another copy by a merge (made against that copy's text), clear nothing.
+# another copy by a merge (made against that copy's text), clear nothing. Each cleared change carries,
+# as a fourth item, the hash of the text the decision read (corpus.ingest.text_sha): redo clears it only
+# while the chunk still holds that text, since a re-ingest since then made the label stale again.
 CLEARED_CHANGES = "cleared_changes"
 
 
@@ -133,7 +136,7 @@ def decide(
         # An approval reads today's text of the row's gold; ``settles`` names other chunks read again
         # (a grade). A 0-graded chunk's change is offered in the pool until it is graded again.
         read_again = set(settles) | (set(after["gold_chunk_ids"]) if relabel and action == "approve" else set())
-        cleared = [c for c in labelled_changes(db, query_id) if c[0] in read_again]
+        cleared = [[*c, _text_hash(db, c[0])] for c in labelled_changes(db, query_id) if c[0] in read_again]
         if cleared:
             clear_labelled_changes(db, query_id, cleared)
             before, after = {**before, CLEARED_CHANGES: cleared}, {**after, CLEARED_CHANGES: cleared}
@@ -278,8 +281,15 @@ def _apply_again(db: sqlite_utils.Database, entry: dict) -> None:
     # onto one another reviewer changed while it was undone: that would approve a row nobody approved.
     checked = _APPROVED_ROW if _approves(entry) else ()
     _set_fields(db, entry, "redo", entry["before"], entry["after"], [*changed_fields(entry), *checked])
-    if entry["after"].get(CLEARED_CHANGES):
-        clear_labelled_changes(db, entry["query_id"], entry["after"][CLEARED_CHANGES])
+    still_read = [c for c in entry["after"].get(CLEARED_CHANGES) or [] if len(c) < 4 or _text_hash(db, c[0]) == c[3]]
+    if still_read:  # the label was made against the text the chunk holds now, so it is current again
+        clear_labelled_changes(db, entry["query_id"], still_read)
+
+
+def _text_hash(db: sqlite_utils.Database, chunk_id: str) -> Optional[str]:
+    """The hash of the text a chunk holds now (None for a chunk no longer stored)."""
+    row = db.execute("SELECT title, text FROM chunks WHERE id = ?", [chunk_id]).fetchone()
+    return text_sha(*row) if row else None
 
 
 def attribution(db: sqlite_utils.Database, query_id: str) -> dict:

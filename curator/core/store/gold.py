@@ -215,7 +215,7 @@ def labelled_changes(db: sqlite_utils.Database, query_id: str) -> list[list]:
 def clear_labelled_changes(db: sqlite_utils.Database, query_id: str, changes: list[list]) -> None:
     """Drop these pending changes of the row (a reviewer labelled it against today's text), and let
     its stale flag follow. Changes recorded since (a later re-ingest) are not among them and stay."""
-    for chunk_id, labelled_sha, _ in changes:
+    for chunk_id, labelled_sha, *_ in changes:
         db.execute("DELETE FROM gold_changes WHERE query_id = ? AND chunk_id = ? AND labelled_sha = ?",
                    [query_id, chunk_id, labelled_sha])
     _refresh_stale(db, query_id)
@@ -223,7 +223,7 @@ def clear_labelled_changes(db: sqlite_utils.Database, query_id: str, changes: li
 
 def restore_labelled_changes(db: sqlite_utils.Database, query_id: str, changes: list[list]) -> None:
     """Put back pending changes a decision cleared (its undo), keeping any recorded since."""
-    for chunk_id, labelled_sha, changed_at in changes:
+    for chunk_id, labelled_sha, changed_at, *_ in changes:
         db.execute("""INSERT INTO gold_changes (query_id, chunk_id, labelled_sha, changed_at) VALUES (?, ?, ?, ?)
                       ON CONFLICT(query_id, chunk_id) DO NOTHING""", [query_id, chunk_id, labelled_sha, changed_at])
     _refresh_stale(db, query_id)
