@@ -37,18 +37,22 @@ def label(project_path, query_id, decision, question, answer, gold, note, review
 
 
 def _undo_redo(name: str):
-    help_text = (f"{name.capitalize()} your latest {'undone ' if name == 'redo' else ''}decision "
-                 f"(works across restarts).\n\n\b\nExample:\n    curator {name} handbook.curator --reviewer ana")
+    help_text = (f"{name.capitalize()} your latest {'undone ' if name == 'redo' else ''}decision, or the one "
+                 f"--decision names (works across restarts).\n\n\b\nExample:\n    curator {name} handbook.curator "
+                 f"--reviewer ana\n    curator {name} handbook.curator --reviewer ana --decision 12")
 
     @click.command(name=name, help=help_text)
     @click.argument("project_path", metavar="PROJECT")
     @reviewer_option
+    @click.option("--decision", "decision_id", type=click.IntRange(min=1), default=None,
+                  help=f"{name.capitalize()} this decision of yours (its number, as a refusal lists them) instead of the latest")
     @json_option
-    def command(project_path, reviewer, as_json):
+    def command(project_path, reviewer, decision_id, as_json):
+        from curator.core.diagnosis import faithfulness  # noqa: F401 (registers how a verdict's undo rescores its trace)
         from curator.core.review import decisions
 
         with project(project_path) as db:
-            query_id = getattr(decisions, name)(db, reviewer)
+            query_id = getattr(decisions, name)(db, reviewer, decision_id)
         emit({"query_id": query_id}, as_json,
              lambda r: f"{name}: {r['query_id']}" if r["query_id"] else f"nothing to {name} for {reviewer}")
 

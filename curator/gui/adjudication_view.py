@@ -23,6 +23,7 @@ from curator.core.review import adjudicate
 from curator.core.corpus import documents
 from curator.core.review import decisions
 from curator.core.review.identity import default_reviewer
+from curator.core.diagnosis import faithfulness  # noqa: F401 (registers how undoing a verdict rescores its trace)
 from curator.core.errors import CuratorError
 from curator.gui import workers
 from curator.gui.task_view import TaskView

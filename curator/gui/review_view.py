@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QHBoxLayout, QListWidget, QPlainTextEdit, QPushButton, QSplitter, QTextEdit, QVBoxLayout,
                                QWidget)
 
+from curator.core.diagnosis import faithfulness  # noqa: F401 (registers how undoing a verdict rescores its trace)
 from curator.core.errors import InputError
 from curator.core.review import decisions, pool, screen
 from curator.core.review.navigation import Cursor, get_guidelines, next_pending, resume_row, set_guidelines

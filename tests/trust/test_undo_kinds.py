@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from curator.cli.main import cli
 from curator.core.diagnosis.faithfulness import claim_verdicts, correct_verdict, update_score
 from curator.core.diagnosis.traces import import_traces
+from curator.core.errors import InputError
 from curator.core.queries.rows import add_query
 from curator.core.review import adjudicate, decisions
 from curator.core.store import open_project
@@ -102,3 +104,40 @@ def test_claim_ids_beyond_sqlite_integers_are_a_one_line_error(sample_project_pa
         assert out.exit_code == 1, (claim, out.output)
         assert out.output.startswith(f"Error: no claim with id {claim}") and len(out.output.splitlines()) == 1
         assert out.exception is None or isinstance(out.exception, SystemExit)
+
+
+def _two_claims(db, tmp_path) -> tuple[str, str, list[int]]:
+    """The approved row's trace with two claims, both called supported by the judge (faithfulness 1.0)."""
+    qid, tid, first = _approved_row_with_a_judged_trace(db, tmp_path)
+    with db.conn:
+        second = db.execute("INSERT INTO claims (trace_id, ord, text) VALUES (?, 1, 'Keys too.')", [tid]).lastrowid
+        db.execute("INSERT INTO judgements (claim_id, verdict, judge, at) VALUES (?, 'supported', 'llama-cpp:x', 't')",
+                   [second])
+    update_score(db, tid)
+    return qid, tid, [first, second]
+
+
+def test_undoing_a_verdict_keeps_another_reviewers_verdict_in_the_score(sample_db, tmp_path):
+    qid, tid, claims = _two_claims(sample_db, tmp_path)
+    correct_verdict(sample_db, claims[0], "not supported", "ana")
+    correct_verdict(sample_db, claims[1], "not supported", "bob")
+    assert _state(sample_db, qid, tid)[2] == 0.0
+    assert decisions.undo(sample_db, "ana") == qid
+    assert _state(sample_db, qid, tid)[1:] == (["supported", "not supported"], 0.5)  # Bob's verdict still counts
+    assert decisions.undo(sample_db, "bob") == qid
+    assert _state(sample_db, qid, tid)[1:] == (["supported", "supported"], 1.0)
+    assert decisions.redo(sample_db, "ana") == qid  # redo too scores from the verdicts in force
+    assert _state(sample_db, qid, tid)[1:] == (["not supported", "supported"], 0.5)
+
+
+def test_redo_of_a_verdict_refuses_to_override_a_later_verdict_on_the_claim(sample_db, tmp_path):
+    qid, tid, claim = _approved_row_with_a_judged_trace(sample_db, tmp_path)
+    correct_verdict(sample_db, claim, "not supported", "ana")
+    decisions.undo(sample_db, "ana")
+    correct_verdict(sample_db, claim, "supported", "bob")  # under the id Ana's undo freed
+    with pytest.raises(InputError, match=r"cannot redo ana's verdict .*bob's verdict .* is in force"):
+        decisions.redo(sample_db, "ana")
+    assert _state(sample_db, qid, tid) == ("approved", ["supported"], 1.0)
+    decisions.undo(sample_db, "bob")
+    assert decisions.redo(sample_db, "ana") == qid  # nothing newer now
+    assert _state(sample_db, qid, tid) == ("approved", ["not supported"], 0.0)

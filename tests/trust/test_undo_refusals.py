@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from click.testing import CliRunner
 
+from curator.cli.main import cli
 from curator.core.corpus.ingest import ingest
 from curator.core.errors import InputError
 from curator.core.queries.rows import add_query, get_query
 from curator.core.review import adjudicate, decisions
+from curator.core.store import open_project
 
 
 def _chunks(db, n=4) -> list[str]:
@@ -103,3 +106,57 @@ def test_redo_keeps_the_stale_mark_of_a_passage_edited_again_while_the_approval_
     edit("month")  # the text she read is back: her redo makes the row current
     assert decisions.redo(empty_db, "ana") == qid
     assert get_query(empty_db, qid)["stale"] == 0
+
+
+def _two_rows_one_blocked(db) -> tuple[str, str, list[str]]:
+    """Ana approves q1, then q2; Bob then changes q2's gold, so Ana's latest decision cannot be undone."""
+    c = _chunks(db)
+    q1, q2 = _new_row(db, "How are access tokens rotated?"), _new_row(db, "Where are keys kept?")
+    decisions.decide(db, q1, "approve", "ana", gold=[c[0]])
+    decisions.decide(db, q2, "approve", "ana", gold=[c[1]])
+    decisions.decide(db, q2, "gold", "bob", gold=[c[1], c[2]])
+    return q1, q2, c
+
+
+def _decision_of(db, qid: str, reviewer: str) -> int:
+    return db.execute("SELECT id FROM decisions WHERE query_id = ? AND reviewer = ?", [qid, reviewer]).fetchone()[0]
+
+
+def test_a_refused_undo_names_the_reviewers_other_decisions_that_can_be_undone(sample_db):
+    q1, q2, _ = _two_rows_one_blocked(sample_db)
+    first = _decision_of(sample_db, q1, "ana")
+    with pytest.raises(InputError) as info:
+        decisions.undo(sample_db, "ana")
+    assert "bob's gold" in str(info.value)
+    assert f"Other decisions of yours you can undo: #{first} approve {q1}" in str(info.value)
+    assert "--decision ID" in str(info.value)
+    assert get_query(sample_db, q1)["status"] == "approved"  # the listing tried the undo and rolled it back
+    assert sample_db.execute("SELECT COUNT(*) FROM decisions WHERE state = 'done'").fetchone()[0] == 3
+
+
+def test_undo_and_redo_of_a_named_decision(sample_db):
+    q1, q2, c = _two_rows_one_blocked(sample_db)
+    first = _decision_of(sample_db, q1, "ana")
+    assert decisions.undo(sample_db, "ana", first) == q1
+    assert (get_query(sample_db, q1)["status"], get_query(sample_db, q2)["gold_chunk_ids"]) == ("pending", [c[1], c[2]])
+    with pytest.raises(InputError, match=rf"decision {first} is not one of ana's decisions to undo"):
+        decisions.undo(sample_db, "ana", first)  # already undone
+    with pytest.raises(InputError, match="is not one of bob's decisions to redo"):
+        decisions.redo(sample_db, "bob", first)  # not Bob's
+    assert decisions.redo(sample_db, "ana", first) == q1
+    assert get_query(sample_db, q1)["status"] == "approved"
+
+
+def test_the_cli_undo_decision_option(sample_project_path):
+    db = open_project(sample_project_path)
+    q1, _, _ = _two_rows_one_blocked(db)
+    first = _decision_of(db, q1, "ana")
+    db.close()
+    runner = CliRunner()
+    out = runner.invoke(cli, ["undo", str(sample_project_path), "--reviewer", "ana"])
+    assert out.exit_code == 1 and f"#{first} approve {q1}" in out.output and len(out.output.splitlines()) == 1
+    out = runner.invoke(cli, ["undo", str(sample_project_path), "--reviewer", "ana", "--decision", str(first), "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output) == {"query_id": q1}
+    out = runner.invoke(cli, ["redo", str(sample_project_path), "--reviewer", "ana", "--decision", str(2**70)])
+    assert out.exit_code == 1 and out.output.startswith(f"Error: decision {2**70} is not one of ana's decisions to redo")

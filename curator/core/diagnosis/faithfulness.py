@@ -34,7 +34,7 @@ from curator.core.diagnosis.claims import split_claims, split_statements  # noqa
 from curator.core.diagnosis.judge import JUDGE_ID, ClaimJudge, unsure
 from curator.core.diagnosis.recall import coverage, uses_ids
 from curator.core.diagnosis.traces import trace_gold
-from curator.core.review.decisions import VERDICT, journal
+from curator.core.review.decisions import VERDICT, journal, rescore_traces_with
 
 VERDICTS = ("supported", "not supported")
 RESPONSE, REFERENCE = "response", "reference"  # the two kinds of claim
@@ -291,6 +291,9 @@ def _rescore(db: sqlite_utils.Database, trace_id: str) -> None:
     """Both scores of a trace after a verdict changed, inside the caller's transaction."""
     db.execute("UPDATE traces SET faithfulness = ? WHERE id = ?", [supported_share(db, trace_id, RESPONSE), trace_id])
     _store_statement_recall(db, store.rows(db, "SELECT * FROM traces WHERE id = ?", [trace_id])[0])
+
+
+rescore_traces_with(_rescore)  # undo and redo of a verdict (review.decisions) rescore the trace with it
 
 
 MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger id names no row (and would overflow the driver)

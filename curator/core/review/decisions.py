@@ -17,7 +17,7 @@ journal that want review decisions only use ``QUERY_DECISIONS``.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import sqlite_utils
 
@@ -307,7 +307,7 @@ def _restore(db: sqlite_utils.Database, decision_id: int, new_state: str) -> str
     """Undo (``new_state`` 'undone') or redo ('done') one journal row; InputError, nothing written, if refused."""
     entry = _entries(db, "id = ?", [decision_id])[0]
     if entry["action"] == VERDICT:
-        _restore_verdict(db, decision_id, undo=new_state == "undone")
+        _restore_verdict(db, entry, undo=new_state == "undone")
         db.execute("UPDATE decisions SET state = ? WHERE id = ?", [new_state, decision_id])
         return entry["query_id"]
     if new_state == "undone":
@@ -319,43 +319,121 @@ def _restore(db: sqlite_utils.Database, decision_id: int, new_state: str) -> str
     return entry["query_id"]
 
 
-def _restore_verdict(db: sqlite_utils.Database, decision_id: int, undo: bool) -> None:
+# How a trace's scores follow its judgements is diagnosis's to say, and review may not import diagnosis
+# (it builds on review): diagnosis.faithfulness registers its rescoring here when it is imported.
+_rescorers: list[Callable[[sqlite_utils.Database, str], None]] = []
+
+
+def rescore_traces_with(rescore: Callable[[sqlite_utils.Database, str], None]) -> None:
+    """Register the function that recomputes a trace's scores from the judgements in force."""
+    _rescorers[:] = [rescore]
+
+
+def _restore_verdict(db: sqlite_utils.Database, entry: dict, undo: bool) -> None:
     """Undo or redo a journaled claim verdict from what its row recorded, as a query decision is.
 
-    Undo deletes the judgement the correction added, so the claim's verdict is again exactly what
-    it was (the judge's, an earlier correction's, or none), and puts back the trace's scores as
-    they were; the journal row keeps what was undone. Redo adds the judgement again as the
-    newest (under a new id, recorded in the row) and puts back the scores it gave."""
-    before, after = (store.loads(v) for v in
-                     db.execute("SELECT before, after FROM decisions WHERE id = ?", [decision_id]).fetchone())
+    Undo deletes the judgement the correction added, so the claim's verdict is again the newest one
+    left (the judge's, an earlier or a later correction's, or none); the journal row keeps what was
+    undone. Redo adds the judgement again as the newest (under a new id, recorded in the row), and is
+    refused while a later verdict on the claim is in force (it would override a newer one). Either way
+    the trace is rescored from the judgements in force, never from saved scores, which would erase the
+    effect of other reviewers' verdicts on its other claims."""
+    if not _rescorers:
+        raise InputError("cannot undo or redo a claim verdict before curator.core.diagnosis.faithfulness is "
+                         "imported (it rescores the trace); nothing was changed.")
+    after = entry["after"]
     if undo:
         db.execute("DELETE FROM judgements WHERE id = ?", [after["judgement_id"]])
     else:
+        _refuse_if_newer_verdict(db, entry)
         judgement = after["judgement"]
         cursor = db.execute(f"INSERT INTO judgements ({', '.join(judgement)}) VALUES ({', '.join('?' * len(judgement))})",
                             list(judgement.values()))
         after["judgement_id"] = cursor.lastrowid
-        db.execute("UPDATE decisions SET after = ? WHERE id = ?", [store.dumps(after), decision_id])
-    scores = (before if undo else after)["scores"]
-    db.execute("UPDATE traces SET faithfulness = ?, context_recall = ?, recall_basis = ? WHERE id = ?",
-               [scores["faithfulness"], scores["context_recall"], scores["recall_basis"], after["trace_id"]])
+        db.execute("UPDATE decisions SET after = ? WHERE id = ?", [store.dumps(after), entry["id"]])
+    _rescorers[0](db, after["trace_id"])
 
 
-def undo(db: sqlite_utils.Database, reviewer: str) -> Optional[str]:
-    """Undo the reviewer's latest decision, whatever its kind (a review decision or a claim verdict);
-    returns its query id (a verdict's: the query of the claim's trace), or None if nothing to undo."""
+def _refuse_if_newer_verdict(db: sqlite_utils.Database, entry: dict) -> None:
+    """InputError if the claim got a verdict after the undone one (its id was freed by the undo, so an
+    equal id is a later judgement too): a redo would put an older verdict over it."""
+    newer = db.execute("SELECT judge, reviewer, at FROM judgements WHERE claim_id = ? AND id >= ? ORDER BY id DESC",
+                       [entry["after"]["claim_id"], entry["after"]["judgement_id"]]).fetchone()
+    if newer is not None:
+        who = f"{newer[1]}'s verdict" if newer[1] else f"the judge {newer[0]}'s verdict"
+        raise InputError(f"cannot redo {describe(entry)} on claim {entry['after']['claim_id']}: {who} "
+                         f"({(newer[2] or '')[:19].replace('T', ' ')}) came after it and is in force; nothing was "
+                         f"changed. Make a new verdict instead (curator claim-verdict).")
+
+
+def undo(db: sqlite_utils.Database, reviewer: str, decision_id: Optional[int] = None) -> Optional[str]:
+    """Undo the reviewer's latest decision in force, whatever its kind (a review decision or a claim
+    verdict), or the one ``decision_id`` names; returns its query id (a verdict's: the query of the
+    claim's trace), or None if there is nothing to undo."""
+    return _step(db, reviewer, "undone", decision_id)
+
+
+def redo(db: sqlite_utils.Database, reviewer: str, decision_id: Optional[int] = None) -> Optional[str]:
+    """Re-apply the reviewer's most recently undone decision, or the undone one ``decision_id`` names."""
+    return _step(db, reviewer, "done", decision_id)
+
+
+_VERB = {"undone": "undo", "done": "redo"}
+_SHOWN_OTHERS = 5  # decisions named in a refusal, newest first
+
+
+def _stack(db: sqlite_utils.Database, reviewer: str, new_state: str) -> list[int]:
+    """The reviewer's decisions undo (state done, newest first) or redo (undone, oldest undone first) may take."""
+    state, order = ("done", "DESC") if new_state == "undone" else ("undone", "ASC")
+    return [r[0] for r in db.execute(f"SELECT id FROM decisions WHERE reviewer IS ? AND state = ? ORDER BY id {order}",
+                                     [reviewer, state])]
+
+
+def _step(db: sqlite_utils.Database, reviewer: str, new_state: str, decision_id: Optional[int]) -> Optional[str]:
+    """Undo or redo one decision of the reviewer's; a refusal names the other decisions that can be
+    taken instead, so one blocked row does not strand the reviewer's whole stack."""
+    verb = _VERB[new_state]
     with db.conn:
-        row = db.execute("SELECT id FROM decisions WHERE reviewer IS ? AND state = 'done' ORDER BY id DESC LIMIT 1",
-                         [reviewer]).fetchone()
-        return _restore(db, row[0], "undone") if row else None
+        stack = _stack(db, reviewer, new_state)
+        if decision_id is not None and decision_id not in stack:
+            yours = ", ".join(f"#{i}" for i in stack[:10]) or "none"
+            raise InputError(f"decision {decision_id} is not one of {reviewer}'s decisions to {verb} "
+                             f"({'in force' if verb == 'undo' else 'undone'}: {yours}); nothing was changed.")
+        target = stack[0] if decision_id is None and stack else decision_id
+        if target is None:
+            return None
+        try:
+            return _restore(db, target, new_state)
+        except InputError as exc:
+            others = _possible(db, [i for i in stack if i != target], new_state)
+            if not others:
+                raise
+            raise InputError(f"{exc} Other decisions of yours you can {verb}: {'; '.join(others)}; "
+                             f"use --decision ID (curator {verb} PROJECT --decision ID).") from None
 
 
-def redo(db: sqlite_utils.Database, reviewer: str) -> Optional[str]:
-    """Re-apply the reviewer's most recently undone decision."""
-    with db.conn:
-        row = db.execute("SELECT id FROM decisions WHERE reviewer IS ? AND state = 'undone' ORDER BY id ASC LIMIT 1",
-                         [reviewer]).fetchone()
-        return _restore(db, row[0], "done") if row else None
+def _possible(db: sqlite_utils.Database, ids: list[int], new_state: str) -> list[str]:
+    """"#12 approve q_1a2b (2026-12-06 20:01:30)" for each of ``ids`` whose undo (redo) would apply now,
+    found by trying it and rolling it back."""
+    found = []
+    for decision_id in ids:
+        db.execute("SAVEPOINT probe")
+        try:
+            _restore(db, decision_id, new_state)
+            found.append(_short(_entries(db, "id = ?", [decision_id])[0]))
+        except InputError:
+            pass
+        finally:
+            db.execute("ROLLBACK TO probe")
+            db.execute("RELEASE probe")
+        if len(found) == _SHOWN_OTHERS:
+            break
+    return found
+
+
+def _short(entry: dict) -> str:
+    what = f"claim {entry['after'].get('claim_id')}" if entry["action"] == VERDICT else entry["query_id"]
+    return f"#{entry['id']} {entry['action']} {what} ({(entry['at'] or '')[:19].replace('T', ' ')})"
 
 
 def history(db: sqlite_utils.Database, reviewer: Optional[str] = None, limit: int = 10) -> list[dict]:
