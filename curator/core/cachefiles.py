@@ -255,8 +255,12 @@ def _ours(path: Path) -> bool:
 
 def discard(out: Path) -> None:
     """Remove a file that failed its check (and its sidecar); a folder in its place only inside our
-    cache (beside a user's model, a folder of that name is refused, not deleted)."""
+    cache (beside a user's model, a folder of that name is refused, not deleted). A pipe, socket or
+    device in its place is never removed: it is someone's, and a model file written over it would not be."""
     for path in (out, sidecar(out)):
+        if path.exists() and not path.is_symlink() and not path.is_file() and not path.is_dir():
+            raise ModelFileError(f"{path} is not a regular file (a pipe, socket or device) where Curator writes a "
+                                 "model file; move it away or pick another folder; nothing was removed.")
         if path.is_dir() and not path.is_symlink():
             if not _ours(path):
                 raise ModelFileError(f"{path} is a folder where Curator writes a model file; move it away.")

@@ -159,3 +159,22 @@ def test_an_unloadable_gguf_embedder_is_one_line(tmp_path):
     model.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 0) + b"\0" * 4096)  # no tensors, no metadata
     with pytest.raises(ModelFileError, match=rf"^{model}: llama.cpp could not load this embedding model"):
         get_embedder(f"gguf:{model}").embed_batch(["how do I read a file"])
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket"])
+def test_optimize_never_removes_a_pipe_or_socket_where_the_copy_goes(tmp_path, bundled_model, kind):
+    """`model optimize` unlinked a pipe or socket named like its copy and wrote a file there (issue 43 review)."""
+    import socket
+
+    source = tmp_path / "model.gguf"
+    shutil.copy(bundled_model, source)
+    target = tmp_path / "model.q4_0.gguf"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(str(target))
+    result = CliRunner().invoke(cli, ["model", "optimize", str(source), "--type", "q4_0"])
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith(f"Error: {target} is not a regular file") and len(result.output.splitlines()) == 1
+    assert target.exists() and not target.is_file()  # still the pipe or socket
