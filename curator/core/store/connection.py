@@ -250,10 +250,21 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         return conn
     except sqlite3.OperationalError:
+        _refuse_unread_wal(path)
         conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, check_same_thread=False,
                                factory=ReadOnlyConnection)
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         return conn
+
+
+def _refuse_unread_wal(path: Path) -> None:
+    """immutable=1 reads the main file only: committed changes still in a -wal file (a writer killed
+    before its checkpoint) would be silently missing from every read, and an export empty or short."""
+    wal = path.with_name(path.name + "-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        raise ProjectNotWritable(f"{path}: the project has changes in its -wal file that cannot be read here (the "
+                                 "folder cannot be written, so SQLite cannot open the -wal); copy the project together "
+                                 "with its -wal somewhere writable and open it there; the file is intact.")
 
 
 def is_read_only(db: sqlite_utils.Database) -> bool:
