@@ -480,3 +480,24 @@ def test_ctrl_z_refused_because_another_reviewer_decided_since_shows_why(qtbot, 
     qtbot.keyClick(view, Qt.Key_Z, Qt.ControlModifier | Qt.ShiftModifier)
     assert get_query(win.db, ids[0])["reviewer"] == "bob"
     win.close()
+
+
+def test_a_refused_ctrl_z_names_the_reviewers_other_decisions_that_can_be_undone(qtbot, sample_project_path, settings):
+    """Issue 43 review: one blocked row stranded the whole undo stack; the message under the row names
+    the reviewer's other decisions Ctrl+Z cannot reach and how to take them back (curator undo --decision)."""
+    from curator.core.review import decisions
+
+    ids, chunks = _seed(sample_project_path)
+    win = MainWindow(sample_project_path, settings=settings, reviewer="alice")
+    qtbot.addWidget(win)
+    view = win.review_view
+    qtbot.keyClick(view, Qt.Key_A)
+    qtbot.keyClick(view, Qt.Key_A)
+    first, second = win.db.execute("SELECT id, query_id FROM decisions WHERE reviewer = 'alice' ORDER BY id").fetchall()
+    decisions.decide(win.db, second[1], "reject", "bob")
+    qtbot.keyClick(view, Qt.Key_Z, Qt.ControlModifier)
+    text = view.message.text()
+    assert "cannot undo alice's approve" in text and "bob's reject" in text
+    assert f"#{first[0]} approve {first[1]}" in text and "--decision" in text
+    assert get_query(win.db, first[1])["status"] == "approved"
+    win.close()
