@@ -5,7 +5,9 @@ invariant, checked on random runs at the end)."""
 
 from __future__ import annotations
 
+import json
 import random
+import re
 from collections import Counter
 from typing import Optional
 
@@ -16,9 +18,11 @@ from curator.cli.main import cli
 from curator.core import store
 from curator.core.errors import InputError
 from curator.core.queries.rows import add_query, get_query, normalize_text
-from curator.core.review import adjudicate, decisions
+from curator.core.diagnosis.faithfulness import correct_verdict, supported_share, update_score
+from curator.core.diagnosis.traces import import_traces
+from curator.core.review import adjudicate, decisions, pool
 from curator.core.store import open_project
-from curator.core.store.gold import broken_gold_ids
+from curator.core.store.gold import WIDEN_REVIEWER, broken_gold_ids, chunks_holding, widen_gold
 
 
 def _chunks(db, n=4) -> list[str]:
@@ -267,3 +271,96 @@ def test_random_interleavings_keep_rows_equal_to_the_replay_of_the_journal(sampl
         _check_consistent(sample_db, rows)
     # the runs reach refusals (so the unchanged-on-refusal check ran) and undos and redos that apply
     assert min(outcomes["refused"], outcomes["undo"], outcomes["redo"]) > 0, outcomes
+
+
+# -- the same on richer runs: widen-gold, pool grades, retired chunks and claim verdicts ----------------
+# Besides the invariant above: no step but a re-ingest's retirement makes a row break the gold rule (an
+# undo may leave a row already broken as it was), and every trace's faithfulness is the share of supported
+# claims among the verdicts in force, whoever's verdict was undone or redone.
+
+def _widenable(db) -> tuple[str, list[str]]:
+    """A sentence of the corpus held by two chunks or more (widen-gold adds the others), and those chunks."""
+    for chunk_id, text in db.execute("SELECT id, text FROM chunks WHERE active = 1 ORDER BY id"):
+        for sentence in re.split(r"(?<=[.!?])\s+", text):
+            holders = chunks_holding(db, sentence) if len(sentence.split()) >= 9 else []
+            if len(holders) >= 2:
+                return sentence, holders
+    pytest.skip("no sentence held by two chunks in the sample corpus")
+
+
+def _judged_trace(db, tmp_path, qid: str, text: str, chunk: str) -> str:
+    """A trace of row ``qid`` with three claims, all called supported by the judge."""
+    path = tmp_path / f"{qid}.jsonl"
+    path.write_text(json.dumps({"user_input": text, "retrieved_context_ids": [chunk], "response": "A. B. C."}) + "\n")
+    import_traces(db, path)
+    trace_id = db.execute("SELECT id FROM traces WHERE query_id = ?", [qid]).fetchone()[0]
+    with db.conn:
+        for n in range(3):
+            claim = db.execute("INSERT INTO claims (trace_id, ord, text) VALUES (?, ?, 'x')", [trace_id, n]).lastrowid
+            db.execute("INSERT INTO judgements (claim_id, verdict, judge, at) VALUES (?, 'supported', 'j', 't')", [claim])
+    update_score(db, trace_id)
+    return trace_id
+
+
+def _rich_step(db, rnd: random.Random, rows: list[str], chunks: list[str], reference: str) -> Optional[str]:
+    who, qid = rnd.choice(["ana", "bob"]), rnd.choice(rows)
+    kind = rnd.choice(["widen", "widen", "grade", "verdict", "verdict", "verdict", "retire", "restore", "refer", "approve", "gold", "reject",
+                       "adjudicate", *["undo"] * 4, *["redo"] * 4])
+    if kind in ("undo", "redo"):
+        return kind if getattr(decisions, kind)(db, rnd.choice([who, who, "carol", WIDEN_REVIEWER])) else None
+    if kind == "widen":
+        widen_gold(db, [qid], source="manual")
+    elif kind == "grade":
+        pool.grade(db, qid, rnd.choice(chunks), rnd.choice([0, 1, 2]), who)
+    elif kind == "verdict":
+        claim = rnd.choice([r[0] for r in db.execute("SELECT id FROM claims")])
+        correct_verdict(db, claim, rnd.choice(["supported", "not supported"]), who)
+    elif kind in ("retire", "restore"):  # as a re-ingest retires a chunk, or brings its text back
+        with db.conn:
+            db.execute("UPDATE chunks SET active = ? WHERE id = ?", [int(kind == "restore"), rnd.choice(chunks)])
+    elif kind == "refer":  # the answer sentence widen-gold looks for
+        decisions.decide(db, qid, "edit", who, reference=rnd.choice([reference, reference, reference, "In the vault."]))
+    elif kind == "adjudicate":
+        adjudicate.resolve(db, qid, "carol", status=rnd.choice(["approved", "rejected"]), gold=rnd.sample(chunks, 1))
+    else:
+        decisions.decide(db, qid, kind, who, gold=rnd.sample(chunks, rnd.randint(1, 2)) if rnd.random() < 0.6 else None)
+    return kind
+
+
+def _project_state(db, rows: list[str]) -> tuple:
+    return ([decisions.snapshot(db, q) for q in rows], _journal(db),
+            db.execute("SELECT * FROM judgements ORDER BY id").fetchall(),
+            db.execute("SELECT id, faithfulness FROM traces ORDER BY id").fetchall())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_runs_with_widening_grades_retirements_and_verdicts_keep_the_journal_and_scores(sample_db, tmp_path,
+                                                                                                seed):
+    rnd = random.Random(seed)
+    reference, holders = _widenable(sample_db)
+    chunks = list(dict.fromkeys([*holders[:1], *_chunks(sample_db, 3)]))
+    rows = [_new_row(sample_db, f"Question {i} about keys?", gold=[chunks[i]]) for i in range(3)]
+    with sample_db.conn:  # the first row's answer is the sentence its gold chunk shares with another
+        sample_db.execute("UPDATE queries SET reference = ? WHERE id = ?", [reference, rows[0]])
+    traces = [_judged_trace(sample_db, tmp_path, q, f"Question {i} about keys?", chunks[i]) for i, q in enumerate(rows[:2])]
+    outcomes: Counter = Counter()
+    for _ in range(200):
+        before, broken = _project_state(sample_db, rows), broken_gold_ids(sample_db)
+        try:
+            kind = _rich_step(sample_db, rnd, rows, chunks, reference)
+        except InputError:
+            outcomes["refused"] += 1
+            assert _project_state(sample_db, rows) == before
+            continue
+        outcomes[kind] += 1
+        for qid in rows:
+            if sample_db.execute(f"SELECT 1 FROM decisions WHERE query_id = ? AND {decisions.QUERY_DECISIONS}",
+                                 [qid]).fetchone():
+                assert decisions.snapshot(sample_db, qid) == _replay(sample_db, qid), (qid, kind)
+        if kind != "retire":
+            assert broken_gold_ids(sample_db) <= broken, kind
+        for trace_id in traces:
+            stored = sample_db.execute("SELECT faithfulness FROM traces WHERE id = ?", [trace_id]).fetchone()[0]
+            assert stored == supported_share(sample_db, trace_id, "response"), kind
+    widened = sample_db.execute(f"SELECT COUNT(*) FROM decisions WHERE reviewer = '{WIDEN_REVIEWER}'").fetchone()[0]
+    assert min(outcomes["refused"], outcomes["undo"], outcomes["redo"], outcomes["verdict"], widened) > 0, outcomes
