@@ -10,9 +10,10 @@ project file, undo works after a restart.
 A reviewer's correction of a claim's verdict (``curator claim-verdict``, diagnosis.faithfulness) is
 journaled here too, as a row of action ``verdict`` under the trace's query, so undo and redo walk
 one history whatever was decided: undo right after a verdict takes back the verdict, not an
-older review decision. Such a row's ``before``/``after`` hold the claim's judgement and the
-trace's scores, not the query's fields (so undo needs nothing of diagnosis); readers of the
-journal that want review decisions only use ``QUERY_DECISIONS``.
+older review decision. Such a row's ``before``/``after`` hold the claim's judgement (and the
+trace's scores then, for the audit), not the query's fields; undo and redo rescore the trace from
+the judgements in force with the function diagnosis registers (``rescore_traces_with``). Readers of
+the journal that want review decisions only use ``QUERY_DECISIONS``.
 """
 
 from __future__ import annotations
