@@ -94,7 +94,7 @@ def test_undo_takes_back_only_the_fields_its_decision_changed(sample_db):
     assert (q["status"], q["gold_chunk_ids"], q["note"], q["reviewer"]) == ("approved", [c[0]], None, "ana")
 
 
-def test_an_edit_by_another_reviewer_survives_the_undo_of_an_approval_and_blocks_its_redo(sample_db):
+def test_an_edit_by_another_reviewer_survives_the_undo_and_redo_of_an_approval(sample_db):
     c = _chunks(sample_db)
     qid = _new_row(sample_db)
     decisions.decide(sample_db, qid, "approve", "ana", gold=[c[0]])
@@ -103,9 +103,14 @@ def test_an_edit_by_another_reviewer_survives_the_undo_of_an_approval_and_blocks
     q = get_query(sample_db, qid)
     assert (q["status"], q["text"], q["reviewer"]) == ("pending", "How often are access tokens rotated?", "bob")
     assert q["text_norm"] == normalize_text(q["text"])
-    # Ana approved another question: redoing her approval would approve Bob's, which nobody approved
+    decisions.redo(sample_db, "ana")  # the journal order again: Ana approved, then Bob edited the approved row
+    q = get_query(sample_db, qid)
+    assert (q["status"], q["gold_chunk_ids"], q["text"], q["reviewer"]) == (
+        "approved", [c[0]], "How often are access tokens rotated?", "bob")
+    decisions.undo(sample_db, "ana")
+    decisions.decide(sample_db, qid, "edit", "bob", text="Who rotates access tokens?")  # on the pending row
     with pytest.raises(InputError, match=r"cannot redo ana's approve .*question no longer hold.*bob's edit"):
-        decisions.redo(sample_db, "ana")
+        decisions.redo(sample_db, "ana")  # nobody approved this question
     assert get_query(sample_db, qid)["status"] == "pending"
 
 

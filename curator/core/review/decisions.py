@@ -260,6 +260,14 @@ def _set_fields(db: sqlite_utils.Database, entry: dict, verb: str, expected: dic
         db.execute("UPDATE queries SET text_norm = ? WHERE id = ?", [normalize_text(values["text"]), query_id])
 
 
+def _changed_on_approved_row(db: sqlite_utils.Database, entry: dict) -> set[str]:
+    """The fields later decisions in force changed only while the row was approved (on top of an approval)."""
+    on_approved, elsewhere = set(), set()
+    for other in _entries(db, f"query_id = ? AND id > ? AND {_IN_FORCE}", [entry["query_id"], entry["id"]]):
+        (on_approved if other["before"].get("status") == "approved" else elsewhere).update(changed_fields(other))
+    return on_approved - elsewhere
+
+
 def _answers_for(db: sqlite_utils.Database, query_id: str, row: dict, values: dict) -> bool:
     """Whether a step that leaves the row breaking the gold rule is to blame: it changes the status, gold
     or answerable flag, or the row kept the rule before it. Undoing a note on an approved row whose gold a
@@ -278,10 +286,13 @@ def _take_back(db: sqlite_utils.Database, entry: dict) -> None:
 def _apply_again(db: sqlite_utils.Database, entry: dict) -> None:
     """Redo a review decision: its changed fields to ``after`` again, where the row holds its ``before``."""
     _refuse_if_depended_on(db, entry, "redo")
-    # An approval is redone only onto the row it approved (the fields it did not change included), never
-    # onto one another reviewer changed while it was undone: that would approve a row nobody approved.
-    checked = _APPROVED_ROW if _approves(entry) else ()
-    _set_fields(db, entry, "redo", entry["before"], entry["after"], [*changed_fields(entry), *checked])
+    changed = changed_fields(entry)
+    # An approval is redone only onto the row it approved, the fields it did not change included, never
+    # onto one changed while the row was not approved: that would approve a row nobody approved. Changes
+    # made on top of the approved row (widen-gold, an edit of the approved row) stay, as in the replay.
+    kept = _changed_on_approved_row(db, entry) if _approves(entry) else set(_APPROVED_ROW)
+    checked = [f for f in _APPROVED_ROW if f not in changed and f not in kept]
+    _set_fields(db, entry, "redo", entry["before"], entry["after"], [*changed, *checked])
     still_read = [c for c in entry["after"].get(CLEARED_CHANGES) or [] if len(c) < 4 or _text_hash(db, c[0]) == c[3]]
     if still_read:  # the label was made against the text the chunk holds now, so it is current again
         clear_labelled_changes(db, entry["query_id"], still_read)
