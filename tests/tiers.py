@@ -71,6 +71,8 @@ SLOW_TESTS: dict[str, str] = {
     "tests/test_layering.py::test_core_imports_nothing_heavy_at_import_time": "imports every core module in a child Python",
     "tests/trust/test_log_input.py::test_import_log_refuses_a_device_or_a_pipe": "runs curator as a child process",
     "tests/trust/test_run_input.py::test_a_device_or_a_pipe_is_refused_not_read": "runs curator as a child process",
+    "tests/trust/test_model_cache.py::test_a_gguf_whose_metadata_nests_arrays_is_one_line":
+        "planning reads the bundled model's vocabulary (generation.kinds) before the user's file is opened",
     "tests/core/test_backends.py::test_cancel_during_a_batched_run_then_resume_reaches_the_target":
         "a batched run on the bundled model (found through a fixture the name scan does not follow)",
     "tests/trust/test_http_limits.py::test_the_refusal_is_one_line_from_the_command_line":
