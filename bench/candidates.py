@@ -20,7 +20,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from curator.core.generation.generate import section_openers, seldom_kept
+from curator.core.generation.plan import section_openers, seldom_kept
 from validity import is_usable, load_labels  # bench/ is on sys.path when run as bench/candidates.py
 
 ANSWER_FIRST = ("factoid", "keyword", "vague")

@@ -93,7 +93,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from curator.core.clustering.coverage import measure, placed_points, report, target_chunks  # noqa: E402
-from curator.core.generation.generate import GenerationConfig, generate, parse_mix  # noqa: E402
+from curator.core.generation.generate import GenerationConfig, generate  # noqa: E402
+from curator.core.generation.plan import parse_mix  # noqa: E402
 from curator.core.store import open_project  # noqa: E402
 
 SHARE = "share_real_in_clusters_without_synthetic"

@@ -136,13 +136,13 @@ class Timers:
     def __init__(self):
         from llama_cpp import _internals
 
-        from curator.core.generation import answers as answers_mod, generate as generate_mod, unanswerable
+        from curator.core.generation import answers as answers_mod, checks, generate as generate_mod, unanswerable
 
         self.targets = {"llama_decode": (_internals.LlamaContext, "decode"),
                         "chat_prompt": (LlamaCppBackend, "chat_prompt"),
                         "answer check": (answers_mod.AnswerLikelihood, "gain"),
                         "evidence": (unanswerable, "evidence"),
-                        "judge": (generate_mod, "_judge"), "store": (generate_mod, "_store")}
+                        "judge": (checks, "judge"), "store": (generate_mod, "_store")}
         self.seconds = {name: 0.0 for name in self.targets}
         self._originals = {}
 
@@ -371,54 +371,54 @@ def ceiling(reference: dict, candidate: dict) -> str:
 
 @contextlib.contextmanager
 def plan_as_before(legacy: bool):
-    """With ``legacy``: no shares handed over at plan time (generate._hand_over), as before: a type that
+    """With ``legacy``: no shares handed over at plan time (plan._hand_over), as before: a type that
     cannot build anything here (multi-hop rows without approved factoid rows, with the bundled model)
     is asked until its candidates fail, then the refill gives its share to the others."""
-    from curator.core.generation import generate as generate_mod
+    from curator.core.generation import plan as plan_mod
 
     if not legacy:
         yield
         return
-    current = generate_mod._hand_over
-    generate_mod._hand_over = lambda db, plan, *args, **kwargs: (plan, {})
+    current = plan_mod._hand_over
+    plan_mod._hand_over = lambda db, plan, *args, **kwargs: (plan, {})
     try:
         yield
     finally:
-        generate_mod._hand_over = current
+        plan_mod._hand_over = current
 
 
 @contextlib.contextmanager
 def asking_as_before(legacy: bool):
     """With ``legacy``: answer sentences asked as before (no sentence skipped as seldom kept for its type,
-    generate.SKIP_SELDOM_KEPT) and near misses written without their setting spelled by the grammar
-    (generate.NEAR_MISS_NAMES_SETTING)."""
-    from curator.core.generation import generate as generate_mod
+    plan.SKIP_SELDOM_KEPT) and near misses written without their setting spelled by the grammar
+    (asking.NEAR_MISS_NAMES_SETTING)."""
+    from curator.core.generation import asking, plan as plan_mod
 
     if not legacy:
         yield
         return
-    saved = generate_mod.SKIP_SELDOM_KEPT, generate_mod.NEAR_MISS_NAMES_SETTING
-    generate_mod.SKIP_SELDOM_KEPT = generate_mod.NEAR_MISS_NAMES_SETTING = False
+    saved = plan_mod.SKIP_SELDOM_KEPT, asking.NEAR_MISS_NAMES_SETTING
+    plan_mod.SKIP_SELDOM_KEPT = asking.NEAR_MISS_NAMES_SETTING = False
     try:
         yield
     finally:
-        generate_mod.SKIP_SELDOM_KEPT, generate_mod.NEAR_MISS_NAMES_SETTING = saved
+        plan_mod.SKIP_SELDOM_KEPT, asking.NEAR_MISS_NAMES_SETTING = saved
 
 
 @contextlib.contextmanager
 def order_as_before(legacy: bool):
     """With ``legacy``: each document's chunks in their seeded order alone, as before (no chunks that open a
-    section first, generate.SECTION_STARTS_FIRST)."""
-    from curator.core.generation import generate as generate_mod
+    section first, plan.SECTION_STARTS_FIRST)."""
+    from curator.core.generation import plan as plan_mod
 
     if not legacy:
         yield
         return
-    generate_mod.SECTION_STARTS_FIRST = False
+    plan_mod.SECTION_STARTS_FIRST = False
     try:
         yield
     finally:
-        generate_mod.SECTION_STARTS_FIRST = True
+        plan_mod.SECTION_STARTS_FIRST = True
 
 
 @contextlib.contextmanager
@@ -512,11 +512,11 @@ def _forced_engine(setting: str, q4: LlamaCppBackend, q8: LlamaCppBackend) -> tu
 
 def _default_engines(args) -> dict:
     """The backend generation opens by default for each mode, with why its settings were chosen."""
-    from curator.core.generation.generate import _open_engine
+    from curator.core.generation.engine import open_engine
 
     engines = {}
     for mode in (["extractive", "free"] if args.free else ["extractive"]):
-        backend = _open_engine(GenerationConfig(answers=mode, threads=args.threads), None)
+        backend = open_engine(GenerationConfig(answers=mode, threads=args.threads), None)
         print(f"default engine, {mode}: {backend.model_path.name} x{backend.parallel}, threads {backend.n_threads}; "
               f"{backend.engine_choice}")
         engines[mode] = backend
@@ -556,10 +556,10 @@ def main() -> None:
     files = bundled_model_files()
     print(f"Q8_0 copy {files.path} ({time.perf_counter() - start:.1f} s to make or find; source {files.source.name})")
     engines = _default_engines(args)
-    from curator.core.generation.generate import _open_engine
+    from curator.core.generation.engine import open_engine
 
     # `generate --parallel 1 --no-repack [--threads N]`
-    q4 = _open_engine(GenerationConfig(parallel=1, repack=False, threads=args.threads), None)
+    q4 = open_engine(GenerationConfig(parallel=1, repack=False, threads=args.threads), None)
     q8 = LlamaCppBackend(files.path, n_ctx=2048, n_threads=q4.n_threads)
     chosen_by = "--threads" if args.threads else "the free cores, generation's default"
     print(f"threads {q4.n_threads} (prompt {q4.n_threads_batch}; {chosen_by}), n_ctx {q4.n_ctx}")

@@ -36,7 +36,8 @@ from typing import Optional
 
 from curator.core.corpus.ingest import ingest
 from curator.core.generation import multihop
-from curator.core.generation.generate import GenerationConfig, eligible_chunks, generate, plan_tasks
+from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.generation.plan import eligible_chunks, plan_tasks
 from curator.core.store import open_project
 
 sys.path.insert(0, str(Path(__file__).parent))

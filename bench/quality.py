@@ -238,7 +238,7 @@ def main() -> None:
         return
     mix = None
     if args.mix:
-        from curator.core.generation.generate import parse_mix
+        from curator.core.generation.plan import parse_mix
 
         mix = parse_mix(args.mix)
     if args.labels and not args.out and not args.project:

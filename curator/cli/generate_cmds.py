@@ -6,7 +6,7 @@ import click
 
 from curator.cli.common import emit, json_option, progress_printer, project, table, terminate_as_interrupt
 from curator.core.errors import CuratorError
-from curator.core.generation.generate import RETRIES_PER_CHUNK
+from curator.core.generation.config import RETRIES_PER_CHUNK
 
 
 def _render_summary(s: dict) -> str:
@@ -80,7 +80,8 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
         curator generate handbook.curator --count 12 --target coverage
         CURATOR_API_KEY=... curator generate handbook.curator --endpoint http://127.0.0.1:8080 --parallel 4
     """
-    from curator.core.generation.generate import GenerationConfig, generate as run_generate, parse_mix
+    from curator.core.generation.generate import GenerationConfig, generate as run_generate
+    from curator.core.generation.plan import parse_mix
 
     if model_path and endpoint:
         raise click.UsageError("use --model or --endpoint, not both")

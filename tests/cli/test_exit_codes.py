@@ -98,11 +98,11 @@ def test_generate_on_an_empty_project_fails_and_says_ingest_first(tmp_path):
 
 def test_generate_that_makes_no_row_exits_1_with_the_reason(sample_project_path, monkeypatch):
     """A run that judged candidates but kept none printed its summary and exited 0; now it fails."""
-    from curator.core.generation import generate as generation
+    from curator.core.generation import engine
     from curator.core.generation.backends import FakeBackend
 
     always_bad = FakeBackend(lambda messages: "Sure! Here is a question about the passage.")
-    monkeypatch.setattr(generation, "_open_engine", lambda *args, **kwargs: always_bad)
+    monkeypatch.setattr(engine, "open_engine", lambda *args, **kwargs: always_bad)
     result = _run(["generate", str(sample_project_path), "--count", "2", "--mix", "factoid=1"])
     _one_line_error(result, 1, "run 1 made no rows", "stopped at 0 rows")
     assert "run 1 exhausted: accepted 0" in result.stdout  # the summary is still printed

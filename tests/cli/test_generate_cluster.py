@@ -5,7 +5,7 @@ import json
 from click.testing import CliRunner
 
 from curator.cli.main import cli
-from curator.core.generation import generate as gen_module
+from curator.core.generation import engine
 from curator.core import store
 from curator.core.generation.backends import FakeBackend
 from curator.core.clustering.cluster import cluster_queries
@@ -39,7 +39,7 @@ def test_generate_cluster_uses_only_that_clusters_chunks(sample_project_path, tm
     assert expected
 
     backend = FakeBackend(_reply)
-    monkeypatch.setattr(gen_module, "_open_engine", lambda *a, **k: backend)
+    monkeypatch.setattr(engine, "open_engine", lambda *a, **k: backend)
     res = CliRunner().invoke(cli, ["generate", str(sample_project_path), "--cluster", str(target), "--count", "3",
                                    "--mix", "factoid=1", "--answers", "free", "--json"])
     assert res.exit_code == 0, res.output

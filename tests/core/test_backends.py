@@ -9,12 +9,13 @@ import time
 
 import pytest
 
-from curator.core.generation import generate as generate_module
+from curator.core.generation import plan as plan_module
 from curator.core.generation import prompts
 from curator.core.generation.backends import Backend, FakeBackend, HttpBackend, LlamaCppBackend, Request
 from curator.core.generation.backends import llama_batch
 from curator.core.generation.backends.llama_batch import common_prefix
-from curator.core.generation.generate import GenerationConfig, allocate, generate
+from curator.core.generation.generate import DEFAULT_MIX, GenerationConfig, generate
+from curator.core.generation.plan import allocate
 from curator.core.store import open_project
 from curator.core.progress import CancelToken
 from scripted import cancel_at_call, good_reply
@@ -97,7 +98,7 @@ def test_http_backend_drops_replies_in_flight_when_the_caller_stops():
 # The default mix without near misses and multi-hop rows: the fake model's "What is known about ..." asks
 # nothing that depends on a setting, which a near miss must, and names no shared entity in a second part,
 # which a multi-hop row must (tests/core/test_unanswerable.py and test_multihop_rules.py cover them).
-FAKE_MIX = {t: w for t, w in generate_module.DEFAULT_MIX.items() if t not in ("unanswerable", "multi_hop")}
+FAKE_MIX = {t: w for t, w in DEFAULT_MIX.items() if t not in ("unanswerable", "multi_hop")}
 
 
 @pytest.mark.parametrize("parallel", [2, 5])
@@ -173,7 +174,7 @@ def test_real_batched_decoding_agrees_with_one_at_a_time_under_greedy_sampling(b
 
 @pytest.mark.slow
 def test_real_batched_generation_stores_valid_rows(sample_db, bundled_model, monkeypatch):
-    monkeypatch.setattr(generate_module, "ATTEMPTS_PER_ROW", 2)  # bounded: 2 candidates per wanted row, no retries
+    monkeypatch.setattr(plan_module, "ATTEMPTS_PER_ROW", 2)  # bounded: 2 candidates per wanted row, no retries
     backend = LlamaCppBackend(bundled_model, parallel=3)
     summary = generate(sample_db, GenerationConfig(count=2, mix={"factoid": 1.0, "keyword": 1.0}, seed=0,
                                                    parallel=3, retries=0), backend=backend)

@@ -16,7 +16,7 @@ from curator.core.clustering import coverage
 from curator.core.clustering.cluster import cluster_queries
 from curator.core.corpus import documents
 from curator.core.errors import InputError
-from curator.core.generation.generate import eligible_chunks
+from curator.core.generation.plan import eligible_chunks
 from curator.core.queries.rows import add_query
 from curator.core.store import open_project
 

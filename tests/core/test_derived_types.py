@@ -8,8 +8,9 @@ import json
 import pytest
 
 from curator.core.corpus.ingest import ingest
-from curator.core.generation import multihop, prompts, unanswerable
-from curator.core.generation.generate import GenerationConfig, generate, plan_tasks
+from curator.core.generation import multihop, multihop_rules, prompts, unanswerable
+from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.generation.plan import plan_tasks
 from curator.core.queries.rows import get_query
 from curator.core.store import open_project
 import scripted
@@ -87,8 +88,8 @@ def test_each_part_of_a_multi_hop_question_names_the_entity():
     dropped = "Question 1: What does the option set?\nQuestion 2: Does raising sync_interval save bandwidth?\n"
     reason, _ = multihop.judge(dropped, _SYNC)
     assert reason == "multi-hop: the first question does not name 'sync_interval'"
-    assert multihop.names_entity("How do I use `SYNC_INTERVAL`?", "sync_interval")
-    assert not multihop.names_entity("How do I use apt-get?", "apt")
+    assert multihop_rules.names_entity("How do I use `SYNC_INTERVAL`?", "sync_interval")
+    assert not multihop_rules.names_entity("How do I use apt-get?", "apt")
 
 
 def test_the_joined_question_names_the_entity_once():

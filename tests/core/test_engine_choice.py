@@ -9,7 +9,8 @@ import pytest
 
 from curator.core.generation import optimize, prompts
 from curator.core.generation.backends import LlamaCppBackend, Request
-from curator.core.generation.generate import GenerationConfig, _engine_candidates, generate
+from curator.core.generation.engine import _engine_candidates
+from curator.core.generation.generate import GenerationConfig, generate
 from curator.core.generation.optimize import EngineCandidate, choose_engine
 
 
@@ -109,7 +110,7 @@ def test_answer_first_rows_with_the_bundled_model_run_the_measured_default_witho
                          ids=["free answers", "--parallel given", "a user's GGUF"])
 def test_the_probe_still_decides_where_no_default_was_measured(own_cache, bundled_model, config):
     """--answers free, a --parallel over both files, or a model file of the user's: the probe's candidates."""
-    from curator.core.generation.generate import _measured_default
+    from curator.core.generation.engine import _measured_default
 
     config = GenerationConfig(**{k: (str(bundled_model) if v == "bundled" else v) for k, v in config.items()})
     assert _measured_default(config, None) is None

@@ -13,7 +13,8 @@ from curator.core.generation import prompts
 from curator.core.generation.backends import FakeBackend, LlamaCppBackend, check_gguf
 from curator.core.corpus.ingest import ingest
 from curator.core.errors import InputError, ModelFileError, NothingToGenerate
-from curator.core.generation.generate import DEFAULT_MIX, GenerationConfig, allocate, eligible_chunks, generate, parse_mix
+from curator.core.generation.generate import DEFAULT_MIX, GenerationConfig, generate
+from curator.core.generation.plan import allocate, eligible_chunks, parse_mix
 from curator.core.progress import CancelToken
 import scripted
 from scripted import cancel_at_call, good_reply
@@ -159,7 +160,7 @@ def eval_json(text):
 
 def test_chunk_longer_than_the_prompt_budget_is_truncated_with_a_warning(empty_db, tmp_path):
     from curator.cli.generate_cmds import _render_summary
-    from curator.core.generation.generate import MAX_PASSAGE_CHARS
+    from curator.core.generation.asking import MAX_PASSAGE_CHARS
     from curator.core.corpus.ingest import ingest
 
     long_doc = tmp_path / "long.txt"
@@ -426,10 +427,10 @@ def test_chunks_that_open_a_section_are_asked_before_those_that_continue_one(emp
     """Issue 33: a chunk that goes on under the heading of the chunk before it (the second half of a long
     answer) made answer-first rows kept and usable less often; for them the chunks opening a section come
     first in each document, the others after them, not dropped."""
-    from curator.core.generation import generate as generate_mod
+    from curator.core.generation import plan as plan_mod
 
     opening = _two_sections_over_several_chunks(empty_db, tmp_path)
-    assert generate_mod.section_openers(empty_db) == {
+    assert plan_mod.section_openers(empty_db) == {
         cid: cid in opening for cid, in empty_db.execute("SELECT id FROM chunks")}
     all_ids = {cid for cid, in empty_db.execute("SELECT id FROM chunks")}
     for seed in range(3):
@@ -438,16 +439,16 @@ def test_chunks_that_open_a_section_are_asked_before_those_that_continue_one(emp
     seeded = [[c["id"] for c in eligible_chunks(empty_db, seed)] for seed in range(6)]
     assert any(set(order[:2]) != opening for order in seeded)  # without it: the seeded shuffle alone
     try:
-        generate_mod.SECTION_STARTS_FIRST = False  # bench/generate.py --old-order
+        plan_mod.SECTION_STARTS_FIRST = False  # bench/generate.py --old-order
         assert [[c["id"] for c in eligible_chunks(empty_db, seed, openers_first=True)] for seed in range(6)] == seeded
     finally:
-        generate_mod.SECTION_STARTS_FIRST = True
+        plan_mod.SECTION_STARTS_FIRST = True
 
 
 def test_only_answer_first_questions_ask_section_openers_first(empty_db, tmp_path):
     """Review of issue 33: the evidence for the reorder is answer-first rows only, so other types (and every
     type with --answers free) walk the chunks in the seeded order as before."""
-    from curator.core.generation.generate import plan_tasks
+    from curator.core.generation.plan import plan_tasks
 
     opening = _two_sections_over_several_chunks(empty_db, tmp_path)
     for seed in range(6):

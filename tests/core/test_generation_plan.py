@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 
-from curator.core.generation import generate as generate_mod
+from curator.core.generation import asking
 from curator.core.generation import multihop
+from curator.core.generation import plan as plan_mod
 from curator.core.generation.backends import FakeBackend
-from curator.core.generation.generate import (DEFAULT_MIX, GenerationConfig, GenerationEvents, Task, allocate,
-                                              generate, pick_answer, seldom_kept)
+from curator.core.generation.config import Task
+from curator.core.generation.generate import DEFAULT_MIX, GenerationConfig, GenerationEvents, generate
+from curator.core.generation.plan import allocate, pick_answer, seldom_kept
 import scripted
 
 
@@ -41,12 +43,12 @@ def test_a_share_stays_where_the_type_can_build_or_nobody_can_take_it(sample_db,
     plan = allocate(10, DEFAULT_MIX)
     config = GenerationConfig(count=10)
     alone = {"multi_hop": 3}
-    assert generate_mod._hand_over(sample_db, alone, {"multi_hop": 1.0}, config) == (alone, {})
+    assert plan_mod._hand_over(sample_db, alone, {"multi_hop": 1.0}, config) == (alone, {})
     free = GenerationConfig(count=10, answers="free")
-    assert generate_mod._hand_over(sample_db, plan, DEFAULT_MIX, free)[1] == {}
-    assert "multi_hop" in generate_mod._hand_over(sample_db, plan, DEFAULT_MIX, config)[1]
+    assert plan_mod._hand_over(sample_db, plan, DEFAULT_MIX, free)[1] == {}
+    assert "multi_hop" in plan_mod._hand_over(sample_db, plan, DEFAULT_MIX, config)[1]
     monkeypatch.setattr(multihop, "MODEL_WRITES_SECOND_PART", True)
-    assert generate_mod._hand_over(sample_db, plan, DEFAULT_MIX, config) == (plan, {})
+    assert plan_mod._hand_over(sample_db, plan, DEFAULT_MIX, config) == (plan, {})
 
 
 def test_unanswerable_rows_without_near_miss_material_go_to_the_others(docs_project):
@@ -55,7 +57,7 @@ def test_unanswerable_rows_without_near_miss_material_go_to_the_others(docs_proj
     db = docs_project({"trash.md": "# Trash\n\nThe agent keeps deleted files in a trash folder for thirty days "
                                    "before purging them for good.\n\nEach purge writes one line to the activity "
                                    "log with the number of files and bytes it freed.\n"})
-    plan, handed = generate_mod._hand_over(db, {"factoid": 2, "unanswerable": 1}, {"factoid": 0.8, "unanswerable": 0.2},
+    plan, handed = plan_mod._hand_over(db, {"factoid": 2, "unanswerable": 1}, {"factoid": 0.8, "unanswerable": 0.2},
                                            GenerationConfig(count=3))
     assert plan == {"factoid": 3, "unanswerable": 0}
     assert handed["unanswerable"]["to"] == {"factoid": 1} and "no near miss" in handed["unanswerable"]["why"]
@@ -64,7 +66,7 @@ def test_unanswerable_rows_without_near_miss_material_go_to_the_others(docs_proj
     with db.conn:
         db.execute("INSERT INTO rejected_candidates (query_type, source_chunk_ids, text, reason) VALUES (?, ?, ?, ?)",
                    ["unanswerable", json.dumps([chunk_id]), "How do I purge on ChromeOS?", "answered"])
-    why = generate_mod._hand_over(db, {"factoid": 2, "unanswerable": 1}, {"factoid": 0.8, "unanswerable": 0.2},
+    why = plan_mod._hand_over(db, {"factoid": 2, "unanswerable": 1}, {"factoid": 0.8, "unanswerable": 0.2},
                                   GenerationConfig(count=3))[1]["unanswerable"]["why"]
     assert why.startswith("every chunk that offers one was already used for unanswerable rows")
 
@@ -78,7 +80,7 @@ PLAIN = "Uploads pause while the laptop runs on battery with less than twenty pe
 def test_sentences_seldom_kept_for_a_type_are_not_asked_about():
     """Keyword queries about code and factoid or vague questions about sentences of 24+ words were kept
     5% and 13% of the time in stored runs: a task asks about the chunk's other sentences instead."""
-    assert len(LONG.split()) >= generate_mod.LONG_ANSWER_WORDS
+    assert len(LONG.split()) >= plan_mod.LONG_ANSWER_WORDS
     assert seldom_kept("keyword", CODE) and not seldom_kept("factoid", CODE)
     assert seldom_kept("factoid", LONG) and seldom_kept("vague", LONG) and not seldom_kept("keyword", LONG)
     assert not any(seldom_kept(t, PLAIN) for t in ("factoid", "keyword", "vague"))
@@ -92,7 +94,7 @@ def test_the_switch_asks_every_sentence_again(monkeypatch):
     from curator.core.generation import answers
 
     chunk = {"id": "c1", "title": "Sync", "text": f"{LONG} {CODE} {PLAIN}"}
-    monkeypatch.setattr(generate_mod, "SKIP_SELDOM_KEPT", False)
+    monkeypatch.setattr(plan_mod, "SKIP_SELDOM_KEPT", False)
     assert [pick_answer("factoid", chunk, a) for a in range(3)] == [answers.pick_answer(chunk, a) for a in range(3)]
 
 
@@ -104,10 +106,10 @@ def test_a_near_miss_about_a_sentence_naming_its_setting_must_spell_it(grammar_a
     chunk = {"id": "c1", "title": "Installing", "text": "The agent installs on Windows with the MSI package."}
     sentence_task = Task("unanswerable", [chunk], answer=chunk["text"],
                          option={"scope": "sentence", "original": "Windows", "answer": chunk["text"]})
-    grammar = generate_mod._asked_grammar(sentence_task, "factoid")
+    grammar = asking._asked_grammar(sentence_task, "factoid")
     assert '"Windows"' in grammar
     chunk_task = Task("unanswerable", [chunk], answer=chunk["text"], option={"scope": "chunk", "original": "Windows"})
-    assert generate_mod._asked_grammar(chunk_task, "factoid") == prompts.asked_grammar("factoid")
+    assert asking._asked_grammar(chunk_task, "factoid") == prompts.asked_grammar("factoid")
 
     assert grammar_accepts(grammar, "Question: How do I install the agent on Windows?\n")
     assert not grammar_accepts(grammar, "Question: How do I install the agent with a package?\n")

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from curator.cli.main import cli
-from curator.core.generation import generate as generate_module
+from curator.core.generation import plan as plan_module
 from curator.core.generation import prompts
 from curator.core.generation.backends import HttpBackend, Request
 from curator.core.errors import CuratorError
@@ -89,7 +89,7 @@ def test_generate_through_the_endpoint_stores_rows(server, sample_project_path, 
     # Four candidates at most (no retries), two in flight: the test stays bounded in time. The model
     # writes question and answer (--answers free): through the endpoint, 16 answer-first candidates
     # of the 135M model all missed their answer sentence (the answer-first path has its own real test).
-    monkeypatch.setattr(generate_module, "ATTEMPTS_PER_ROW", 4)
+    monkeypatch.setattr(plan_module, "ATTEMPTS_PER_ROW", 4)
     res = CliRunner().invoke(cli, ["generate", str(sample_project_path), "--endpoint", server, "--count", "1",
                                    "--mix", "factoid=1", "--answers", "free", "--parallel", "2", "--retries", "0", "--json"])
     summary = json.loads(res.stdout)

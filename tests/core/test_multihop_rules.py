@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from curator.core.generation import multihop
-from curator.core.generation.generate import GenerationConfig, generate, plan_tasks
+from curator.core.generation import multihop, multihop_rules
+from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.generation.plan import plan_tasks
 from curator.core.queries.rows import get_query
 
 DOCS = {
@@ -35,7 +36,7 @@ DOCS = {
     ("The `lru` decorator caches results of calls.", "lru", "What does the lru decorator cache?"),
 ])
 def test_a_rule_writes_the_question_a_subject_first_sentence_answers(sentence, entity, question):
-    assert multihop.rule_question(sentence, entity) == question
+    assert multihop_rules.rule_question(sentence, entity) == question
 
 
 @pytest.mark.parametrize("sentence, entity", [
@@ -47,13 +48,13 @@ def test_a_rule_writes_the_question_a_subject_first_sentence_answers(sentence, e
     ("Every logging event is represented by a `LogRecord` instance.", "GIL"),  # the entity is not named
 ])
 def test_no_rule_question_for_other_sentences(sentence, entity):
-    assert multihop.rule_question(sentence, entity) is None
+    assert multihop_rules.rule_question(sentence, entity) is None
 
 
 def test_pairs_made_by_rule_ask_two_different_things():
-    assert not multihop._rule_pair_differs("What does the operator module have?", "What does it contain?")
-    assert multihop._rule_pair_differs("What is the GIL used for?", "What is guarded by the GIL?")
-    assert not multihop._spelled_alike("APT", "The apt tool merges apt-get and apt-cache.", "APT is a tool.")
+    assert not multihop_rules.rule_pair_differs("What does the operator module have?", "What does it contain?")
+    assert multihop_rules.rule_pair_differs("What is the GIL used for?", "What is guarded by the GIL?")
+    assert not multihop_rules.spelled_alike("APT", "The apt tool merges apt-get and apt-cache.", "APT is a tool.")
 
 
 @pytest.fixture
@@ -96,7 +97,7 @@ def test_real_bundled_model_keeps_a_row_made_by_rule(rule_db, bundled_model):
             assert min(own) >= multihop.MIN_SENTENCE_GAIN and all(o > x for o, x in zip(own, other))
 
 
-# Session 38: the wider shapes a rule reads (multihop.WIDER_SHAPES), all from the Python and Debian FAQs.
+# Session 38: the wider shapes a rule reads (multihop_rules.WIDER_SHAPES), all from the Python and Debian FAQs.
 @pytest.mark.parametrize("sentence, entity, question", [
     ("For instance, the built-in `range()` function expects separate *start* and *stop* arguments.", "range()",
      "What does the built-in range() function expect?"),
@@ -123,7 +124,7 @@ def test_real_bundled_model_keeps_a_row_made_by_rule(rule_db, bundled_model):
     ("In contrast, the `sorted()` function accepts any iterable.", "sorted()", "What does the sorted() function accept?"),
 ])
 def test_a_rule_reads_wider_sentence_shapes(sentence, entity, question):
-    assert multihop.rule_question(sentence, entity) == question
+    assert multihop_rules.rule_question(sentence, entity) == question
 
 
 @pytest.mark.parametrize("sentence, entity", [
@@ -134,13 +135,13 @@ def test_a_rule_reads_wider_sentence_shapes(sentence, entity, question):
     ("The first argument of the call to the Enum constructor of the module is the name.", "Enum"),  # copies a span
 ])
 def test_no_rule_question_from_the_wider_shapes_for_these(sentence, entity):
-    assert multihop.rule_question(sentence, entity) is None
+    assert multihop_rules.rule_question(sentence, entity) is None
 
 
 def test_two_rule_parts_that_differ_by_one_word_ask_one_thing():
-    assert not multihop._rule_pair_differs("What can I use the sorted() function for?",
+    assert not multihop_rules.rule_pair_differs("What can I use the sorted() function for?",
                                            "What can I use the built-in sorted() function for?")
-    assert multihop._rule_pair_differs("What does the struct module provide?", "What can I use the struct module for?")
+    assert multihop_rules.rule_pair_differs("What does the struct module provide?", "What can I use the struct module for?")
 
 
 WIDER = {
@@ -211,7 +212,7 @@ def _rule_backend(option):
     ("The `__del__()` method is called for every object.", "__del__()"),  # "for every": no purpose
 ])
 def test_no_rule_question_for_shapes_the_review_found(sentence, entity):
-    assert multihop.rule_question(sentence, entity) is None
+    assert multihop_rules.rule_question(sentence, entity) is None
 
 
 @pytest.mark.parametrize("sentence, entity, question", [
@@ -227,12 +228,12 @@ def test_no_rule_question_for_shapes_the_review_found(sentence, entity):
     ("The `divmod()` function will return 2 numbers.", "divmod()", "What will the divmod() function return?"),
 ])
 def test_the_shapes_the_review_found_still_read_their_good_sentences(sentence, entity, question):
-    assert multihop.rule_question(sentence, entity) == question
+    assert multihop_rules.rule_question(sentence, entity) == question
 
 
 def test_a_gerund_subjects_verb_after_an_adverb_is_read():
     sentence = "Applying `iter()` to a dictionary always loops over its keys, but dictionaries have other methods."
-    assert multihop.rule_question(sentence, "iter()") == "What does applying iter() to a dictionary do?"
+    assert multihop_rules.rule_question(sentence, "iter()") == "What does applying iter() to a dictionary do?"
 
 
 @pytest.mark.parametrize("sentence, entity, question", [
@@ -240,9 +241,9 @@ def test_a_gerund_subjects_verb_after_an_adverb_is_read():
     ("Installing Debian packages with dpkg requires root.", "dpkg", "What does installing Debian packages with dpkg do?"),
 ])
 def test_a_gerund_subjects_verb_in_s_is_told_from_a_plural_noun(sentence, entity, question):
-    assert multihop.rule_question(sentence, entity) == question
+    assert multihop_rules.rule_question(sentence, entity) == question
 
 
 def test_a_plural_noun_before_the_sentences_own_verb_is_no_gerund_verb():
     sentence = "Using escape sequences for code points greater than 127 is fine in small doses."
-    assert multihop.rule_question(sentence, "escape") is None
+    assert multihop_rules.rule_question(sentence, "escape") is None

@@ -96,7 +96,7 @@ def test_named_code_and_plain_questions_pass(question):
 
 
 def test_an_unanswerable_question_a_chunk_mostly_answers_is_rejected(sample_db):
-    from curator.core.generation.generate import _unanswerable_check
+    from curator.core.generation.checks import _unanswerable_check
 
     chunk_id, text = sample_db.execute("SELECT id, text FROM chunks WHERE active = 1 ORDER BY id LIMIT 1").fetchone()
     words = sorted(filters.content_words(text))[:5]

@@ -10,7 +10,7 @@ import pytest
 from curator.core import store
 from curator.core.generation import examples, filters, prompts
 from curator.core.generation.backends import FakeBackend
-from curator.core.generation import generate as generate_mod
+from curator.core.generation import checks
 from curator.core.generation.generate import GenerationConfig, generate
 from curator.core.queries import realism
 from curator.core.queries.logs import import_log
@@ -134,7 +134,7 @@ def test_a_short_question_is_not_capped_for_naming_its_subject(sample_db):
     assert summary["accepted"] == 2
     assert not any("reuses its chunk's words" in r for r in summary["rejected_by_reason"])
     (params,), = sample_db.execute("SELECT params FROM generation_runs")
-    assert json.loads(params)["overlap_cap"]["not_below_content_words"] == generate_mod.OVERLAP_CAP_MIN_WORDS == 4
+    assert json.loads(params)["overlap_cap"]["not_below_content_words"] == checks.OVERLAP_CAP_MIN_WORDS == 4
 
 
 def test_a_question_sharing_no_word_with_its_chunk_is_rejected(sample_db):

@@ -10,7 +10,8 @@ import pytest
 from curator.core.corpus.ingest import ingest
 from curator.core.generation import unanswerable
 from curator.core.generation.backends import FakeBackend
-from curator.core.generation.generate import GenerationConfig, generate, plan_tasks
+from curator.core.generation.generate import GenerationConfig, generate
+from curator.core.generation.plan import plan_tasks
 from curator.core.generation.unanswerable import Detail
 from curator.core.queries.rows import get_query
 import scripted
@@ -207,12 +208,12 @@ def test_a_near_miss_names_what_the_corpus_is_about(small_db):
 
 
 def test_the_model_is_shown_the_setting_in_the_title(small_db):
-    from curator.core.generation.generate import GenerationConfig, _request
+    from curator.core.generation.asking import build_request
 
     task = next(plan_tasks(small_db, {"unanswerable": 1}, 0, answers_mode="extractive"))
     # a one-word title is a file name the prompt leaves out: the corpus's subject stands in
     assert " " not in task.chunks[0]["title"] and task.option["title"] == f"Agent {task.option['setting'].split()[0]} {task.option['original']}"
-    prompt = _request(task, GenerationConfig(count=1, seed=0)).messages[-1]["content"]
+    prompt = build_request(task, GenerationConfig(count=1, seed=0)).messages[-1]["content"]
     assert task.option["title"] in prompt and task.option["sentence"] in prompt
 
 

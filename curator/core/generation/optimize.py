@@ -190,7 +190,7 @@ def measure_engines(candidates: list[EngineCandidate], mode: str, threads: Optio
         if candidate.path not in backends:
             backends[candidate.path] = LlamaCppBackend(candidate.path, n_ctx=n_ctx, n_threads=threads,
                                                        chat_format=chat_format)
-            backends[candidate.path].decoder_for_one = True  # as generation runs it (_open_engine)
+            backends[candidate.path].decoder_for_one = True  # as generation runs it (engine.open_engine)
     seconds = {candidate: 0.0 for candidate in candidates}
     try:
         for _ in range(PROBE_ROUNDS):
