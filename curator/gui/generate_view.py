@@ -30,6 +30,8 @@ from curator.gui.widgets import path_row, plain_label, record_table, titled
 BUNDLED, GGUF, ENDPOINT = 0, 1, 2
 MODEL_CHOICES = ("Bundled model (SmolLM2-135M)", "GGUF file on this computer", "OpenAI-compatible endpoint")
 ANSWER_CHOICES = {"Taken from the chunk (answer-first)": "extractive", "Written by the model": "free"}
+MODE_CHOICES = {"Follow the model": "auto", "Need-first (capable model)": "need-first",
+                "Extractive (small model)": "extractive"}
 RESUMABLE = ("cancelled", "running")  # 'running' after a crash: the run never finished
 ROW_COLUMNS = (("query_type", "Type"), ("text", "Question"), ("reference", "Reference answer"), ("quality", "Quality"))
 REJECT_COLUMNS = (("query_type", "Type"), ("text", "Candidate"), ("reason", "Why rejected"))
@@ -177,6 +179,12 @@ class GenerateView(TaskView, QWidget):
         self.answers.setToolTip("Taken from the chunk: factoid, keyword and vague rows answer with a sentence of "
                                 "their gold chunk and the model writes only the query (best with small models). "
                                 "Written by the model: it writes both (for a big model).")
+        self.mode = QComboBox()
+        for label, mode in MODE_CHOICES.items():
+            self.mode.addItem(label, mode)
+        self.mode.setToolTip("Need-first: the model reads a chunk and asks what a user with the need it meets would "
+                             "ask, then quotes the answer (a capable model). Extractive: it asks about one sentence "
+                             "(a small model). Follow the model: need-first for 1B+ parameters or an endpoint.")
         self.start_button = QPushButton("Start")
         self.start_button.clicked.connect(self.start)
         self.resume_button = QPushButton("Resume last run")
@@ -186,6 +194,7 @@ class GenerateView(TaskView, QWidget):
         form.addRow("Rows", self.count)
         form.addRow("Seed", self.seed)
         form.addRow("Answers", self.answers)
+        form.addRow("Mode", self.mode)
         buttons = QHBoxLayout()
         for button in (self.start_button, self.resume_button):
             buttons.addWidget(button)
@@ -248,7 +257,8 @@ class GenerateView(TaskView, QWidget):
         return GenerationConfig(count=self.count.value(), mix=mix, seed=self.seed.value(),
                                 model_path=model_path if choice == GGUF else None,
                                 endpoint=endpoint if choice == ENDPOINT else None,
-                                n_ctx=self.n_ctx.value(), resume=resume, answers=self.answers.currentData())
+                                n_ctx=self.n_ctx.value(), resume=resume, answers=self.answers.currentData(),
+                                mode=self.mode.currentData() if self.answers.currentData() != "free" else "auto")
 
     # -- tasks -----------------------------------------------------------------------------
     def start(self) -> Optional[workers.TaskWorker]:
@@ -284,7 +294,7 @@ class GenerateView(TaskView, QWidget):
         self.cancel()
 
     def set_busy(self, busy: bool, message: str = "") -> None:
-        for widget in (self.start_button, self.count, self.seed, self.answers, self.model_choice,
+        for widget in (self.start_button, self.count, self.seed, self.answers, self.mode, self.model_choice,
                        *self.mix_spins.values()):
             widget.setEnabled(not busy)
         self.resume_button.setEnabled(not busy and self.can_resume())
