@@ -11,6 +11,7 @@ import pytest
 from curator.core.generation import capability, filters, needfirst, prompts
 from curator.core.generation.backends import FakeBackend, LlamaCppBackend, Request
 from curator.core.generation.generate import GenerationConfig, generate
+from scripted import need_first_reply
 
 CHUNK = ("You can do this easily enough with a sequence of `if... elif... elif... else`. For literal values, or "
          "constants within a namespace, you can also use a \u201cmatch ... case\u201d statement.\n\n"
@@ -44,20 +45,6 @@ def test_parse_reads_the_query_and_one_quote_per_passage():
     assert needfirst.parse("Question: Q?\nAnswer 1: first\nAnswer 2: second\n", parts=2) == ("Q?", ["first", "second"])
     assert needfirst.parse("Question: Q?\nAnswer 1: first\n", parts=2) is None  # a pair needs both quotes
     assert needfirst.parse("Sure! Here is a question.") is None
-
-
-def need_first_reply(messages) -> str:
-    """A capable model's need-first reply: a question in everyday words, then its passage's first sentence quoted
-    (curly quotes straightened, as a model often writes them); one quote per passage for a pair."""
-    user = messages[-1]["content"]
-    passages = [p.split(":\n", 1)[1].split("\n\nReply as")[0] for p in user.split("Passage")[1:]]
-    quotes = [needfirst.sentences(p)[0].replace("\u2019", "'") for p in passages]
-    words = [w for w in filters.tokens(passages[0]) if len(w) > 4 and w not in filters.STOPWORDS][:2]
-    head = (f"Query: fix {' '.join(words)}" if user.rstrip().endswith("Query: ...\nAnswer: ...")
-            else f"Question: How do I sort out my {' '.join(words)} trouble?")
-    if len(quotes) == 2:
-        return f"{head}\nAnswer 1: {quotes[0]}\nAnswer 2: {quotes[1]}\n"
-    return f"{head}\nAnswer: {quotes[0]}\n"
 
 
 def test_a_need_first_run_stores_rows_whose_reference_is_their_chunks_sentences(sample_db):
