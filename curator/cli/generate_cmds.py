@@ -12,7 +12,8 @@ from curator.core.generation.config import RETRIES_PER_CHUNK
 def _render_summary(s: dict) -> str:
     lines = [f"run {s['run_id']} {s['status']}: accepted {s['accepted']} "
              f"({', '.join(f'{t} {n}' for t, n in sorted(s['by_type'].items()))}), rejected {s['rejected']}",
-             f"{s['accepted_this_session']} rows in {s['seconds']} s ({s['rows_per_min']} rows/min)"]
+             f"{s['accepted_this_session']} rows in {s['seconds']} s ({s['rows_per_min']} rows/min)",
+             f"mode {s['mode']}"]
     if s.get("surplus"):
         lines.append(f"  {s['surplus']} late answer(s) for types that already had their rows")
     for key, what in (("kept_surplus", "kept from late answers"), ("refilled", "asked again")):

@@ -139,6 +139,7 @@ class _Progress:
     truncated: set = field(default_factory=set)  # ids of chunks cut to fit the context
     warnings: list = field(default_factory=list)  # the backend's (a model without a chat template)
     handed_over: dict = field(default_factory=dict)  # shares moved at plan time (_hand_over), by type
+    mode: str = ""  # the mode the run writes in, and why (capability.resolve)
 
 
 def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -> dict:
@@ -154,7 +155,7 @@ def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -
         db.execute("UPDATE generation_runs SET status = ?, counts = ? WHERE id = ?", [status, store.dumps(counts), run_id])
     if status == "exhausted":
         counts["stopped_short"] = _why_short(counts, progress)
-    return {"run_id": run_id, "status": status, **counts, "accepted_this_session": progress.accepted,
+    return {"run_id": run_id, "status": status, **counts, "mode": progress.mode, "accepted_this_session": progress.accepted,
             "rejected_this_session": progress.rejected,
             "seconds": round(seconds, 2), "rows_per_min": round(60 * progress.accepted / seconds, 2) if seconds else 0.0}
 
@@ -370,7 +371,7 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, checks, mode)
     warnings = (backend.warnings() + checking.answer_check_warnings(config, checks)
                 + (checks.steering.warnings() if checks.steering else []))
-    progress, started = _Progress(warnings=warnings), time.perf_counter()
+    progress, started = _Progress(warnings=warnings, mode=mode.why), time.perf_counter()
     target = sum(plan.values())
     if handed:  # said once, before the first candidate; the run record keeps it (counts.handed_over)
         progress.handed_over = handed
