@@ -231,6 +231,8 @@ def main() -> None:
     parser.add_argument("--mode", default="auto", choices=["auto", "need-first", "extractive"],
                         help="Generation mode (as `curator generate --mode`; issue 39).")
     parser.add_argument("--threads", type=int, help="Generation threads (default: the free cores).")
+    parser.add_argument("--parallel", type=int, help="Sequences decoded together (default: the engine choice; a "
+                                                     "user's GGUF in extractive mode is probed first).")
     args = parser.parse_args()
     realq, project = Path(args.realq), Path(args.project)
     if args.labels:
@@ -250,7 +252,7 @@ def main() -> None:
             summary = generate(db, GenerationConfig(count=args.count, seed=0, resume=have > 0,
                                                     copy_bias=copy_bias_of(args), model_path=args.model,
                                                     chat_format=args.chat_format, mode=args.mode,
-                                                    threads=args.threads))
+                                                    threads=args.threads, parallel=args.parallel))
         print(f"  {json.dumps({k: summary.get(k) for k in ('status', 'accepted', 'rejected', 'rows_per_min', 'seconds', 'rejected_by_reason', 'warnings')})}")
     print(f"  {approve_synthetic(db)} synthetic rows approved as they are")
     retrievers = [r for r in args.retrievers.split(",") if r]
