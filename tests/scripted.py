@@ -45,7 +45,7 @@ def need_first_reply(messages) -> str:
     passages = [p.split(":\n", 1)[1].split("\n\nReply as")[0] for p in user.split("Passage")[1:]]
     quotes = [needfirst.sentences(p)[0].replace("\u2019", "'") for p in passages]
     words = [w for w in filters.tokens(passages[0]) if len(w) > 4 and w not in filters.STOPWORDS][:2]
-    head = (f"Query: fix {' '.join(words)}" if user.rstrip().endswith("Query: ...\nAnswer: ...")
+    head = (f"Query: fix {' '.join(words)}" if "\nQuery: ..." in user
             else f"Question: How do I sort out my {' '.join(words)} trouble?")
     if len(quotes) == 2:
         return f"{head}\nAnswer 1: {quotes[0]}\nAnswer 2: {quotes[1]}\n"

@@ -34,9 +34,15 @@ def test_a_quote_locates_the_chunks_own_sentences(quote, expected):
     assert needfirst.locate(quote, CHUNK) == " ".join(sentences[i] for i in expected)
 
 
-@pytest.mark.parametrize("quote", ["Use a switch statement, as in C.", "", "call"])
+@pytest.mark.parametrize("quote", ["Use a switch statement, as in C.", "", "call", "Yes, it does."])
 def test_a_quote_the_chunk_does_not_hold_is_not_located(quote):
     assert needfirst.locate(quote, CHUNK) is None
+
+
+def test_an_answer_in_the_models_own_words_locates_the_sentence_holding_most_of_them():
+    """The 1.5B model's first need-first reply on the Debian FAQ answered in its words instead of quoting."""
+    answer = "Make a dictionary that maps each case value to the function to call for it."
+    assert needfirst.locate(answer, CHUNK) == needfirst.sentences(CHUNK)[2]
 
 
 def test_parse_reads_the_query_and_one_quote_per_passage():

@@ -155,7 +155,7 @@ class Bounds:
 
 
 SMALL_BOUNDS = Bounds(question_chars=150, answer_chars=160, quote_tokens=120)
-CAPABLE_BOUNDS = Bounds(question_chars=220, answer_chars=600, quote_tokens=240)
+CAPABLE_BOUNDS = Bounds(question_chars=220, answer_chars=600, quote_tokens=160)
 
 
 CAPABLE_N_CTX = 4096

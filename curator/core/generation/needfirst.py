@@ -19,6 +19,7 @@ from difflib import SequenceMatcher
 from typing import Optional, Sequence
 
 from curator.core.generation.answers import _BLOCK, _SENTENCE_END
+from curator.core.queries.words import stems
 from curator.core.generation.prompts import _UNIT_RULE, ANSWER_FIRST_SHOTS, KEYWORD_GRAMMAR_WORDS, KEYWORD_WORD_RULE
 
 NEED_FIRST_TYPES = ("factoid", "keyword", "vague", "multi_hop")
@@ -49,10 +50,12 @@ def build_messages(query_type: str, passages: Sequence[str], style: Sequence[str
     system += "\n" + STYLE_INTRO + "\n" + "\n".join(f"- {q}" for q in (list(style) or BUILTIN_STYLE))
     if query_type == "multi_hop":
         shown = "\n\n".join(f"Passage {i}:\n{p}" for i, p in enumerate(passages, 1))
-        reply = "Question: ...\nAnswer 1: (quoted from passage 1)\nAnswer 2: (quoted from passage 2)"
+        reply = ("Question: ...\nAnswer 1: (the sentence of passage 1 that answers it, copied exactly)\n"
+                 "Answer 2: (the sentence of passage 2 that answers it, copied exactly)")
     else:
         shown = f"Passage:\n{passages[0]}"
-        reply = f"{'Query' if query_type == 'keyword' else 'Question'}: ...\nAnswer: ..."
+        reply = (f"{'Query' if query_type == 'keyword' else 'Question'}: ...\n"
+                 "Answer: (the sentence of the passage that answers it, copied exactly)")
     return [{"role": "system", "content": system}, {"role": "user", "content": f"{shown}\n\nReply as:\n{reply}"}]
 
 
@@ -114,14 +117,31 @@ def _quoted(sentence: str, quote: str) -> bool:
     return SequenceMatcher(None, own, quote, autojunk=False).ratio() >= QUOTE_MATCH
 
 
+# A reply that answers in its own words rather than quoting (the 1.5B model's first need-first candidate on the
+# Debian FAQ did) is located by its words: the chunk's sentence holding the largest share of the answer's content
+# words, when that share is at least this. The reference is still the chunk's own sentence.
+MIN_ANSWER_WORDS_FOUND = 0.6
+MIN_ANSWER_WORDS = 4
+
+
 def locate(quote: str, chunk_text: str) -> Optional[str]:
     """The chunk's own sentences that the model's quote spells, joined in the chunk's order (the first
-    MAX_REFERENCE_SENTENCES); None when the quote is not in the chunk (an answer the model made up)."""
+    MAX_REFERENCE_SENTENCES); for an answer in the model's own words, the sentence holding most of its content
+    words (MIN_ANSWER_WORDS_FOUND); None when no sentence does (an answer the chunk does not give)."""
     wanted = _norm(quote).strip('"')
     if not wanted:
         return None
     found = [s for s in sentences(chunk_text) if _quoted(s, wanted)]
-    return " ".join(found[:MAX_REFERENCE_SENTENCES]) or None
+    return " ".join(found[:MAX_REFERENCE_SENTENCES]) or _by_words(quote, chunk_text)
+
+
+def _by_words(answer: str, chunk_text: str) -> Optional[str]:
+    words = stems(answer)
+    if len(words) < MIN_ANSWER_WORDS:  # "Use a switch statement.": too few words to place by them
+        return None
+    shares = [(len(words & stems(s)) / len(words), -i, s) for i, s in enumerate(sentences(chunk_text))]
+    share, _, best = max(shares, default=(0.0, 0, None))
+    return best if share >= MIN_ANSWER_WORDS_FOUND else None
 
 
 def reference(quotes: Sequence[str], chunk_texts: Sequence[str]) -> Optional[str]:
