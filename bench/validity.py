@@ -29,6 +29,8 @@ chunk, its wordpiece offset against MiniLM's 256-token truncation, and its centr
 vector to the chunk's); for a real question, the same for the gold-chunk sentence nearest it. Split
 by centrality and by chunk overlap, with the hit rates of dense and BM25 on each side.
 
+``--mode need-first|extractive`` (default auto: by the model's size) chooses the generation mode (issue 39).
+
 ``--model FILE [--chat-format NAME]`` generates with a user's own GGUF instead of the bundled model (issue 27:
 is the 135M model the reason?).
 
@@ -226,6 +228,11 @@ def main() -> None:
                                         "model?); as `curator generate --model`.")
     parser.add_argument("--chat-format", help="With --model, for a GGUF that holds no chat template: a "
                                               "llama-cpp-python format name (e.g. gemma).")
+    parser.add_argument("--mode", default="auto", choices=["auto", "need-first", "extractive"],
+                        help="Generation mode (as `curator generate --mode`; issue 39).")
+    parser.add_argument("--threads", type=int, help="Generation threads (default: the free cores).")
+    parser.add_argument("--parallel", type=int, help="Sequences decoded together (default: the engine choice; a "
+                                                     "user's GGUF in extractive mode is probed first).")
     args = parser.parse_args()
     realq, project = Path(args.realq), Path(args.project)
     if args.labels:
@@ -244,7 +251,8 @@ def main() -> None:
         with Timer(f"generate {args.count - have} synthetic rows ({Path(args.model).name if args.model else 'bundled model'})"):
             summary = generate(db, GenerationConfig(count=args.count, seed=0, resume=have > 0,
                                                     copy_bias=copy_bias_of(args), model_path=args.model,
-                                                    chat_format=args.chat_format))
+                                                    chat_format=args.chat_format, mode=args.mode,
+                                                    threads=args.threads, parallel=args.parallel))
         print(f"  {json.dumps({k: summary.get(k) for k in ('status', 'accepted', 'rejected', 'rows_per_min', 'seconds', 'rejected_by_reason', 'warnings')})}")
     print(f"  {approve_synthetic(db)} synthetic rows approved as they are")
     retrievers = [r for r in args.retrievers.split(",") if r]

@@ -10,6 +10,7 @@ import itertools
 from typing import Callable
 
 from curator.core.generation import filters
+from curator.core.generation import needfirst
 
 
 def good_reply(messages) -> str:
@@ -35,6 +36,20 @@ def good_reply(messages) -> str:
     if "Query:" in prompt:
         return f"Query: {' '.join(words[:3])}\nAnswer: {' '.join(words[3:7])}\n"
     return f"Question: What about {' '.join(words[:3])} here?\nAnswer: {' '.join(words[3:8])}\n"
+
+
+def need_first_reply(messages) -> str:
+    """A capable model's need-first reply: a question in everyday words, then its passage's first sentence quoted
+    (curly quotes straightened, as a model often writes them); one quote per passage for a pair."""
+    user = messages[-1]["content"]
+    passages = [p.split(":\n", 1)[1].split("\n\nReply as")[0] for p in user.split("Passage")[1:]]
+    quotes = [needfirst.sentences(p)[0].replace("\u2019", "'") for p in passages]
+    words = [w for w in filters.tokens(passages[0]) if len(w) > 4 and w not in filters.STOPWORDS][:2]
+    head = (f"Query: fix {' '.join(words)}" if "\nQuery: ..." in user
+            else f"Question: How do I sort out my {' '.join(words)} trouble?")
+    if len(quotes) == 2:
+        return f"{head}\nAnswer 1: {quotes[0]}\nAnswer 2: {quotes[1]}\n"
+    return f"{head}\nAnswer: {quotes[0]}\n"
 
 
 def every_nth_bad(n: int, bad: str = "Sure! Here is a question about the passage.") -> Callable[[list], str]:

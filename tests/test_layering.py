@@ -121,7 +121,8 @@ ALLOWED = {
     "embedding": {"store", *SHARED},
     "retrieval": {"store", "corpus", "embedding", *SHARED},
     # answer-first generation checks each question against its answer sentence with the sentence embedder
-    "generation": {"store", "corpus", "queries", "embedding", "resources", *SHARED},
+    # and sizes a model from its GGUF header as `curator models` does (the mode follows the model)
+    "generation": {"store", "corpus", "queries", "embedding", "resources", "modelfiles", *SHARED},
     # coverage-aimed generation weighs real traffic as the review queue does and takes the real
     # queries' suggested gold chunks
     "clustering": {"store", "embedding", "review", "retrieval", *SHARED},

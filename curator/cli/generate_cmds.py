@@ -12,7 +12,8 @@ from curator.core.generation.config import RETRIES_PER_CHUNK
 def _render_summary(s: dict) -> str:
     lines = [f"run {s['run_id']} {s['status']}: accepted {s['accepted']} "
              f"({', '.join(f'{t} {n}' for t, n in sorted(s['by_type'].items()))}), rejected {s['rejected']}",
-             f"{s['accepted_this_session']} rows in {s['seconds']} s ({s['rows_per_min']} rows/min)"]
+             f"{s['accepted_this_session']} rows in {s['seconds']} s ({s['rows_per_min']} rows/min)",
+             f"mode {s['mode']}"]
     if s.get("surplus"):
         lines.append(f"  {s['surplus']} late answer(s) for types that already had their rows")
     for key, what in (("kept_surplus", "kept from late answers"), ("refilled", "asked again")):
@@ -66,9 +67,14 @@ def _render_summary(s: dict) -> str:
               help="extractive: factoid, keyword and vague rows take a sentence of the chunk as their reference "
                    "answer and the model writes the query it answers; free: the model writes both (for a big model "
                    "whose answers you want in its own words).")
+@click.option("--mode", type=click.Choice(["auto", "need-first", "extractive"]), default="auto", show_default=True,
+              help="need-first: the model reads a chunk and writes what a user with the need it meets would ask, "
+                   "then quotes the answer (for a capable model); extractive: the model asks about one sentence of "
+                   "the chunk (for a small model); auto: need-first for a model of 1B+ parameters or an endpoint, "
+                   "else extractive. The progress line says which, and why.")
 @json_option
 def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, threads, parallel, retries, cluster,
-             target, min_quality, no_repack, chat_format, answers_mode, as_json):
+             target, min_quality, no_repack, chat_format, answers_mode, mode, as_json):
     """Reverse-generate queries, reference answers and gold chunk ids with a local model.
 
     Every accepted row is committed at once; Ctrl-C (or SIGTERM) stops cleanly and --resume goes on.
@@ -86,12 +92,14 @@ def generate(project_path, model_path, endpoint, count, mix_text, seed, resume, 
 
     if model_path and endpoint:
         raise click.UsageError("use --model or --endpoint, not both")
+    if answers_mode == "free" and mode != "auto":
+        raise click.UsageError("--answers free has the model write both question and answer: not with --mode")
     if chat_format and endpoint:
         raise click.UsageError("--chat-format is for a local --model; an endpoint applies its own template")
     config = GenerationConfig(count=count, mix=parse_mix(mix_text) if mix_text else None, seed=seed,
                               model_path=model_path, endpoint=endpoint, threads=threads, resume=resume, cluster=cluster,
                               parallel=parallel, retries=retries, min_quality=min_quality, repack=not no_repack,
-                              chat_format=chat_format, answers=answers_mode)
+                              chat_format=chat_format, answers=answers_mode, mode=mode)
     if target == "coverage" and (cluster is not None or resume):
         raise click.UsageError("--target coverage chooses its own chunks: not with --cluster or --resume")
     with project(project_path) as db, terminate_as_interrupt() as signalled:

@@ -32,6 +32,8 @@ from curator.gui.widgets import plain_label, record_table, titled
 __all__ = ["BUNDLED", "ENDPOINT", "GGUF", "GenerateView"]  # the picker's fixed entries, as tests name them
 HINT_DISMISSED = "generate/bigger_model_hint_dismissed"  # the model path whose hint the user closed
 ANSWER_CHOICES = {"Taken from the chunk (answer-first)": "extractive", "Written by the model": "free"}
+MODE_CHOICES = {"Follow the model": "auto", "Need-first (capable model)": "need-first",
+                "Extractive (small model)": "extractive"}
 RESUMABLE = ("cancelled", "running")  # 'running' after a crash: the run never finished
 ROW_COLUMNS = (("query_type", "Type"), ("text", "Question"), ("reference", "Reference answer"), ("quality", "Quality"))
 REJECT_COLUMNS = (("query_type", "Type"), ("text", "Candidate"), ("reason", "Why rejected"))
@@ -213,6 +215,12 @@ class GenerateView(TaskView, QWidget):
         self.answers.setToolTip("Taken from the chunk: factoid, keyword and vague rows answer with a sentence of "
                                 "their gold chunk and the model writes only the query (best with small models). "
                                 "Written by the model: it writes both (for a big model).")
+        self.mode = QComboBox()
+        for label, mode in MODE_CHOICES.items():
+            self.mode.addItem(label, mode)
+        self.mode.setToolTip("Need-first: the model reads a chunk and asks what a user with the need it meets would "
+                             "ask, then quotes the answer (a capable model). Extractive: it asks about one sentence "
+                             "(a small model). Follow the model: need-first for 1B+ parameters or an endpoint.")
         self.start_button = QPushButton("Start")
         self.start_button.clicked.connect(self.start)
         self.resume_button = QPushButton("Resume last run")
@@ -222,6 +230,7 @@ class GenerateView(TaskView, QWidget):
         form.addRow("Rows", self.count)
         form.addRow("Seed", self.seed)
         form.addRow("Answers", self.answers)
+        form.addRow("Mode", self.mode)
         buttons = QHBoxLayout()
         for button in (self.start_button, self.resume_button):
             buttons.addWidget(button)
@@ -275,7 +284,8 @@ class GenerateView(TaskView, QWidget):
             return None
         return GenerationConfig(count=self.count.value(), mix=mix, seed=self.seed.value(),
                                 model_path=model_path, endpoint=endpoint,
-                                n_ctx=self.n_ctx.value(), resume=resume, answers=self.answers.currentData())
+                                n_ctx=self.n_ctx.value(), resume=resume, answers=self.answers.currentData(),
+                                mode=self.mode.currentData() if self.answers.currentData() != "free" else "auto")
 
     # -- tasks -----------------------------------------------------------------------------
     def start(self) -> Optional[workers.TaskWorker]:
@@ -311,7 +321,7 @@ class GenerateView(TaskView, QWidget):
         self.cancel()
 
     def set_busy(self, busy: bool, message: str = "") -> None:
-        for widget in (self.start_button, self.count, self.seed, self.answers, self.model_choice,
+        for widget in (self.start_button, self.count, self.seed, self.answers, self.mode, self.model_choice,
                        *self.mix_spins.values()):
             widget.setEnabled(not busy)
         self.resume_button.setEnabled(not busy and self.can_resume())

@@ -33,10 +33,12 @@ def test_events_report_what_was_stored_as_it_was_stored(sample_db):
     assert {(t, text, reason) for t, text, reason in rejected} == {
         (r["query_type"], r["text"], r["reason"]) for r in in_project}
     assert progress[-1] == (6, 6, f"accepted 6, rejected {summary['rejected']}")
-    # one step per judged reply, after the one line saying which shares were handed over at plan time
+    # one step per judged reply, after the line saying which shares were handed over at plan time (if any) and
+    # the line saying the run's mode (issue 39)
     handed = [p for p in progress if p[2].startswith("handed over at plan time")]
     assert progress[:len(handed)] == handed and len(handed) == bool(summary.get("handed_over"))
-    assert len(progress) - len(handed) == len(accepted) + len(rejected)
+    assert progress[len(handed)][2].startswith("mode extractive: ")
+    assert len(progress) - len(handed) - 1 == len(accepted) + len(rejected)
 
 
 def test_without_events_generate_runs_as_before(sample_db):

@@ -16,6 +16,7 @@ from curator.core.generation.generate import QUERY_TYPES
 from curator.core.queries.rows import list_queries
 from curator.core.store import open_project
 from curator.gui.generate_view import BUNDLED, ENDPOINT, GGUF, GenerateView
+import scripted
 from scripted import good_reply
 
 
@@ -253,3 +254,19 @@ def test_real_bundled_model_run_cancelled_from_the_gui(make_view, qtbot):
     stored = {q["id"] for q in list_queries(view.db) if q["run_id"] == summary["run_id"]}
     assert stored == {r["id"] for r in view.rows_model.rows()}
     assert len(rejected_candidates(view.db, run_id=summary["run_id"])) == view.rejected_model.rowCount()
+
+
+def test_mode_choice_forces_need_first_rows_and_the_run_records_it(make_view, qtbot):
+    """Issue 39: the Generate tab's Mode; need-first rows are asked with the whole passage and quote their answer."""
+    backends: list = []
+    view = make_view(backend_factory=lambda config: backends.append(FakeBackend(scripted.need_first_reply))
+                     or backends[-1])
+    for qtype, spin in view.mix_spins.items():
+        spin.setValue(100 if qtype == "factoid" else 0)
+    view.count.setValue(2)
+    assert view.mode.currentData() == "auto"  # the default: follow the model
+    view.mode.setCurrentIndex(view.mode.findData("need-first"))
+    summary = _finish(qtbot, view, view.start)
+    params = json.loads(view.db.execute("SELECT params FROM generation_runs WHERE id = ?", [summary["run_id"]]).fetchone()[0])
+    assert params["mode"]["chosen"] == "need-first" and summary["accepted"] == 2
+    assert "has NOT read it" in backends[0].prompts[0][0]["content"] and "Passage:" in backends[0].prompts[0][-1]["content"]

@@ -7,12 +7,15 @@ from __future__ import annotations
 import zlib
 from typing import Optional
 
+from curator.core.generation import capability
 from curator.core.generation import copybias
 from curator.core.generation import examples as examples_mod
 from curator.core.generation import multihop
+from curator.core.generation import needfirst
 from curator.core.generation import prompts
 from curator.core.generation.backends import Request
 from curator.core.generation.config import GenerationConfig, Task
+from curator.core.generation.plan import need_first
 
 MAX_PASSAGE_CHARS = 2400  # keeps prompt + answer inside n_ctx=2048 for two passages
 
@@ -37,6 +40,8 @@ def build_request(task: Task, config: GenerationConfig, shown: Optional[examples
         request.tag, request.messages = task, multihop.second_part_messages(task.option, shown_chunk["title"])
         request.grammar = multihop.part_grammar(task.option) or request.grammar
         return request
+    if need_first(task.query_type, config.answers) and not task.option:
+        return _need_first_request(task, config, shown, seed)
     if task.query_type == "multi_hop" and task.option:
         return Request(prompts.build_multi_hop_messages(*task.option["sentences"], task.option.get("entity")),
                        max_tokens=max(config.max_tokens, prompts.MULTI_HOP_MAX_TOKENS), temperature=config.temperature,
@@ -52,8 +57,25 @@ def build_request(task: Task, config: GenerationConfig, shown: Optional[examples
                        max_tokens=min(config.max_tokens, prompts.ASKED_MAX_TOKENS), temperature=config.temperature,
                        seed=seed, grammar=_asked_grammar(task, asked_type), tag=task, avoid=task.avoid)
     passages = [_truncate(c["text"]) for c in task.chunks]
-    return Request(prompts.build_messages(task.query_type, passages), max_tokens=config.max_tokens,
-                   temperature=config.temperature, seed=seed, grammar=prompts.grammar_for(task.query_type), tag=task)
+    limits = capability.bounds(bool(config.capable))
+    budget = max(config.max_tokens, prompts.max_reply_tokens(limits.question_chars, limits.answer_chars))
+    return Request(prompts.build_messages(task.query_type, passages), max_tokens=budget, temperature=config.temperature,
+                   seed=seed, grammar=prompts.grammar_for(task.query_type, limits.question_chars, limits.answer_chars),
+                   tag=task)
+
+
+def _need_first_request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.ExampleSet],
+                        seed: int) -> Request:
+    """A need-first request (generation.needfirst): the chunk (two for multi-hop), how people here ask, and a
+    token budget the model's class sets (capability.Bounds)."""
+    limits = capability.bounds(bool(config.capable))
+    style = shown.style(task.query_type, task.chunks[0], needfirst.STYLE_EXAMPLES) if shown else []
+    messages = needfirst.build_messages(task.query_type, [_truncate(c["text"]) for c in task.chunks], style)
+    quotes = 2 if task.query_type == "multi_hop" else 1
+    # '.' units are two characters (prompts.MAX_REPLY_TOKENS): the question line never runs out of budget
+    budget = len("Question: ") + 2 * limits.question_chars + quotes * (len("Answer 1: ") + limits.quote_tokens) + 8
+    return Request(messages, max_tokens=budget, temperature=config.temperature, seed=seed,
+                   grammar=needfirst.grammar(task.query_type, limits.question_chars), tag=task)
 
 
 def _avoid(task: Task, steering: Optional[copybias.Steering]) -> Optional[copybias.Avoid]:

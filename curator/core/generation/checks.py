@@ -16,6 +16,7 @@ from curator.core.generation import copybias
 from curator.core.generation import examples as examples_mod
 from curator.core.generation import filters
 from curator.core.generation import multihop
+from curator.core.generation import needfirst
 from curator.core.generation import prompts
 from curator.core.generation import quality
 from curator.core.generation import unanswerable
@@ -61,6 +62,8 @@ class Checks:
     _evidence: Optional[list] = None  # [the sentence embedder or None], loaded on the first near miss
     evidence_threads: Optional[int] = None  # the generating engine's threads (None: MiniLM's default)
     steering: Optional[copybias.Steering] = None  # the copy bias of answer-first requests (None: off)
+    answer_tail: int = prompts.ANSWER_TAIL_CHARS  # a free answer's grammar bound (capability.Bounds)
+    need_first: bool = False  # factoid, keyword, vague and multi-hop replies quote their answer (generation.needfirst)
 
     def evidence_embedder(self):
         """The sentence embedder (MiniLM) that finds a near miss's nearest chunks for the reviewer to
@@ -106,6 +109,8 @@ def _parse(task: Task, raw: str) -> Optional[tuple[str, str]]:
 def judge(db, task: Task, raw: str, checks: Checks) -> tuple[dict, Optional[str]]:
     """The candidate in a model reply and the reason to reject it (None = keep)."""
     candidate = {"raw": raw, "text": None, "reference": None}
+    if checks.need_first and task.query_type in needfirst.NEED_FIRST_TYPES and task.option is None:
+        return _judge_need_first(db, task, candidate, checks)
     parsed = _parse(task, raw)
     if parsed is None:
         return candidate, "output not in the Question/Answer format"
@@ -114,7 +119,7 @@ def judge(db, task: Task, raw: str, checks: Checks) -> tuple[dict, Optional[str]
     gold_texts = [c["text"] for c in task.chunks]
     if plain:
         reason = filters.check_row(question, answer, task.query_type, gold_texts, " ".join(gold_texts),
-                                   checks.duplicates, extractive=bool(task.answer))
+                                   checks.duplicates, extractive=bool(task.answer), answer_bound=checks.answer_tail)
     else:  # the reference is the corpus's own sentences (none for a near miss): only the question is checked
         reason = filters.check_row(question, "", "unanswerable", gold_texts, " ".join(gold_texts), checks.duplicates)
     if reason is None and task.answer and checks.overlap_cap is not None:  # a multi-hop row: the model's part only
@@ -138,6 +143,33 @@ def judge(db, task: Task, raw: str, checks: Checks) -> tuple[dict, Optional[str]
         candidate["signals"].update(extra)
         if task.avoid:  # what the question was steered away from (set by build_request), shown with the row
             candidate["signals"]["avoided_words"] = list(task.avoid.words)
+        if candidate["quality"] < checks.min_quality:
+            reason = f"quality below --min-quality ({candidate['quality']:.2f})"
+    return candidate, reason
+
+
+def _judge_need_first(db, task: Task, candidate: dict, checks: Checks) -> tuple[dict, Optional[str]]:
+    """A need-first reply (generation.needfirst): its quotes located in its chunks give the reference, then the
+    answer-first filters (the reference is the chunks' own sentences) and the overlap cap; no likelihood check:
+    the answer is what the model itself quoted as answering its question."""
+    parts = len(task.chunks) if task.query_type == "multi_hop" else 1
+    parsed = needfirst.parse(candidate["raw"], parts)
+    if parsed is None:
+        return candidate, "output not in the Question/Answer format"
+    question, quotes = parsed
+    gold_texts = [c["text"] for c in task.chunks]
+    reference = needfirst.reference(quotes, gold_texts)
+    candidate.update(text=question, reference=reference or " / ".join(quotes))
+    if reference is None:
+        return candidate, "quoted answer not found in its chunk"
+    reason = filters.check_row(question, reference, task.query_type, gold_texts, " ".join(gold_texts),
+                               checks.duplicates, extractive=True, quoted=True)
+    if reason is None and checks.overlap_cap is not None:
+        reason = _overlap_check(question, gold_texts, checks.overlap_cap)
+    if reason is None:
+        candidate["quality"], candidate["signals"] = quality.score_row(db, question, reference, task.query_type,
+                                                                       task.chunks, extractive=True)
+        candidate["signals"]["mode"] = "need-first"
         if candidate["quality"] < checks.min_quality:
             reason = f"quality below --min-quality ({candidate['quality']:.2f})"
     return candidate, reason

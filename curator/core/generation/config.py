@@ -40,8 +40,14 @@ class GenerationConfig:
     repack: bool = True  # run the bundled model from its cached Q8_0 copy (generation.repack); False: the Q4_1 file
     chat_format: Optional[str] = None  # a llama-cpp-python chat format for a GGUF that holds no chat template
     # "extractive": factoid, keyword and vague rows take a sentence of the chunk as their reference
-    # answer and the model writes the query it answers (generation.answers); "free": the model writes both.
+    # answer and the model writes the query it answers (generation.answers); "need-first": the model writes
+    # what a user with the chunk's need asks, then quotes the answer (generation.needfirst); "free": the model
+    # writes both. Set from ``mode`` when the run starts (generation.capability.resolve), unless "free".
     answers: str = "extractive"
+    # "auto": need-first for a capable model (1B+ parameters, or an endpoint), extractive for a small one;
+    # or either forced (--mode).
+    mode: str = "auto"
+    capable: Optional[bool] = None  # the model's class (capability.resolve): which length bounds apply
     # Coverage-aimed generation (issue 28, curator.core.clustering.coverage.target_chunks): chunk ids
     # asked about in this order, instead of the shuffled corpus; replaces ``cluster``'s choice.
     chunk_ids: Optional[list] = None

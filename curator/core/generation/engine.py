@@ -85,7 +85,10 @@ def _engine_candidates(config: GenerationConfig, resumed: Optional[dict]) -> lis
         if config.repack:
             copy = bundled_model_files(repack=True)
             files.append((copy.path, copy.source))
-    parallels = [config.parallel] if config.parallel else list(PARALLEL_CHOICES)
+    # Need-first rows run one sequence without a probe: a probe of a capable model costs minutes, and on this
+    # 2-core CPU two to four sequences decoded together made fewer rows a minute than one (MEASURED_DEFAULT).
+    one = [1] if config.answers == "need-first" else list(PARALLEL_CHOICES)
+    parallels = [config.parallel] if config.parallel else one
     if resumed:
         params = store.loads(resumed["params"], {})
         files = [f for f in files if str(f[0]) == resumed["model_path"]] or files  # another file is refused later

@@ -289,16 +289,21 @@ def check_adds_to_question(question: str, answer: str) -> Optional[str]:
 
 
 def check_row(question: str, answer: str, query_type: str, gold_texts: list[str], source_text: str,
-              duplicates: DuplicateIndex, extractive: bool = False) -> Optional[str]:
+              duplicates: DuplicateIndex, extractive: bool = False,
+              answer_bound: int = ANSWER_TAIL_CHARS, quoted: bool = False) -> Optional[str]:
     """The first reason to reject a generated row, or None to keep it.
 
     ``extractive``: the answer is a sentence of the gold chunk (generation.answers), so the word-overlap
     tests of an answer are moot, and a question only has to touch its chunk (one content word), not
     be mostly made of its words: a paraphrased question that names its subject in its own words ("Who
-    coined the name Python?") is what real users write and what the grounding share wrongly rejected."""
+    coined the name Python?") is what real users write and what the grounding share wrongly rejected.
+    ``answer_bound``: the free answer's grammar bound (it grows with the model: generation.capability).
+    ``quoted``: the answer is the chunk's sentences that a need-first reply quoted (generation.needfirst), up to
+    four of any shape (a list item, a word said four times), so only the question's shape is checked."""
+    shaped = "" if quoted else answer
     checks = [check_length(question, query_type), check_placeholder(question), check_self_reference(question),
-              check_enumeration(question, answer), check_shape(question, query_type),
-              check_repetition(question, answer), check_copies_chunk(question, source_text),
+              check_enumeration(question, shaped), check_shape(question, query_type),
+              check_repetition(question, shaped), check_copies_chunk(question, source_text),
               check_invented_names(question, source_text),
               check_glued_words(question, query_type, source_text),
               None if extractive else check_question_grounded(question, query_type, gold_texts),
@@ -306,7 +311,7 @@ def check_row(question: str, answer: str, query_type: str, gold_texts: list[str]
     if extractive:
         checks += [check_touches_chunk(question, gold_texts), check_adds_to_question(question, answer)]
     elif query_type != "unanswerable":
-        checks += [check_answer_complete(answer), check_grounded(answer, gold_texts), check_restates(question, answer)]
+        checks += [check_answer_complete(answer, answer_bound), check_grounded(answer, gold_texts), check_restates(question, answer)]
     return next((reason for reason in checks if reason), None)
 
 

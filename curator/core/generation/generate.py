@@ -20,6 +20,7 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.generation import answers
+from curator.core.generation import capability
 from curator.core.generation import checks as checking
 from curator.core.generation import copybias
 from curator.core.generation import engine
@@ -57,7 +58,7 @@ def _source_model(db: sqlite_utils.Database, described: dict) -> dict:
 
 
 def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Backend, mix: dict,
-               checks: Optional[checking.Checks] = None) -> int:
+               checks: Optional[checking.Checks] = None, mode: Optional[capability.ModeChoice] = None) -> int:
     described = backend.describe()
     model_path = described.get("model_path")
     size = sha = None
@@ -68,6 +69,8 @@ def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Bac
               "retries": config.retries, "threads": described.get("n_threads"), "cluster": config.cluster,
               "chunk_ids": config.chunk_ids,
               "min_quality": config.min_quality, "quality": quality.DEFINITION, "answers": config.answers,
+              "mode": {"requested": config.mode, "chosen": config.answers, "why": mode.why if mode else None},
+              "capable": config.capable, "bounds": vars(capability.bounds(bool(config.capable))),
               **(checking.checks_record(checks) if checks else {}),
               **described, **_source_model(db, described)}
     with db.conn:
@@ -136,6 +139,7 @@ class _Progress:
     truncated: set = field(default_factory=set)  # ids of chunks cut to fit the context
     warnings: list = field(default_factory=list)  # the backend's (a model without a chat template)
     handed_over: dict = field(default_factory=dict)  # shares moved at plan time (_hand_over), by type
+    mode: str = ""  # the mode the run writes in, and why (capability.resolve)
 
 
 def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -> dict:
@@ -152,7 +156,7 @@ def _finish(db, run_id: int, status: str, progress: _Progress, started: float) -
         db.execute("UPDATE generation_runs SET status = ?, counts = ? WHERE id = ?", [status, store.dumps(counts), run_id])
     if status == "exhausted":
         counts["stopped_short"] = _why_short(counts, progress)
-    return {"run_id": run_id, "status": status, **counts, "accepted_this_session": progress.accepted,
+    return {"run_id": run_id, "status": status, **counts, "mode": progress.mode, "accepted_this_session": progress.accepted,
             "rejected_this_session": progress.rejected,
             "seconds": round(seconds, 2), "rows_per_min": round(60 * progress.accepted / seconds, 2) if seconds else 0.0}
 
@@ -358,29 +362,34 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
         adopt_run_settings(db, config)
     if backend is None and config.model_path:
         check_gguf(config.model_path)  # a mistyped --model is refused before planning reads the bundled vocabulary
+    mode = capability.resolve(config)  # before planning: the mode decides which tasks there are
     chunk_choice = choose_chunks(db, config)
     resumed, mix, plan, handed = plan_run(db, config, chunk_choice)
     backend = backend or engine.open_engine(config, resumed, on_progress, cancel)
     if resumed:
         engine.check_same_model(db, resumed, backend)
     known = filters.DuplicateIndex(r[0] for r in db.execute("SELECT text FROM queries"))
-    checks = checking.Checks(known, config.min_quality, evidence_threads=getattr(backend, "n_threads", None))
-    if config.answers == "extractive":
+    checks = checking.Checks(known, config.min_quality, evidence_threads=getattr(backend, "n_threads", None),
+                             answer_tail=prompts.answer_tail(capability.bounds(bool(config.capable)).answer_chars),
+                             need_first=config.answers == "need-first")
+    if config.answers in ("extractive", "need-first"):
         checks.overlap_cap, checks.overlap_basis = realism.overlap_cap(db)
         checks.examples = examples_mod.load(db)
         checks.answer_check = answer_check or checking.answer_check_for(backend)
         if config.copy_bias is not None:
             checks.steering = copybias.Steering(db, config.copy_bias, applied=backend.biases_logits)
-    run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, checks)
+    run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, checks, mode)
     warnings = (backend.warnings() + checking.answer_check_warnings(config, checks)
                 + (checks.steering.warnings() if checks.steering else []))
-    progress, started = _Progress(warnings=warnings), time.perf_counter()
+    progress, started = _Progress(warnings=warnings, mode=mode.why), time.perf_counter()
     target = sum(plan.values())
     if handed:  # said once, before the first candidate; the run record keeps it (counts.handed_over)
         progress.handed_over = handed
         said = "handed over at plan time: " + handed_over_message(handed)
         report(on_progress, 0, target, said)
         events.progress(0, target, said)
+    report(on_progress, 0, target, f"mode {mode.why}")  # said once, before the first candidate
+    events.progress(0, target, f"mode {mode.why}")
     try:
         _run_pass(db, run_id, config, backend, plan, progress, checks, target, on_progress, cancel, events,
                   chunk_choice)

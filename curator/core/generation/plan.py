@@ -17,6 +17,7 @@ from curator.core.generation import answers
 from curator.core.generation import copybias
 from curator.core.generation import filters
 from curator.core.generation import multihop
+from curator.core.generation import needfirst
 from curator.core.generation import prompts
 from curator.core.generation import unanswerable
 from curator.core.generation.config import DEFAULT_MIX, QUERY_TYPES, GenerationConfig, Task
@@ -179,6 +180,12 @@ def answer_first(query_type: str, answers_mode: str) -> bool:
     return answers_mode == "extractive" and query_type in prompts.ANSWER_FIRST_TYPES
 
 
+def need_first(query_type: str, answers_mode: str) -> bool:
+    """A need-first task (generation.needfirst): the model is shown the chunk (two for multi-hop) and quotes
+    its answer; near misses stay derived from an answer sentence in every mode."""
+    return answers_mode == "need-first" and query_type in needfirst.NEED_FIRST_TYPES
+
+
 # Types built from the corpus before the model writes (issue 28): unanswerable rows are near misses
 # of an answer-first question (generation.unanswerable), multi-hop rows join two chunks' sentences
 # that name one entity (generation.multihop). With --answers free the old prompts ask for both.
@@ -186,7 +193,8 @@ DERIVED_TYPES = {"unanswerable": unanswerable, "multi_hop": multihop}
 
 
 def derived(query_type: str, answers_mode: str) -> bool:
-    return answers_mode == "extractive" and query_type in DERIVED_TYPES
+    return query_type in DERIVED_TYPES and (answers_mode == "extractive" or (answers_mode == "need-first"
+                                                                          and query_type == "unanswerable"))
 
 
 def _derived_task(db: sqlite_utils.Database, query_type: str, chunk: dict, seed: int,
@@ -205,6 +213,12 @@ def task_option(task: Task, attempt: int) -> Task:
     return Task(task.query_type, task.chunks[:1] + partner, attempt, option["answer"], option, task.options)
 
 
+def _opener_first(query_type: str, answers_mode: str) -> bool:
+    """Whether a type asks section-opening chunks first (SECTION_STARTS_FIRST): answer-first and need-first
+    types, whose question is about the chunk's own text (a later chunk leans on the part it continues)."""
+    return answer_first(query_type, answers_mode) or need_first(query_type, answers_mode)
+
+
 def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, cluster_chunk_ids=None,
                answers_mode: str = "free") -> Iterator[Task]:
     """Candidate tasks, types interleaved in proportion; never the same chunk twice per type.
@@ -212,7 +226,7 @@ def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, clust
     # Answer-first types ask section-opening chunks first (SECTION_STARTS_FIRST); the same chunks, so one
     # cursor position means the same depth in either order.
     chunks, openers_first = chunk_orders(db, seed, cluster_chunk_ids,
-                                         openers_first=any(answer_first(t, answers_mode) for t in plan))
+                                         openers_first=any(_opener_first(t, answers_mode) for t in plan))
     used = _used_pairs(db)
     multi_hop_scope = multihop.RunScope(db)  # one per run: no two tasks start from one approved row
     # Each type starts at a different point of the interleaved order, so types spread over chunks.
@@ -222,7 +236,7 @@ def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, clust
         for query_type in [t for t in plan if wanted[t] > 0]:
             wanted[query_type] -= 1
             start = cursors[query_type]
-            order = openers_first if answer_first(query_type, answers_mode) else chunks
+            order = openers_first if _opener_first(query_type, answers_mode) else chunks
             while cursors[query_type] < start + len(chunks):
                 chunk = order[cursors[query_type] % len(chunks)]
                 cursors[query_type] += 1
@@ -271,7 +285,7 @@ def adopt_run_settings(db, config: GenerationConfig) -> None:
     params = store.loads(run["params"], {})
     config.seed = run["seed"] if run["seed"] is not None else config.seed
     for name in ("temperature", "max_tokens", "retries", "cluster", "min_quality", "chat_format", "answers",
-                 "chunk_ids"):
+                 "chunk_ids", "capable"):
         if name in params:
             setattr(config, name, params[name])
     if "copy_bias" in params:  # the same words steered away from, as strongly (or not at all)
@@ -334,7 +348,7 @@ def _unbuildable(db, plan: dict[str, int], config: GenerationConfig, chunk_choic
     """Types of ``plan`` that cannot make a row in this project, each with why: a type built from the
     corpus with nothing to build from (no unused chunk offers a near miss, a pair made by rule or an
     approved row to join; multihop.options decides which pairs are worth asking)."""
-    if config.answers != "extractive":
+    if config.answers == "free":
         return {}
     found, asked_before = {}, None
     for query_type in [t for t, n in plan.items() if n > 0 and derived(t, config.answers)]:

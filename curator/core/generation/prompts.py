@@ -58,9 +58,15 @@ _UNIT_RULE = r"""unit ::= [a-zA-Z0-9 '"(),/_+*=<>%#&$-] | "." [a-z0-9]"""
 QUESTION_GRAMMAR = (f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 1}}} "?\\nAnswer: " answer "\\n"\n'
                     + _UNIT_RULE + _ANSWER_RULE)
 KEYWORD_WORD_CHARS = 18  # a keyword word's longest: one this long was cut there (filters.check_glued_words)
-KEYWORD_GRAMMAR = r"""
-root ::= "Query: " kword (" " kword){1,7} "\nAnswer: " answer "\n"
-kword ::= [a-zA-Z] [a-zA-Z0-9'_+#-]{0,%d} ("." [a-z0-9_]{1,17})?""" % (KEYWORD_WORD_CHARS - 1) + _ANSWER_RULE
+# The most words a keyword grammar lets a query run to: past filters.check_length's 10, so a query that reaches
+# it is rejected as too long. It was 8 here and 6 for answer-first queries, and a model that wanted one word
+# more found the space forbidden and wrote the word on without one: "anerror", "oldercurls", "andSCPURLs" from
+# the 1.5B model (issue 39), accepted because each is too short to look glued (filters.check_glued_words).
+KEYWORD_GRAMMAR_WORDS = 16
+_KEYWORD_WORDS = '"Query: " kword (" " kword){1,%d}' % (KEYWORD_GRAMMAR_WORDS - 1)
+KEYWORD_WORD_RULE = "kword ::= [a-zA-Z] [a-zA-Z0-9'_+#-]{0,%d}" % (KEYWORD_WORD_CHARS - 1)
+KEYWORD_GRAMMAR = (f'\nroot ::= {_KEYWORD_WORDS} "\\nAnswer: " answer "\\n"\n'
+                   + KEYWORD_WORD_RULE + ' ("." [a-z0-9_]{1,17})?' + _ANSWER_RULE)
 # The longest reply the question grammar admits ('.' units are two characters), in
 # characters and so in tokens, plus the end of turn.
 MAX_REPLY_TOKENS = len("Question: ") + 2 * QUESTION_CHARS + len("?\nAnswer: ") + ANSWER_CHARS + 8
@@ -120,10 +126,7 @@ ASKED_VAGUE_GRAMMAR = f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 
 # No dotted names in an answer-first keyword query: given the chance, the bundled model glued words
 # into names that exist nowhere ("systems.inboundmailrc"), 60 of 337 rejections in one quality-bench
 # run; a search-box query spells "os path join" just as well.
-ASKED_KEYWORD_GRAMMAR = r"""
-root ::= "Query: " kword (" " kword){1,5} "\n"
-kword ::= [a-zA-Z] [a-zA-Z0-9'_+#-]{0,%d}
-""" % (KEYWORD_WORD_CHARS - 1)
+ASKED_KEYWORD_GRAMMAR = f'\nroot ::= {_KEYWORD_WORDS} "\\n"\n' + KEYWORD_WORD_RULE + "\n"
 ASKED_MAX_TOKENS = len("Question: ") + 2 * QUESTION_CHARS + 8
 
 
@@ -226,8 +229,25 @@ def parse_question_pair(raw: str) -> Optional[tuple[str, str]]:
     return (found.group(1).strip(), found.group(2).strip()) if found else None
 
 
-def grammar_for(query_type: str) -> str:
-    return KEYWORD_GRAMMAR if query_type == "keyword" else QUESTION_GRAMMAR
+def grammar_for(query_type: str, question_chars: int = QUESTION_CHARS, answer_chars: int = ANSWER_CHARS) -> str:
+    """The grammar of a free-answer reply; the bounds grow with the model (generation.capability.Bounds)."""
+    if (question_chars, answer_chars) == (QUESTION_CHARS, ANSWER_CHARS):
+        return KEYWORD_GRAMMAR if query_type == "keyword" else QUESTION_GRAMMAR
+    rule = _ANSWER_RULE.replace(f"{{0,{ANSWER_TAIL_CHARS - 1}}}", f"{{0,{answer_tail(answer_chars) - 1}}}")
+    if query_type == "keyword":
+        return KEYWORD_GRAMMAR.replace(_ANSWER_RULE, rule)
+    return (f'\nroot ::= "Question: " [A-Z] unit{{9,{question_chars - 1}}} "?\\nAnswer: " answer "\\n"\n'
+            + _UNIT_RULE + rule)
+
+
+def answer_tail(answer_chars: int) -> int:
+    """The most a free answer may run after its first word (filters.check_answer_complete's bound)."""
+    return answer_chars - 29
+
+
+def max_reply_tokens(question_chars: int, answer_chars: int) -> int:
+    """The longest free-answer reply a grammar of these bounds admits, in tokens (as MAX_REPLY_TOKENS)."""
+    return len("Question: ") + 2 * question_chars + len("?\nAnswer: ") + answer_chars + 8
 
 
 def build_messages(query_type: str, passages: list[str]) -> list[dict]:

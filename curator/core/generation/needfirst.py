@@ -1,0 +1,150 @@
+"""Need-first rows for a capable model (issue 39): shown a chunk, the model writes what a user who has the need
+this chunk meets would ask without having read it, then quotes the chunk's sentences that answer; the reference
+answer is those sentences as the chunk spells them (located here, never the model's paraphrase), and gold is the
+chunk plus every chunk holding that reference (store.gold.widened). Multi-hop rows: two chunks, one question
+whose answer takes a quote from each.
+
+Why not answer-first for such a model: a question written from one answer sentence asks about that sentence's
+rare words, which lexical retrievers love, while users ask about the problem a passage solves; on the real
+questions of the FAQ corpora dense retrieval wins, and answer-first rows put it last even from a 1.5B model
+(docs/benchmarks.md, "Need-first questions"). The bundled 135M model cannot write from a whole passage
+(issue 14), so it keeps answer-first rows; generation.capability chooses.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from difflib import SequenceMatcher
+from typing import Optional, Sequence
+
+from curator.core.generation.answers import _BLOCK, _SENTENCE_END
+from curator.core.queries.words import stems
+from curator.core.generation.prompts import _UNIT_RULE, ANSWER_FIRST_SHOTS, KEYWORD_GRAMMAR_WORDS, KEYWORD_WORD_RULE
+
+NEED_FIRST_TYPES = ("factoid", "keyword", "vague", "multi_hop")
+# "Has not read it" and "their need as a whole, not one detail": a question about one sentence carries that
+# sentence's rare words (issue 39).
+TASKS = {
+    "factoid": "write the question they would type to get help: one question, in their own words, about their "
+               "need as a whole, not about one detail of the passage",
+    "keyword": "write the 2 to 6 words they would type into a search box (no question mark), in their own words",
+    "vague": "write the short, loosely worded question they would ask while unsure of the right terms",
+    "multi_hop": "write one question, in their own words, that only BOTH passages together answer",
+}
+SYSTEM = ("You help build a test set for a documentation search engine. A user has the problem or question that "
+          "the {what} resolves, and has NOT read it: they do not know its wording, its names for things or its "
+          "details. Read the {what}, then {task}. Then quote, word for word, the sentence or sentences of the "
+          "{what} that answer it.")
+STYLE_INTRO = "Users of this documentation ask like this (match their length and wording, not their topics):"
+STYLE_EXAMPLES = 8  # real queries shown; a fixed list, so the prompt prefix is cached from one request to the next
+# Without real queries in the project, how people ask about other things (prompts.ANSWER_FIRST_SHOTS).
+BUILTIN_STYLE = [queries["factoid"] for _title, _answer, queries in ANSWER_FIRST_SHOTS]
+
+
+def build_messages(query_type: str, passages: Sequence[str], style: Sequence[str] = ()) -> list[dict]:
+    """Chat messages of a need-first request: the instruction and how users here ask (the fixed prefix), then
+    the passage (or, for a multi-hop row, the two passages)."""
+    what = "passages" if query_type == "multi_hop" else "passage"
+    system = SYSTEM.format(what=what, task=TASKS[query_type])
+    system += "\n" + STYLE_INTRO + "\n" + "\n".join(f"- {q}" for q in (list(style) or BUILTIN_STYLE))
+    if query_type == "multi_hop":
+        shown = "\n\n".join(f"Passage {i}:\n{p}" for i, p in enumerate(passages, 1))
+        reply = ("Question: ...\nAnswer 1: (the sentence of passage 1 that answers it, copied exactly)\n"
+                 "Answer 2: (the sentence of passage 2 that answers it, copied exactly)")
+    else:
+        shown = f"Passage:\n{passages[0]}"
+        reply = (f"{'Query' if query_type == 'keyword' else 'Question'}: ...\n"
+                 "Answer: (the sentence of the passage that answers it, copied exactly)")
+    return [{"role": "system", "content": system}, {"role": "user", "content": f"{shown}\n\nReply as:\n{reply}"}]
+
+
+def grammar(query_type: str, question_chars: int) -> str:
+    """The reply's shape: the query line (a question of up to ``question_chars``, or keyword words), then the
+    quote line(s), any text to the end of the line. A quote is bounded only by the reply's token budget: one cut
+    there still locates every sentence it spelled whole (locate), so no candidate is lost to a length bound
+    (issue 39: 22 of 42 free-mode rejections with a 1.5B model were answers cut at the small model's bound)."""
+    if query_type == "keyword":
+        head = '"Query: " kword (" " kword){1,%d} "\\n"' % (KEYWORD_GRAMMAR_WORDS - 1)
+    else:
+        head = '"Question: " [A-Z] unit{9,%d} "?\\n"' % (question_chars - 1)
+    quotes = ('"Answer 1: " quote "\\nAnswer 2: " quote "\\n"' if query_type == "multi_hop"
+              else '"Answer: " quote "\\n"')
+    return f'\nroot ::= {head} {quotes}\nquote ::= [^\\n]+\n{_UNIT_RULE}\n{KEYWORD_WORD_RULE}\n'
+
+
+_QUERY = re.compile(r"^\s*(?:Question|Query)\s*:\s*(\S[^\n]*)", re.I | re.M)
+_QUOTE = re.compile(r"^\s*Answer(?:\s*(\d))?\s*:\s*(\S[^\n]*)", re.I | re.M)
+
+
+def parse(raw: str, parts: int = 1) -> Optional[tuple[str, list[str]]]:
+    """(query, [quote per passage]) of a need-first reply, or None when a line is missing. A quote cut by the
+    token budget (no end of line) is kept: locate finds its whole sentences."""
+    query = _QUERY.search(raw or "")
+    quotes = [m.group(2).strip() for m in _QUOTE.finditer(raw or "")]
+    if not query or len(quotes) < parts:
+        return None
+    return query.group(1).strip().strip('"'), quotes[:parts]
+
+
+def _norm(text: str) -> str:
+    """Text as compared: curly quotes and dashes as ASCII, no backticks or asterisks, one space, lower case."""
+    text = unicodedata.normalize("NFKC", text)
+    text = text.translate(str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
+                                         "\u2013": "-", "\u2014": "-", "`": "", "*": ""}))
+    return " ".join(text.lower().split())
+
+
+def sentences(chunk_text: str) -> list[str]:
+    """The chunk's sentences in order, as it spells them (one space between words)."""
+    found = []
+    for block in _BLOCK.split(chunk_text or ""):
+        found += [s for s in _SENTENCE_END.split(" ".join(block.split())) if s.strip()]
+    return found
+
+
+QUOTE_MATCH = 0.85  # a sentence the quote spells at least this closely (difflib ratio) is quoted
+MIN_PART_CHARS = 20  # a quoted part shorter than this names its sentence too loosely
+MAX_REFERENCE_SENTENCES = 4
+
+
+def _quoted(sentence: str, quote: str) -> bool:
+    own = _norm(sentence)
+    if len(own) >= MIN_PART_CHARS and own in quote:  # the whole sentence, inside a quote of several
+        return True
+    if len(quote) >= MIN_PART_CHARS and quote in own:  # a part of one sentence
+        return True
+    return SequenceMatcher(None, own, quote, autojunk=False).ratio() >= QUOTE_MATCH
+
+
+# A reply that answers in its own words rather than quoting (the 1.5B model's first need-first candidate on the
+# Debian FAQ did) is located by its words: the chunk's sentence holding the largest share of the answer's content
+# words, when that share is at least this. The reference is still the chunk's own sentence.
+MIN_ANSWER_WORDS_FOUND = 0.6
+MIN_ANSWER_WORDS = 4
+
+
+def locate(quote: str, chunk_text: str) -> Optional[str]:
+    """The chunk's own sentences that the model's quote spells, joined in the chunk's order (the first
+    MAX_REFERENCE_SENTENCES); for an answer in the model's own words, the sentence holding most of its content
+    words (MIN_ANSWER_WORDS_FOUND); None when no sentence does (an answer the chunk does not give)."""
+    wanted = _norm(quote).strip('"')
+    if not wanted:
+        return None
+    found = [s for s in sentences(chunk_text) if _quoted(s, wanted)]
+    return " ".join(found[:MAX_REFERENCE_SENTENCES]) or _by_words(quote, chunk_text)
+
+
+def _by_words(answer: str, chunk_text: str) -> Optional[str]:
+    words = stems(answer)
+    if len(words) < MIN_ANSWER_WORDS:  # "Use a switch statement.": too few words to place by them
+        return None
+    shares = [(len(words & stems(s)) / len(words), -i, s) for i, s in enumerate(sentences(chunk_text))]
+    share, _, best = max(shares, default=(0.0, 0, None))
+    return best if share >= MIN_ANSWER_WORDS_FOUND else None
+
+
+def reference(quotes: Sequence[str], chunk_texts: Sequence[str]) -> Optional[str]:
+    """The reference answer of a reply: each quote located in its own chunk, joined; None when one is not."""
+    found = [locate(quote, text) for quote, text in zip(quotes, chunk_texts)]
+    return " ".join(found) if found and all(found) else None

@@ -1,0 +1,174 @@
+"""Need-first generation (issue 39): the mode follows the model's size, the reply's quote is located in its chunk,
+the run records the mode, and the keyword grammar no longer glues words at its word limit."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+
+from curator.core.generation import capability, filters, needfirst, prompts
+from curator.core.generation.backends import FakeBackend, LlamaCppBackend, Request
+from curator.core.generation.generate import GenerationConfig, generate
+from scripted import need_first_reply
+
+CHUNK = ("You can do this easily enough with a sequence of `if... elif... elif... else`. For literal values, or "
+         "constants within a namespace, you can also use a \u201cmatch ... case\u201d statement.\n\n"
+         "For cases where you need to choose from a very large number of possibilities, you can create a "
+         "dictionary mapping case values to functions to call.")
+
+
+@pytest.mark.parametrize("quote, expected", [
+    ("You can do this easily enough with a sequence of if... elif... elif... else.", [0]),  # backticks dropped
+    ('For literal values, or constants within a namespace, you can also use a "match ... case" statement.', [1]),
+    ("you can create a dictionary mapping case values to functions to call", [2]),  # a part of one sentence
+    ("You can do this easily enough with a sequence of if... elif... elif... else. For literal values, or "
+     "constants within a namespace, you can also use a", [0]),  # cut at the token budget: the whole one only
+    ("You can do this easily enough with a sequence of `if... elif... elif... else`. For cases where you need to "
+     "choose from a very large number of possibilities, you can create a dictionary mapping case values to "
+     "functions to call.", [0, 2]),
+])
+def test_a_quote_locates_the_chunks_own_sentences(quote, expected):
+    sentences = needfirst.sentences(CHUNK)
+    assert needfirst.locate(quote, CHUNK) == " ".join(sentences[i] for i in expected)
+
+
+@pytest.mark.parametrize("quote", ["Use a switch statement, as in C.", "", "call", "Yes, it does."])
+def test_a_quote_the_chunk_does_not_hold_is_not_located(quote):
+    assert needfirst.locate(quote, CHUNK) is None
+
+
+def test_an_answer_in_the_models_own_words_locates_the_sentence_holding_most_of_them():
+    """The 1.5B model's first need-first reply on the Debian FAQ answered in its words instead of quoting."""
+    answer = "Make a dictionary that maps each case value to the function to call for it."
+    assert needfirst.locate(answer, CHUNK) == needfirst.sentences(CHUNK)[2]
+
+
+def test_parse_reads_the_query_and_one_quote_per_passage():
+    assert needfirst.parse("Question: How do I switch on a value?\nAnswer: You can do this\n") == \
+        ("How do I switch on a value?", ["You can do this"])
+    assert needfirst.parse("Question: Q?\nAnswer 1: first\nAnswer 2: second\n", parts=2) == ("Q?", ["first", "second"])
+    assert needfirst.parse("Question: Q?\nAnswer 1: first\n", parts=2) is None  # a pair needs both quotes
+    assert needfirst.parse("Sure! Here is a question.") is None
+
+
+def test_a_need_first_run_stores_rows_whose_reference_is_their_chunks_sentences(sample_db):
+    said = []
+    summary = generate(sample_db, GenerationConfig(count=8, mode="need-first", mix={"factoid": 1, "keyword": 1,
+                                                                                    "vague": 1, "multi_hop": 1}),
+                       backend=FakeBackend(need_first_reply), on_progress=lambda _d, _t, message: said.append(message))
+    assert summary["accepted"] == 8 and set(summary["by_type"]) == {"factoid", "keyword", "vague", "multi_hop"}
+    assert said[0] == "mode need-first: chosen by the user (--mode need-first)"  # before the first candidate
+    chunks = {r["id"]: r["text"] for r in sample_db.query("SELECT id, text FROM chunks")}
+    for row in sample_db.query("SELECT query_type, text, reference, source_chunk_ids, gold_chunk_ids FROM queries"):
+        sources = json.loads(row["source_chunk_ids"])
+        assert set(sources) <= set(json.loads(row["gold_chunk_ids"]))
+        own = [s for cid in sources for s in needfirst.sentences(chunks[cid])]
+        assert row["reference"] == " ".join(own[0] for own in [needfirst.sentences(chunks[c]) for c in sources])
+        assert len(sources) == (2 if row["query_type"] == "multi_hop" else 1)
+        assert own  # the reference came from the chunks, not from the reply's wording
+    params = json.loads(sample_db.execute("SELECT params FROM generation_runs").fetchone()[0])
+    assert params["mode"] == {"requested": "need-first", "chosen": "need-first",
+                              "why": "need-first: chosen by the user (--mode need-first)"}
+    assert params["answers"] == "need-first"
+
+
+def test_a_quote_the_model_made_up_is_rejected_with_a_reason(sample_db):
+    invented = "Question: How do I keep my notes safe?\nAnswer: Back them up to a floppy disk every night.\n"
+    summary = generate(sample_db, GenerationConfig(count=2, mode="need-first", mix={"factoid": 1}, retries=0),
+                       backend=FakeBackend([invented] * 200))
+    assert summary["accepted"] == 0
+    assert summary["rejected_by_reason"] == {"quoted answer not found in its chunk": summary["rejected"]}
+
+
+def test_a_resumed_need_first_run_stays_need_first(sample_db):
+    config = GenerationConfig(count=2, mode="need-first", mix={"factoid": 1})
+    generate(sample_db, config, backend=FakeBackend(need_first_reply))
+    resumed = GenerationConfig(count=4, resume=True)  # mode auto: the bundled model would be extractive
+    generate(sample_db, resumed, backend=FakeBackend(need_first_reply))
+    assert resumed.answers == "need-first"
+
+
+def _gguf_header(path, label=None, tensor_dims=()):
+    """A GGUF v3 header holding ``general.size_label`` and tensors of ``tensor_dims`` (no weights follow)."""
+    def text(value: str) -> bytes:
+        return struct.pack("<Q", len(value)) + value.encode()
+    keys = [text("general.size_label") + struct.pack("<I", 8) + text(label)] if label else []
+    tensors = [text(f"t{i}") + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+               + struct.pack("<IQ", 0, 0) for i, dims in enumerate(tensor_dims)]
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(keys))
+    path.write_bytes(head + b"".join(keys) + b"".join(tensors) + b"\0" * 4096)
+    return path
+
+
+def test_the_mode_follows_the_models_parameter_count(tmp_path, bundled_model):
+    assert capability.choose_mode("auto", bundled_model, None).mode == "extractive"  # 135M parameters, counted
+    big = _gguf_header(tmp_path / "big.gguf", "1.5B", [(1536, 151936), (8960, 1536, 100)])
+    assert capability.model_size(big).params == 1_500_000_000  # the label, as `curator models` reads it
+    unlabelled = _gguf_header(tmp_path / "unlabelled.gguf", None, [(1536, 151936), (8960, 1536, 100)])
+    assert capability.model_size(unlabelled).params == 1536 * 151936 + 8960 * 1536 * 100  # the tensors, counted
+    assert capability.choose_mode("auto", big, None).mode == "need-first"
+    labelled = _gguf_header(tmp_path / "labelled.gguf", "7B")  # no tensor counted: the header's label says
+    assert capability.model_size(labelled).params == 7_000_000_000
+    assert capability.choose_mode("auto", labelled, None).mode == "need-first"
+    assert capability.choose_mode("auto", _gguf_header(tmp_path / "small.gguf", "360M"), None).mode == "extractive"
+    assert capability.choose_mode("auto", None, "http://127.0.0.1:8080").mode == "need-first"
+    assert capability.choose_mode("extractive", big, None).mode == "extractive"  # forced
+    assert "1.5B" in capability.choose_mode("auto", big, None).why or "parameters" in capability.choose_mode(
+        "auto", big, None).why
+
+
+def test_an_unlabelled_damaged_header_falls_back_to_the_file_size(tmp_path):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 2**40, 2**40) + b"\0" * 600_000)
+    size = capability.model_size(broken)
+    assert "file size" in size.how and size.params == int(broken.stat().st_size / capability.BYTES_PER_PARAM_GUESS)
+
+
+def test_auto_mode_with_the_bundled_model_stays_extractive(sample_db):
+    config = GenerationConfig(count=1, mix={"factoid": 1})
+    summary = generate(sample_db, config, backend=FakeBackend(lambda m: "Question: What is known about it?\n"))
+    assert config.answers == "extractive" and config.capable is False and summary["run_id"]
+
+
+def test_free_answers_of_a_capable_model_get_the_longer_bound():
+    long_answer = "It " + "works " * 60 + "fine."
+    assert filters.check_answer_complete(long_answer[:160]) is not None  # the small model's bound cuts it
+    bound = prompts.answer_tail(capability.CAPABLE_BOUNDS.answer_chars)
+    assert filters.check_answer_complete(long_answer, bound) is None
+    grammar = prompts.grammar_for("factoid", 220, capability.CAPABLE_BOUNDS.answer_chars)
+    assert "{0,%d}" % (bound - 1) in grammar and "unit{9,219}" in grammar
+
+
+@pytest.mark.slow
+def test_the_keyword_grammar_lets_a_long_query_run_on_without_gluing_words(bundled_model):
+    """The bundled model told to copy a 16-word query: at the old six-word limit it glued "fetchingmail"; now the
+    grammar lets it write its words apart (the query is then too long for filters.check_length, and rejected)."""
+    backend = LlamaCppBackend(bundled_model, n_ctx=512, n_threads=1, chat_format="chatml")
+    backend.decoder_for_one = True
+    text = "how to fix an error with older curl versions when fetching mail through a proxy server"
+    messages = [{"role": "system", "content": "Copy the user's text exactly, after 'Query: '."},
+                {"role": "user", "content": text}]
+    words = text.split()
+    glued = {a + b for a, b in zip(words, words[1:])}
+    reply = next(iter(backend.iter_complete([Request(messages, max_tokens=80, temperature=0.0, seed=0,
+                                                     grammar=prompts.ASKED_KEYWORD_GRAMMAR)])))[1]
+    written = prompts.parse_query(reply).lower().replace("-", " ").split()
+    assert not [w for w in written if any(g in w for g in glued)], reply
+    assert {"fetching", "mail"} <= set(written)
+
+
+@pytest.mark.slow
+def test_need_first_with_the_real_bundled_model_parses_and_locates(sample_db, bundled_model):
+    """Real llama.cpp through the need-first grammar: every reply is in the format (the grammar holds the
+    quote line whatever the budget) and every kept row's reference is its chunk's own sentences."""
+    summary = generate(sample_db, GenerationConfig(count=1, mode="need-first", mix={"factoid": 1}, retries=0,
+                                                   threads=1, chat_format="chatml"))
+    reasons = summary["rejected_by_reason"]
+    assert "output not in the Question/Answer format" not in reasons, reasons
+    assert summary["accepted"] + summary["rejected"] > 0
+    chunks = {r["id"]: r["text"] for r in sample_db.query("SELECT id, text FROM chunks")}
+    for row in sample_db.query("SELECT reference, source_chunk_ids FROM queries WHERE source = 'synthetic'"):
+        source = chunks[json.loads(row["source_chunk_ids"])[0]]
+        assert all(s in needfirst.sentences(source) for s in needfirst.sentences(row["reference"]))
