@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (QDoubleSpinBox, QGridLayout, QHBoxLayout, QLabel,
                                QPushButton, QSplitter, QTextBrowser, QVBoxLayout, QWidget)
 
 from curator.core.diagnosis.details import trace_detail
-from curator.core.diagnosis.judge import JUDGE_ID
 from curator.core.diagnosis.quadrants import FAITH_THRESHOLD, RECALL_THRESHOLD, diagnose, mark_trace
 from curator.gui.models import plain_tooltip
 
@@ -121,6 +120,8 @@ class DiagnoseView(QWidget):
             parts.append("Biggest failure slice: " + r["biggest_failure"]["text"] + ".")
         if r["calibration"]:
             parts.append(r["calibration"]["text"].capitalize() + ".")
+        if r.get("judge") and r["judge"]["claims"]:
+            parts.append("Judge: " + r["judge"]["text"] + ".")
         return " ".join(parts)
 
     def show_cell(self, name: str) -> None:
@@ -159,16 +160,36 @@ def _score(value: Optional[float]) -> str:
 
 
 def claim_notes(claim: dict) -> list[str]:
-    """The claim's verdict with the default judge's probability, its evidence sentence and the
-    mismatches it found, as plain lines in the words of `curator trace`."""
+    """The claim's verdict, which judge made it and how often that judge agreed with human labels
+    on claims like it, the default judge's probability, its evidence sentence and the mismatches it
+    found, as plain lines in the words of `curator trace`."""
     p = "" if claim.get("probability") is None else f" (p={claim['probability']:.2f})"
-    judge = claim.get("judge") or ""
-    # a verdict a reviewer or an LLM gave later is named, so a probability that disagrees with it reads right
-    by = "" if not claim["verdict"] or judge.startswith(JUDGE_ID) else f" by {claim.get('reviewer') or judge}"
-    lines = [f"{claim['verdict'] or 'unjudged'}{by}{p}"]
+    lines = [f"{claim['verdict'] or 'unjudged'}{p}"]
+    if claim["verdict"]:
+        lines.append(verdict_origin_line(claim))
     if claim.get("evidence"):
         lines.append(f"evidence [{claim['context_index']}]: {claim['evidence']}")
     return lines + [f"why: {reason}" for reason in claim.get("reasons") or []]
+
+
+def verdict_origin_line(claim: dict) -> str:
+    """Who judged the claim and that judge's measured agreement, e.g. "by the default judge; right 97%
+    of the time on labelled claims like this"."""
+    by = claim.get("judged_by") or "judge"
+    if by == "reviewer":
+        return f"by reviewer {claim.get('reviewer') or ''}".rstrip()
+    if by == "LLM judge":
+        p = claim.get("llm_probability")
+        how = f"P(supported) {p:.2f}" if p is not None else "sampled yes/no, no probability"
+        line = f"by the LLM judge ({claim.get('judge', '').split(':', 1)[-1]}; {how})"
+    else:
+        line = "by the default judge"
+    agreement = claim.get("agreement")
+    line += (f"; it agreed with human labels {agreement:.0%} of the time on labelled claims like this"
+             if agreement is not None else "; its agreement on this model is not measured")
+    if by == "default judge" and claim.get("unsure"):
+        line += "; unsure: outside the region where it is reliable (an LLM judge would check it)"
+    return line
 
 
 def _claim_span(claim: dict) -> str:
@@ -181,10 +202,10 @@ def _claim_span(claim: dict) -> str:
 
 
 def _evidence_section(title: str, claims: list[dict]) -> list[str]:
-    """Each claim the default judge measured, its notes in view (a tooltip alone is easy to miss);
-    nothing when no claim has any (an LLM judge or a reviewer gives a verdict only)."""
+    """Each judged claim, its notes in view (a tooltip alone is easy to miss): who judged it and
+    how far that judge is trusted, and what the default judge measured; nothing before judging."""
     e = html.escape
-    shown = [c for c in claims if c.get("probability") is not None or c.get("evidence") or c.get("reasons")]
+    shown = [c for c in claims if c["verdict"] or c.get("probability") is not None]
     if not shown:
         return []
     return [f"<h4>{e(title)}</h4>"] + [
