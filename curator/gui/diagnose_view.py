@@ -224,12 +224,12 @@ def trace_html(d: dict) -> str:
     if not d["claims"]:
         out.append(e(d["response"]))
     out.append("</p>")
-    out += _evidence_section("Each claim, its evidence and what differs", d["claims"])
+    out += _evidence_section("Each claim, who judged it, its evidence and what differs", d["claims"])
     if d.get("statements"):
         out.append("<h4>Reference answer (recall judged from its statements)</h4><p>")
         out += [_claim_span(c) for c in d["statements"]]
         out.append("</p>")
-        out += _evidence_section("Each statement, its evidence and what differs", d["statements"])
+        out += _evidence_section("Each statement, who judged it, its evidence and what differs", d["statements"])
     out.append("<p><small>green: supported, red: not supported, grey: not judged yet</small></p>")
     out.append("<h4>Gold chunks</h4>")
     out += [f"<p><code>{e(g['chunk_id'])}</code> {e(g['text'][:300])}</p>" for g in d["gold"]] or ["<p>(none)</p>"]

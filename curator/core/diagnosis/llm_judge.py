@@ -147,8 +147,9 @@ class LlmJudge:
         self.backend = backend
         self.model_key = model_key(backend)
         fits = (calibration or load_calibration())["models"]
-        self.fit = fits.get(self.model_key)
-        self.cache = cache if cache is not None else VerdictCache()
+        self.fit = fits.get(self.model_key) if self.model_key else None
+        # a backend without a model file or endpoint (a scripted fake) has no identity to cache under
+        self.cache = cache if cache is not None else (VerdictCache() if self.model_key else None)
         self.logprobs = hasattr(backend, "next_token_logprobs") or hasattr(backend, "endpoint")
         self.seconds = 0.0  # spent asking the model (cache hits cost none)
         self.asked = self.hits = 0
@@ -166,7 +167,7 @@ class LlmJudge:
         in order, so a local model reuses their shared context."""
         pending = []
         for tag, contexts, claim in items:
-            found = self.cache.get(VerdictCache.key(self.model_key, contexts, claim))
+            found = self.cache and self.cache.get(VerdictCache.key(self.model_key, contexts, claim))
             if found is not None:
                 self.hits += 1
                 yield tag, {**found, "cached": True}
@@ -220,20 +221,21 @@ class LlmJudge:
                 "calibrated": self.fit is not None}
 
     def _remember(self, contexts: list[str], claim: str, verdict: dict, keep: bool = True) -> dict:
-        if keep:
+        if keep and self.cache:
             self.cache.put(VerdictCache.key(self.model_key, contexts, claim), verdict)
         return {**verdict, "cached": False}
 
 
-def model_key(backend: Backend) -> str:
+def model_key(backend: Backend) -> Optional[str]:
     """What a cached verdict and a calibration are keyed by: the model file's SHA-256, else the
-    endpoint and model name (a server's weights cannot be hashed from here)."""
+    endpoint and model name (a server's weights cannot be hashed from here); None for neither."""
     path = getattr(backend, "model_path", None)
     if path is not None:
         from curator.core.cachefiles import file_sha256
 
         return file_sha256(path)
-    return f"{getattr(backend, 'endpoint', backend.id)}|{getattr(backend, 'model', '')}"
+    endpoint = getattr(backend, "endpoint", None)
+    return f"{endpoint}|{getattr(backend, 'model', '')}" if endpoint else None
 
 
 def _model_name(backend: Backend) -> str:

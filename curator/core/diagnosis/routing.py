@@ -57,19 +57,21 @@ def fit_routing(scored: list[tuple[float, bool]], edges: tuple[float, ...], fitt
         inside = [(p, y) for p, y in scored if low <= p < high or (high >= 1.0 and p >= low)]
         right = sum((p >= 0.5) == y for p, y in inside)
         bins.append([low, high, len(inside), round(right / len(inside), 4) if inside else None])
-    below = _widest_tail(scored, sorted({e for e in edges if e <= 0.5}, reverse=True), lambda p, t: p < t, target)
-    above = _widest_tail(scored, sorted(e for e in edges if e >= 0.5), lambda p, t: p >= t, target)
+    below = _widest_tail(scored, sorted({e for e in edges if e <= 0.5}, reverse=True), lambda p, t: p < t, target,
+                         none=0.0)
+    above = _widest_tail(scored, sorted(e for e in edges if e >= 0.5), lambda p, t: p >= t, target, none=1.01)
     return {"reliable_below": below, "reliable_above": above, "target_agreement": target, "bins": bins,
             "region": _region_figures(scored, below, above), "fitted_on": fitted_on}
 
 
-def _widest_tail(scored, thresholds, inside, target: float) -> float:
-    """The loosest threshold whose tail of claims the judge got right at least ``target`` of the time."""
+def _widest_tail(scored, thresholds, inside, target: float, none: float) -> float:
+    """The loosest threshold whose tail of claims the judge got right at least ``target`` of the
+    time; ``none`` (an empty tail) when no threshold holds."""
     for threshold in thresholds:
         tail = [(p, y) for p, y in scored if inside(p, threshold)]
         if tail and sum((p >= 0.5) == y for p, y in tail) / len(tail) >= target:
             return threshold
-    return 0.0 if thresholds and thresholds[0] <= 0.5 else 1.01
+    return none
 
 
 def _region_figures(scored, below: float, above: float) -> dict:
