@@ -359,7 +359,7 @@ def judge_summary(db: sqlite_utils.Database) -> dict:
                                                  for j, n in sorted(by_judge.items())))
     if alone:
         text += (f"; of the default judge's {len(alone)} verdicts about {wrong:g} are expected to be wrong "
-                 f"(its measured agreement on labelled claims like these), {len(unsure)} are unsure")
-        text += ": configure an LLM judge (--judge-model) to check those" if unsure else ""
+                 f"(its measured agreement on labelled claims like these); unsure verdicts: {len(unsure)}")
+        text += " (an LLM judge, --judge-model, checks those)" if unsure else ""
     return {"claims": len(claims), "by_judge": by_judge, "default_expected_wrong": wrong, "unsure": len(unsure),
             "unsure_claims": listed, "text": text}

@@ -245,13 +245,19 @@ def _model_name(backend: Backend) -> str:
 
 def endpoint_logprobs(backend, messages: list[dict]) -> Optional[list[tuple[str, float]]]:
     """The first reply token's top log-probabilities from an OpenAI-compatible endpoint
-    (``logprobs``/``top_logprobs``), or None when the server gives none."""
+    (``logprobs``/``top_logprobs``), or None when the server gives none or refuses the request (the
+    judge then asks for the word through the backend, whose retries and errors say what went wrong)."""
+    import urllib.error
+
     from curator.core.httpio import fetch_capped, json_request
 
     body = {"model": backend.model, "messages": messages, "max_tokens": 1, "temperature": 0.0,
             "logprobs": True, "top_logprobs": 20}
-    raw = fetch_capped(json_request(backend._url(), body, backend.api_key), time.monotonic() + backend.deadline,
-                       backend.timeout, backend.max_reply_bytes, f"{backend.endpoint}: the reply is too large")
+    try:
+        raw = fetch_capped(json_request(backend._url(), body, backend.api_key), time.monotonic() + backend.deadline,
+                           backend.timeout, backend.max_reply_bytes, f"{backend.endpoint}: the reply is too large")
+    except (urllib.error.URLError, OSError):
+        return None
     try:
         first = json.loads(raw)["choices"][0]["logprobs"]["content"][0]
         return [(t["token"], float(t["logprob"])) for t in first["top_logprobs"]]
