@@ -163,7 +163,8 @@ def claim_notes(claim: dict) -> list[str]:
     """The claim's verdict, which judge made it and how often that judge agreed with human labels
     on claims like it, the default judge's probability, its evidence sentence and the mismatches it
     found, as plain lines in the words of `curator trace`."""
-    p = "" if claim.get("probability") is None else f" (p={claim['probability']:.2f})"
+    whose = "p" if claim.get("judged_by") in (None, "default judge") else "default judge's p"
+    p = "" if claim.get("probability") is None else f" ({whose}={claim['probability']:.2f})"
     lines = [f"{claim['verdict'] or 'unjudged'}{p}"]
     if claim["verdict"]:
         lines.append(verdict_origin_line(claim))

@@ -160,4 +160,4 @@ def test_each_claim_shows_the_default_judges_probability_evidence_and_mismatches
     claim_id = sample_db.execute("SELECT id FROM claims WHERE text LIKE '%45 days%'").fetchone()[0]
     correct_verdict(sample_db, claim_id, "supported", "ana")  # the probability that disagrees says whose verdict won
     view.show_trace(trace_id)
-    assert re.search(r"supported \(p=0\.\d\d\)\s+by reviewer ana", view.detail.toPlainText())
+    assert re.search(r"supported \(default judge's p=0\.\d\d\)\s+by reviewer ana", view.detail.toPlainText())
