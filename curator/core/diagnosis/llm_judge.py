@@ -35,8 +35,8 @@ from curator.core.generation.backends import Backend, Request
 SYSTEM = "You check whether a claim is fully supported by a context."
 QUESTION = "Is every part of the claim stated or directly implied by the context? Answer yes or no."
 PROMPT_VERSION = "yes-no-1"
-# The prompt and a one-token reply fit a 2048-token context (about 4 characters a token).
-MAX_CONTEXT_CHARS = 6000
+# The prompt fits a 2048-token context even for text dense in code (about 3 characters a token).
+MAX_CONTEXT_CHARS = 4500
 YES_NO_GRAMMAR = 'root ::= "yes" | "no"\n'
 CALIBRATION = Path(__file__).resolve().parents[2] / "resources" / "judge" / "llm_calibration.json"
 TOP_TOKENS = 40
