@@ -169,6 +169,9 @@ def _render_claims(name: str, claims: list[dict]) -> list[str]:
     for c in claims:
         p = "" if c["probability"] is None else f" (p={c['probability']:.2f})"
         lines.append(f"  {name} {c['claim_id']}: {c['verdict'] or 'unjudged'}{p}: {c['text']}")
+        if c["judged_by"]:
+            agreed = "" if c["agreement"] is None else f", agreed with human labels {c['agreement']:.0%} on claims like it"
+            lines.append(f"      by the {c['judged_by']}{agreed}{' (unsure)' if c['unsure'] else ''}")
         if c["evidence"]:
             lines.append(f"      evidence [{c['context_index']}]: {c['evidence']}")
         lines += [f"      why: {reason}" for reason in c["reasons"]]
