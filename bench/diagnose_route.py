@@ -106,6 +106,8 @@ def llm_scores(claims: list[dict], model: str, reuse: bool) -> None:
         for i, c in enumerate(claims):
             if not reuse:
                 backend.llm.n_tokens = 0  # forget the previous prompt: every claim pays for its whole prompt
+            if i == 0:
+                _ = backend.llm  # load the model before the clock starts
             before = llm.seconds
             (_, v), = llm.judge([(i, c["contexts"], c["claim"])])
             c.update(p_yes=v["p_yes"], sampled=v["sampled"], seconds=round(llm.seconds - before, 3),
@@ -154,6 +156,8 @@ def report(claims: list[dict], fit: dict, routing: dict) -> dict:
     heldout = {}
     for name in FIT + REPORT:
         part = by_set[name]
+        if not part:  # --limit left it out
+            continue
         labels = [c["label"] == "supported" for c in part]
         unsure = sum(not reliable(c["feature_p"], routing) for c in part)
         print(f"\n{name} ({'fit' if name in FIT else 'REPORT: nothing fitted here'}): {len(part)} claims, "
