@@ -206,7 +206,12 @@ def main() -> None:
     parser.add_argument("--fit", action="store_true", help="write routing.json (and the model's calibration)")
     parser.add_argument("--no-prefix-reuse", action="store_true", help="measure every prompt evaluated whole")
     parser.add_argument("--limit", type=int, help="only the first N claims (a speed check)")
+    parser.add_argument("--question", help="try another last line of the prompt (chosen on the fit sets only)")
     args = parser.parse_args()
+    if args.question:
+        from curator.core.diagnosis import llm_judge
+
+        llm_judge.QUESTION = args.question
     claims = all_claims()[: args.limit]
     feature_scores(claims)
     model_name, model_key = None, None
@@ -222,7 +227,7 @@ def main() -> None:
         model_name, model_key = Path(args.judge_model).name, file_sha256(args.judge_model)
         llm_scores(claims, args.judge_model, reuse=not args.no_prefix_reuse)
         if not args.limit and not args.no_prefix_reuse:
-            write_scores(claims, model_name, model_key)
+            write_scores(claims, model_name, model_key, "_question" if args.question else "")
     routing = fit_routing([(c["feature_p"], c["label"] == "supported") for c in claims if c["set"] in FIT], EDGES,
                           fitted_on="bench/diagnose_route.py --fit: " + ", ".join(FIT)) if args.fit else None
     routing = routing or json.loads(ROUTING.read_text())
@@ -236,8 +241,8 @@ def main() -> None:
         write_fits(routing, fit, heldout, model_name, model_key)
 
 
-def write_scores(claims: list[dict], model_name: str, model_key: str) -> None:
-    path = SETS / f"scores_{Path(model_name).stem}.jsonl"
+def write_scores(claims: list[dict], model_name: str, model_key: str, variant: str = "") -> None:
+    path = SETS / f"scores_{Path(model_name).stem}{variant}.jsonl"
     head = {"model": model_name, "sha256": model_key, "about": "raw P(yes) (share of yes/no mass of the first "
             "reply token), the greedy first word and seconds per claim, by bench/diagnose_route.py"}
     lines = [json.dumps(head)] + [json.dumps({k: c[k] for k in ("set", "claim", "p_yes", "sampled", "seconds")})
