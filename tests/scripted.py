@@ -91,3 +91,26 @@ def chunk_like(db, fragment: str) -> dict:
     pick the chunk a scripted reply is about by a phrase of it."""
     return dict(zip(("id", "doc_id", "title", "text"), db.execute(
         "SELECT id, doc_id, title, text FROM chunks WHERE text LIKE ?", [f"%{fragment}%"]).fetchone()))
+
+
+def fixed_claim_judge(probabilities: dict[str, float]):
+    """The default judge with its probability fixed per claim word (no model needed)."""
+    import numpy as np
+
+    from curator.core.diagnosis.judge import FEATURES, ClaimJudge
+
+    judge = ClaimJudge(lambda texts: np.eye(len(texts), 8), {"features": list(FEATURES), "mean": [0] * len(FEATURES),
+                                                         "scale": [1] * len(FEATURES), "coef": [0] * len(FEATURES),
+                                                         "intercept": 0})
+    judge.probability = lambda values, p=probabilities: 0.5  # replaced per claim below
+    original = judge.judge
+
+    def judge_claims(claims, contexts):
+        out = original(claims, contexts)
+        for verdict, claim in zip(out, claims):
+            p = next(v for word, v in probabilities.items() if word in claim)
+            verdict.update(probability=p, verdict="supported" if p >= 0.5 else "not supported")
+        return out
+
+    judge.judge = judge_claims
+    return judge

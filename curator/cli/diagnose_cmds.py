@@ -61,6 +61,8 @@ def _render_report(r: dict) -> str:
         lines.append("biggest failure slice: " + r["biggest_failure"]["text"])
     if r["calibration"]:
         lines.append(r["calibration"]["text"])
+    lines.append("judge: " + r["judge"]["text"])
+    lines += [f"  unsure claim {c['claim_id']} (p={c['probability']:.2f}): {c['text']}" for c in r["judge"]["unsure_claims"]]
     return "\n".join(lines)
 
 
@@ -72,19 +74,23 @@ def _render_report(r: dict) -> str:
               help="Judge the claims not judged yet before reporting (the default judge: evidence sentence, "
                    "features and fitted weights, no LLM; MiniLM loads only if a claim needs it).")
 @click.option("--judge-model", type=click.Path(dir_okay=False),
-              help="Also a GGUF LLM judge, run only on the claims the default judge is unsure of.")
+              help="Also a GGUF LLM judge (an instruct model of 1.5B or more), run on the claims outside the region "
+                   "where the default judge is measured reliable.")
 @click.option("--judge-endpoint",
-              help="Also an OpenAI-compatible server as LLM judge for the unsure claims (key from $CURATOR_API_KEY).")
+              help="Also an OpenAI-compatible server as LLM judge for those claims (key from $CURATOR_API_KEY).")
+@click.option("--judge-every-claim", is_flag=True,
+              help="The LLM judge checks every claim the default judge judged, not only the unsure ones.")
 @click.option("--parallel", type=click.IntRange(1, 64), help="LLM claims judged at once (default: 1 local, 4 remote).")
 @click.option("--traces", "list_traces", is_flag=True, help="Also list every trace with its quadrant.")
 @json_option
-def diagnose(project_path, recall_threshold, faith_threshold, judge, judge_model, judge_endpoint, parallel,
-             list_traces, as_json):
+def diagnose(project_path, recall_threshold, faith_threshold, judge, judge_model, judge_endpoint, judge_every_claim,
+             parallel, list_traces, as_json):
     """Route each trace to the component to fix: the 2x2 of context recall and faithfulness.
 
-    Claims are judged by the default judge; an LLM judge (--judge-model, --judge-endpoint) re-checks
-    only the claims it is unsure of. The bundled 135M model is not offered as a judge: on the
-    held-out claims it is no better than chance (docs/diagnose.md).
+    Claims are judged by the default judge; an LLM judge (--judge-model, --judge-endpoint) checks
+    the claims outside the region where the default judge is measured reliable (every claim with
+    --judge-every-claim), scored by its probability of "yes". The bundled 135M model is not offered
+    as a judge: on the held-out claims it is no better than chance (docs/diagnose.md).
 
     \b
     Example:
@@ -98,7 +104,7 @@ def diagnose(project_path, recall_threshold, faith_threshold, judge, judge_model
     with project(project_path) as db:
         if judge and (unjudged_claims(db) or judge_model or judge_endpoint):
             judge_traces(db, _llm_judge(judge_model, judge_endpoint, parallel), on_progress=progress_printer("judge"),
-                         judge=lazy_default_judge())
+                         judge=lazy_default_judge(), every_claim=judge_every_claim)
         report = run_diagnose(db, recall_threshold, faith_threshold)
     if not list_traces and not as_json:
         report.pop("traces")
@@ -150,6 +156,9 @@ def _render_claims(name: str, claims: list[dict]) -> list[str]:
     for c in claims:
         p = "" if c["probability"] is None else f" (p={c['probability']:.2f})"
         lines.append(f"  {name} {c['claim_id']}: {c['verdict'] or 'unjudged'}{p}: {c['text']}")
+        if c["judged_by"]:
+            agreed = "" if c["agreement"] is None else f", agreed with human labels {c['agreement']:.0%} on claims like it"
+            lines.append(f"      by the {c['judged_by']}{agreed}{' (unsure)' if c['unsure'] else ''}")
         if c["evidence"]:
             lines.append(f"      evidence [{c['context_index']}]: {c['evidence']}")
         lines += [f"      why: {reason}" for reason in c["reasons"]]

@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (QDoubleSpinBox, QFormLayout, QGridLayout, QGroupB
                                QListWidgetItem, QPushButton, QSplitter, QTextBrowser, QVBoxLayout, QWidget)
 
 from curator.core.diagnosis.details import trace_detail
-from curator.core.diagnosis.judge import JUDGE_ID
 from curator.core.diagnosis.quadrants import FAITH_THRESHOLD, RECALL_THRESHOLD, diagnose, mark_trace
 from curator.gui import workers
 from curator.gui.model_picker import ModelPicker
@@ -177,6 +176,8 @@ class DiagnoseView(QWidget):
             parts.append("Biggest failure slice: " + r["biggest_failure"]["text"] + ".")
         if r["calibration"]:
             parts.append(r["calibration"]["text"].capitalize() + ".")
+        if r.get("judge") and r["judge"]["claims"]:
+            parts.append("Judge: " + r["judge"]["text"] + ".")
         return " ".join(parts)
 
     def show_cell(self, name: str) -> None:
@@ -215,16 +216,37 @@ def _score(value: Optional[float]) -> str:
 
 
 def claim_notes(claim: dict) -> list[str]:
-    """The claim's verdict with the default judge's probability, its evidence sentence and the
-    mismatches it found, as plain lines in the words of `curator trace`."""
-    p = "" if claim.get("probability") is None else f" (p={claim['probability']:.2f})"
-    judge = claim.get("judge") or ""
-    # a verdict a reviewer or an LLM gave later is named, so a probability that disagrees with it reads right
-    by = "" if not claim["verdict"] or judge.startswith(JUDGE_ID) else f" by {claim.get('reviewer') or judge}"
-    lines = [f"{claim['verdict'] or 'unjudged'}{by}{p}"]
+    """The claim's verdict, which judge made it and how often that judge agreed with human labels
+    on claims like it, the default judge's probability, its evidence sentence and the mismatches it
+    found, as plain lines in the words of `curator trace`."""
+    whose = "p" if claim.get("judged_by") in (None, "default judge") else "default judge's p"
+    p = "" if claim.get("probability") is None else f" ({whose}={claim['probability']:.2f})"
+    lines = [f"{claim['verdict'] or 'unjudged'}{p}"]
+    if claim["verdict"]:
+        lines.append(verdict_origin_line(claim))
     if claim.get("evidence"):
         lines.append(f"evidence [{claim['context_index']}]: {claim['evidence']}")
     return lines + [f"why: {reason}" for reason in claim.get("reasons") or []]
+
+
+def verdict_origin_line(claim: dict) -> str:
+    """Who judged the claim and that judge's measured agreement, e.g. "by the default judge; right 97%
+    of the time on labelled claims like this"."""
+    by = claim.get("judged_by") or "judge"
+    if by == "reviewer":
+        return f"by reviewer {claim.get('reviewer') or ''}".rstrip()
+    if by == "LLM judge":
+        p = claim.get("llm_probability")
+        how = f"P(supported) {p:.2f}" if p is not None else "sampled yes/no, no probability"
+        line = f"by the LLM judge ({claim.get('judge', '').split(':', 1)[-1]}; {how})"
+    else:
+        line = "by the default judge"
+    agreement = claim.get("agreement")
+    line += (f"; it agreed with human labels {agreement:.0%} of the time on labelled claims like this"
+             if agreement is not None else "; its agreement on this model is not measured")
+    if by == "default judge" and claim.get("unsure"):
+        line += "; unsure: outside the region where it is reliable (an LLM judge would check it)"
+    return line
 
 
 def _claim_span(claim: dict) -> str:
@@ -237,10 +259,10 @@ def _claim_span(claim: dict) -> str:
 
 
 def _evidence_section(title: str, claims: list[dict]) -> list[str]:
-    """Each claim the default judge measured, its notes in view (a tooltip alone is easy to miss);
-    nothing when no claim has any (an LLM judge or a reviewer gives a verdict only)."""
+    """Each judged claim, its notes in view (a tooltip alone is easy to miss): who judged it and
+    how far that judge is trusted, and what the default judge measured; nothing before judging."""
     e = html.escape
-    shown = [c for c in claims if c.get("probability") is not None or c.get("evidence") or c.get("reasons")]
+    shown = [c for c in claims if c["verdict"] or c.get("probability") is not None]
     if not shown:
         return []
     return [f"<h4>{e(title)}</h4>"] + [
@@ -259,12 +281,12 @@ def trace_html(d: dict) -> str:
     if not d["claims"]:
         out.append(e(d["response"]))
     out.append("</p>")
-    out += _evidence_section("Each claim, its evidence and what differs", d["claims"])
+    out += _evidence_section("Each claim, who judged it, its evidence and what differs", d["claims"])
     if d.get("statements"):
         out.append("<h4>Reference answer (recall judged from its statements)</h4><p>")
         out += [_claim_span(c) for c in d["statements"]]
         out.append("</p>")
-        out += _evidence_section("Each statement, its evidence and what differs", d["statements"])
+        out += _evidence_section("Each statement, who judged it, its evidence and what differs", d["statements"])
     out.append("<p><small>green: supported, red: not supported, grey: not judged yet</small></p>")
     out.append("<h4>Gold chunks</h4>")
     out += [f"<p><code>{e(g['chunk_id'])}</code> {e(g['text'][:300])}</p>" for g in d["gold"]] or ["<p>(none)</p>"]

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from curator.core.diagnosis.details import trace_detail
-from curator.core.diagnosis.faithfulness import (REFERENCE, STATEMENT_BASIS, VERDICT_GRAMMAR, claim_verdicts,
+from curator.core.diagnosis.faithfulness import (REFERENCE, STATEMENT_BASIS, claim_verdicts,
                                                  correct_verdict, judge_traces, parse_verdict, split_claims,
                                                  split_statements, unjudged_claims)
 from curator.core.diagnosis.quadrants import calibrate, diagnose, mark_trace, quadrant
 from curator.core.diagnosis.recall import ChunkMatcher, context_recall
+from curator.core.diagnosis.llm_judge import YES_NO_GRAMMAR
 from curator.core.diagnosis.traces import import_traces
 from curator.core.errors import InputError
 from curator.core.generation.backends import FakeBackend
 from curator.core.queries.rows import add_query
 from curator.core.review.decisions import decide
+from scripted import fixed_claim_judge
 
 
 # -- context recall ---------------------------------------------------------------------------
@@ -153,7 +154,8 @@ def test_claims_are_sentences_of_three_words_or_more():
 
 @pytest.mark.parametrize("reply, verdict", [("supported", "supported"), ("not supported", "not supported"),
                                             (" Supported.", "supported"), ("NOT_SUPPORTED", "not supported"),
-                                            ("unsupported", "not supported"), ("maybe", None), ("", None)])
+                                            ("unsupported", "not supported"), ("maybe", None), ("", None),
+                                            ("Yes.", "supported"), ("no", "not supported")])
 def test_verdicts_parsed(reply, verdict):
     assert parse_verdict(reply) == verdict
 
@@ -178,7 +180,7 @@ def test_scripted_judge_scores_and_stores_every_judgement(sample_db, tmp_path):
     claims = claim_verdicts(sample_db, trace_id)
     assert [c["verdict"] for c in claims] == ["supported", "not supported", "supported"]
     assert all(c["context_index"] == 1 for c in claims)
-    assert "Passages:\n[1] " in backend.prompts[0][-1]["content"]
+    assert backend.prompts[0][-1]["content"].startswith("Context:\n")  # the context first, the claim last
     assert unjudged_claims(sample_db) == 0
     again = judge_traces(sample_db, FakeBackend(["supported"]))
     assert again["claims_judged"] == 0  # judged claims are not asked again
@@ -205,7 +207,7 @@ def test_reviewer_correction_is_journaled_and_rescores(sample_db, tmp_path):
     assert result["before"]["verdict"] == "supported" and result["faithfulness"] == pytest.approx(2 / 3)
     rows = sample_db.execute("SELECT verdict, judge, reviewer FROM judgements WHERE claim_id = ? ORDER BY id",
                              [claim_id]).fetchall()
-    assert rows == [("supported", "fake", None), ("not supported", "reviewer", "ana")]
+    assert rows == [("supported", "llm-judge:fake", None), ("not supported", "reviewer", "ana")]
     with pytest.raises(InputError):
         correct_verdict(sample_db, claim_id, "maybe", "ana")
     with pytest.raises(InputError):
@@ -305,7 +307,7 @@ def test_bundled_model_judges_with_grammar(sample_db, tmp_path, bundled_model):
     assert set(verdicts) <= {"supported", "not supported"}
     score = sample_db.execute("SELECT faithfulness FROM traces").fetchone()[0]
     assert score == verdicts.count("supported") / claims
-    assert VERDICT_GRAMMAR.startswith("root ::=")
+    assert YES_NO_GRAMMAR.startswith("root ::=")
 
 
 def test_bundled_model_judges_reference_statements_into_recall(sample_db, tmp_path, bundled_model):
@@ -409,33 +411,20 @@ def test_calibration_counts_the_traces_that_would_change_quadrant(sample_db, tmp
                     faith_threshold=cal["faith_threshold"])["calibration"]["changes"] == 0
 
 
-def _fixed_judge(probabilities: dict[str, float]):
-    """The default judge with its probability fixed per claim word (no model needed)."""
-    from curator.core.diagnosis.judge import FEATURES, ClaimJudge
-
-    judge = ClaimJudge(lambda texts: np.eye(len(texts), 8), {"features": list(FEATURES), "mean": [0] * len(FEATURES),
-                                                         "scale": [1] * len(FEATURES), "coef": [0] * len(FEATURES),
-                                                         "intercept": 0})
-    judge.probability = lambda values, p=probabilities: 0.5  # replaced per claim below
-    original = judge.judge
-
-    def judge_claims(claims, contexts):
-        out = original(claims, contexts)
-        for verdict, claim in zip(out, claims):
-            p = next(v for word, v in probabilities.items() if word in claim)
-            verdict.update(probability=p, verdict="supported" if p >= 0.5 else "not supported")
-        return out
-
-    judge.judge = judge_claims
-    return judge
+# A routing table as bench/diagnose_route.py writes one: the default judge reliable below 0.1 and from 0.9.
+FIXED_ROUTING = {"reliable_below": 0.1, "reliable_above": 0.9,
+                 "bins": [[0.0, 0.1, 40, 0.97], [0.1, 0.9, 60, 0.7], [0.9, 1.0, 40, 0.96]]}
 
 
-def test_default_judge_first_then_the_llm_only_on_unsure_claims(sample_db, tmp_path):
+def test_default_judge_first_then_the_llm_only_outside_its_reliable_region(sample_db, tmp_path, monkeypatch):
+    from curator.core.diagnosis import routing
+
+    monkeypatch.setattr(routing, "load_routing", lambda path=None: FIXED_ROUTING)
     qid, chunk = _gold_query(sample_db)
     import_traces(sample_db, _write_jsonl(tmp_path / "t.jsonl", [
         {"query_id": qid, "user_input": "q", "retrieved_context_ids": [chunk],
          "response": "Tokens are rotated weekly by admins. The moon is made of cheese. Keys never expire at all."}]))
-    judge = _fixed_judge({"Tokens": 0.95, "cheese": 0.6, "Keys": 0.05})
+    judge = fixed_claim_judge({"Tokens": 0.95, "cheese": 0.6, "Keys": 0.05})
     llm = FakeBackend(["not supported"])
     summary = judge_traces(sample_db, llm, judge=judge)
     assert summary["by_default_judge"] == 3 and summary["by_llm"] == 1
@@ -443,7 +432,10 @@ def test_default_judge_first_then_the_llm_only_on_unsure_claims(sample_db, tmp_p
     trace_id = sample_db.execute("SELECT id FROM traces").fetchone()[0]
     claims = claim_verdicts(sample_db, trace_id)
     assert [c["verdict"] for c in claims] == ["supported", "not supported", "not supported"]
-    assert [c["judge"] for c in claims] == ["claim-judge:1", "fake", "claim-judge:1"]
+    assert [c["judge"] for c in claims] == ["claim-judge:1", "llm-judge:fake", "claim-judge:1"]
+    assert [c["judged_by"] for c in claims] == ["default judge", "LLM judge", "default judge"]
+    assert [c["agreement"] for c in claims] == [0.96, None, 0.97]  # per bin; a fake LLM is not measured
+    assert [c["unsure"] for c in claims] == [False, True, False]
     assert [c["probability"] for c in claims] == [0.95, 0.6, 0.05]  # the default judge's, kept under the LLM's
     assert all(c["evidence"] for c in claims)
     assert sample_db.execute("SELECT faithfulness FROM traces").fetchone()[0] == pytest.approx(1 / 3)

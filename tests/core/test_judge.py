@@ -128,3 +128,10 @@ def test_diagnose_command_judges_with_the_default_judge_and_never_the_bundled_mo
     assert all(c["evidence"] and c["probability"] is not None for c in detail["claims"])
     assert detail["claims"][-1]["verdict"] == "not supported"
     assert "llama" not in report.stderr.lower()
+    # who made each verdict, how often that judge agreed with human labels on claims like it, and the unsure ones
+    assert all(c["judged_by"] == "default judge" and 0 < c["agreement"] <= 1 for c in detail["claims"])
+    judged = json.loads(report.stdout)["judge"]
+    assert judged["by_judge"] == {"default judge": len(detail["claims"])}
+    assert judged["unsure"] == len(judged["unsure_claims"]) == sum(c["unsure"] for c in detail["claims"])
+    assert {c["claim_id"] for c in judged["unsure_claims"]} == {c["claim_id"] for c in detail["claims"] if c["unsure"]}
+    assert 0 < judged["default_expected_wrong"] < len(detail["claims"]) and "expected to be wrong" in judged["text"]

@@ -61,7 +61,9 @@ def test_grid_counts_cell_click_and_trace_detail(qtbot, sample_db, tmp_path):
     page = view.detail.toHtml()
     assert "★ gold" in page and "Gold chunks" in page
     assert VERDICT_COLOURS["supported"] in page.lower()
-    assert "its evidence and what differs" not in page  # an LLM judge gives a verdict only
+    shown = view.detail.toPlainText()  # an LLM judge gives a verdict only: who made it, how far it is trusted
+    assert "by the LLM judge (fake; sampled yes/no, no probability); its agreement on this model is not measured" in shown
+    assert "evidence [" not in shown
     qtbot.mouseClick(view.cells["both_broken"], Qt.LeftButton)
     view.trace_list.setCurrentRow(0)
     page = view.detail.toHtml()
@@ -147,7 +149,8 @@ def test_each_claim_shows_the_default_judges_probability_evidence_and_mismatches
     trace_id = sample_db.execute("SELECT id FROM traces").fetchone()[0]
     view.show_trace(trace_id)
     text = view.detail.toPlainText()
-    assert "Each claim, its evidence and what differs" in text
+    assert "Each claim, who judged it, its evidence and what differs" in text
+    assert re.search(r"by the default judge; it agreed with human labels \d+% of the time on labelled claims like this", text)
     assert text.count(f"evidence [1]: {evidence}") == 2  # context 1 (its rank), tags as typed
     assert "why: a number or version the evidence does not give" in text
     assert re.search(r"supported \(p=0\.\d\d\)", text) and re.search(r"not supported \(p=0\.\d\d\)", text)
@@ -157,4 +160,4 @@ def test_each_claim_shows_the_default_judges_probability_evidence_and_mismatches
     claim_id = sample_db.execute("SELECT id FROM claims WHERE text LIKE '%45 days%'").fetchone()[0]
     correct_verdict(sample_db, claim_id, "supported", "ana")  # the probability that disagrees says whose verdict won
     view.show_trace(trace_id)
-    assert re.search(r"supported by ana \(p=0\.\d\d\)", view.detail.toPlainText())
+    assert re.search(r"supported \(default judge's p=0\.\d\d\)\s+by reviewer ana", view.detail.toPlainText())

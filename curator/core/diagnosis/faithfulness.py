@@ -4,12 +4,14 @@ Claims: the response split into sentences and coordinated clauses by rules (clai
 with the rule that cut each one; no LLM is asked to decompose (a 135M model returns malformed lists).
 Verdicts, in two passes:
 - the default judge (judge.ClaimJudge: evidence sentence, features, fitted logistic regression)
-  judges every claim; its row keeps the probability, the evidence sentence and the reasons in
-  ``raw`` (JSON), and its ``context_index`` names the context holding the evidence;
-- an LLM judge, only when one is given (a user's GGUF or endpoint), re-judges the claims the
-  default judge is unsure of (judge.UNSURE), with a reply constrained by a grammar to
-  ``supported`` or ``not supported``, through the backend's ``iter_complete`` (batching, one shared
-  prompt prefix per trace for the prompt cache). Its row is newer, so its verdict counts.
+  judges every claim; its row keeps the probability, the evidence sentence, the reasons, whether
+  the probability lies in the region where it is measured reliable (routing.reliable) and its
+  measured agreement there, in ``raw`` (JSON), and its ``context_index`` names the context holding
+  the evidence;
+- an LLM judge, only when one is given (a user's GGUF or endpoint), judges the claims outside
+  that region (or every claim, ``every_claim``): llm_judge.LlmJudge, the model's calibrated
+  probability of "yes" from its token log-probabilities, the sampled yes/no where an endpoint
+  gives none. Its row is newer, so its verdict counts.
 The bundled 135M model is not a judge by default: on the held-out claims it does no better than
 chance (docs/diagnose.md). Every judgement is a ``judgements`` row; a reviewer's correction is a
 new row holding the verdict it replaced, so it is journaled.
@@ -22,6 +24,7 @@ Those statements are claims of kind 'reference', judged and corrected like the r
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Callable, Iterator, Optional
 
 import sqlite_utils
@@ -29,9 +32,11 @@ import sqlite_utils
 from curator.core import store
 from curator.core.corpus.documents import chunk_texts
 from curator.core.errors import InputError
-from curator.core.generation.backends import Backend, Request
+from curator.core.generation.backends import Backend
 from curator.core.diagnosis.claims import split_claims, split_statements  # noqa: F401 (importable from here too)
-from curator.core.diagnosis.judge import JUDGE_ID, ClaimJudge, unsure
+from curator.core.diagnosis.judge import JUDGE_ID, ClaimJudge
+from curator.core.diagnosis.llm_judge import LLM_JUDGE_ID, LlmJudge, parse_yes_no as parse_verdict  # noqa: F401
+from curator.core.diagnosis.routing import agreement, reliable
 from curator.core.diagnosis.recall import coverage, uses_ids
 from curator.core.diagnosis.traces import trace_gold
 from curator.core.review.decisions import VERDICT, journal, rescore_traces_with
@@ -39,35 +44,6 @@ from curator.core.review.decisions import VERDICT, journal, rescore_traces_with
 VERDICTS = ("supported", "not supported")
 RESPONSE, REFERENCE = "response", "reference"  # the two kinds of claim
 STATEMENT_BASIS = "reference statements (judge)"
-VERDICT_GRAMMAR = 'root ::= "supported" | "not supported"\n'
-SYSTEM = "You check whether a claim is stated in the given passages. Reply with one verdict."
-# Contexts are cut so that prompt + reply fit a 2048-token context split over parallel slots.
-MAX_CONTEXT_CHARS = 1800
-
-
-def contexts_block(contexts: list[str], limit: int = MAX_CONTEXT_CHARS) -> str:
-    """Numbered passages, each cut to an equal share of the character budget."""
-    if not contexts:
-        return "(no passages)"
-    share = max(200, limit // len(contexts))
-    return "\n".join(f"[{i}] {' '.join(text.split())[:share]}" for i, text in enumerate(contexts, 1))
-
-
-def judge_messages(contexts: list[str], claim: str) -> list[dict]:
-    passages = contexts_block(contexts)
-    return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"Passages:\n{passages}\n\nClaim: {claim}\n\n"
-                                        "Is the claim supported by the passages? Answer supported or not supported."}]
-
-
-def parse_verdict(text: str) -> Optional[str]:
-    """'supported' / 'not supported' from a reply, None when it is neither."""
-    words = " ".join((text or "").lower().replace("_", " ").split()).strip(" .!\"'")
-    if words.startswith("not supported") or words.startswith("unsupported"):
-        return "not supported"
-    if words.startswith("supported"):
-        return "supported"
-    return None
 
 
 def relied_on(contexts: list[str], claim: str) -> Optional[int]:
@@ -149,7 +125,8 @@ def _default_pass(db, traces: list[dict], judge: ClaimJudge, on_progress) -> int
             continue
         verdicts = judge.judge([text for _, text in pending], trace_contexts(db, trace))
         for (claim_id, _), v in zip(pending, verdicts):
-            raw = store.dumps({"probability": v["probability"], "evidence": v["evidence"], "reasons": v["reasons"]})
+            raw = store.dumps({"probability": v["probability"], "evidence": v["evidence"], "reasons": v["reasons"],
+                               "reliable": reliable(v["probability"]), "agreement": agreement(v["probability"])})
             _insert_verdict(db, claim_id, v["verdict"], v["context_index"], judge.id, raw)
         done += len(pending)
         if on_progress:
@@ -158,35 +135,47 @@ def _default_pass(db, traces: list[dict], judge: ClaimJudge, on_progress) -> int
 
 
 def _unsure_claims(db, trace: dict) -> list[tuple[int, str, Optional[int]]]:
-    """Claims whose newest verdict is the default judge's and unsure: the ones an LLM judge re-checks."""
+    """Claims whose newest verdict is the default judge's, outside the region where it is measured
+    reliable: the ones an LLM judge checks."""
     rows = db.execute(
         """SELECT c.id, c.text, j.context_index, j.raw FROM claims c
            JOIN judgements j ON j.id = (SELECT MAX(id) FROM judgements WHERE claim_id = c.id)
            WHERE c.trace_id = ? AND j.judge LIKE ? ORDER BY c.ord""", [trace["id"], JUDGE_ID + "%"]).fetchall()
-    return [(cid, text, index) for cid, text, index, raw in rows if unsure(store.loads(raw, {"probability": 0.0}))]
+    return [(cid, text, index) for cid, text, index, raw in rows
+            if not reliable(store.loads(raw, {"probability": 0.5})["probability"])]
 
 
-def _pending_requests(db, traces: list[dict], only_unsure: bool) -> Iterator[Request]:
-    """One LLM request per claim to judge: the unjudged ones, or (after the default judge) the unsure ones."""
+def _llm_items(db, traces: list[dict], every_claim: bool, after_default: bool) -> Iterator[tuple]:
+    """(tag, contexts, claim) for each claim the LLM judges, a trace's claims together: the unjudged
+    ones, or (after the default judge) the ones outside its reliable region, or all of them."""
     for trace in traces:
         contexts = trace_contexts(db, trace)
-        if only_unsure:
+        if every_claim and after_default:
+            todo = _default_judged(db, trace)
+        elif after_default:
             todo = _unsure_claims(db, trace)
         else:
             todo = [(cid, text, relied_on(contexts, text)) for cid, text in _unjudged(db, trace)]
         for claim_id, text, context_index in todo:
-            yield Request(judge_messages(contexts, text), max_tokens=4, temperature=0.0, grammar=VERDICT_GRAMMAR,
-                          tag=(trace["id"], claim_id, context_index))
+            yield (trace["id"], claim_id, context_index), contexts, text
 
 
-def _llm_pass(db, traces: list[dict], backend: Backend, only_unsure: bool, on_progress) -> tuple[int, int]:
-    label = backend_label(backend)
+def _default_judged(db, trace: dict) -> list[tuple[int, str, Optional[int]]]:
+    """Claims whose newest verdict is the default judge's (every one it judged, none a reviewer set)."""
+    return db.execute(
+        """SELECT c.id, c.text, j.context_index FROM claims c
+           JOIN judgements j ON j.id = (SELECT MAX(id) FROM judgements WHERE claim_id = c.id)
+           WHERE c.trace_id = ? AND j.judge LIKE ? ORDER BY c.ord""", [trace["id"], JUDGE_ID + "%"]).fetchall()
+
+
+def _llm_pass(db, traces: list[dict], llm: LlmJudge, every_claim: bool, after_default: bool,
+              on_progress) -> tuple[int, int]:
     done = unparsed = 0
-    for request, reply in backend.iter_complete(_pending_requests(db, traces, only_unsure)):
-        trace_id, claim_id, context_index = request.tag
-        verdict = parse_verdict(reply)
-        unparsed += verdict is None
-        _insert_verdict(db, claim_id, verdict or "unparsed", context_index, label, reply)
+    for (trace_id, claim_id, context_index), verdict in llm.judge(list(_llm_items(db, traces, every_claim,
+                                                                                   after_default))):
+        unparsed += verdict["verdict"] == "unparsed"
+        _insert_verdict(db, claim_id, verdict["verdict"], context_index, llm.id,
+                        store.dumps({**verdict, "agreement": llm.agreement()}))
         done += 1
         if on_progress:
             on_progress(done, 0, trace_id)
@@ -195,20 +184,27 @@ def _llm_pass(db, traces: list[dict], backend: Backend, only_unsure: bool, on_pr
 
 def judge_traces(db: sqlite_utils.Database, backend: Optional[Backend] = None, trace_ids: Optional[list[str]] = None,
                  on_progress: Optional[Callable[[int, int, str], None]] = None,
-                 judge: Optional[ClaimJudge] = None) -> dict:
+                 judge: Optional[ClaimJudge] = None, every_claim: bool = False,
+                 llm: Optional[LlmJudge] = None) -> dict:
     """Judge every unjudged claim of the traces (all by default); each verdict commits at once.
 
-    With ``judge`` (the default judge) every claim gets its verdict, and a ``backend`` (an LLM judge)
-    then re-judges only the claims it is unsure of; with a backend alone, the LLM judges every claim."""
+    With ``judge`` (the default judge) every claim gets its verdict, and a ``backend`` (an LLM judge,
+    or ``llm`` ready made) then judges the claims outside the default judge's reliable region, or
+    every claim it judged with ``every_claim``; with a backend alone, the LLM judges every claim."""
     traces = _select_traces(db, trace_ids)
     by_default = _default_pass(db, traces, judge, on_progress) if judge else 0
-    by_llm, unparsed = _llm_pass(db, traces, backend, judge is not None, on_progress) if backend else (0, 0)
+    llm = llm or (LlmJudge(backend) if backend else None)
+    by_llm, unparsed = _llm_pass(db, traces, llm, every_claim, judge is not None, on_progress) if llm else (0, 0)
     for trace in traces:
         update_score(db, trace["id"])
         update_statement_recall(db, trace)
-    names = [n for n, used in ((judge and judge.id, judge), (backend and backend_label(backend), backend)) if used]
-    return {"traces": len(traces), "claims_judged": by_default or by_llm, "by_default_judge": by_default,
-            "by_llm": by_llm, "unparsed": unparsed, "judge": " + ".join(names) or "none"}
+    names = [n for n, used in ((judge and judge.id, judge), (llm and llm.id, llm)) if used]
+    summary = {"traces": len(traces), "claims_judged": by_default or by_llm, "by_default_judge": by_default,
+               "by_llm": by_llm, "unparsed": unparsed, "judge": " + ".join(names) or "none"}
+    if llm:
+        summary.update(llm_method="log-probabilities" if llm.logprobs else "sampled yes/no (no log-probabilities)",
+                       llm_cache_hits=llm.hits, llm_seconds=round(llm.seconds, 2))
+    return summary
 
 
 def unjudged_claims(db: sqlite_utils.Database) -> int:
@@ -219,11 +215,6 @@ def unjudged_claims(db: sqlite_utils.Database) -> int:
     unsplit = sum(len(texts) for trace in store.rows(db, "SELECT * FROM traces")
                   for texts in _missing_claims(db, trace).values())
     return claims + unsplit
-
-
-def backend_label(backend: Backend) -> str:
-    path = getattr(backend, "model_path", None) or getattr(backend, "endpoint", None)
-    return f"{backend.id}:{getattr(path, 'name', path)}" if path else backend.id
 
 
 def _select_traces(db, trace_ids: Optional[list[str]]) -> list[dict]:
@@ -239,7 +230,7 @@ def claim_verdicts(db: sqlite_utils.Database, trace_id: str, kind: str = RESPONS
     rows = store.rows(
         db,
         """SELECT c.id AS claim_id, c.ord, c.text, c.kind, j.verdict, j.context_index, j.judge, j.reviewer,
-                  d.raw AS default_raw
+                  j.raw AS verdict_raw, d.raw AS default_raw
            FROM claims c LEFT JOIN judgements j ON j.id = (SELECT MAX(id) FROM judgements WHERE claim_id = c.id)
            LEFT JOIN judgements d ON d.id = (SELECT MAX(id) FROM judgements WHERE claim_id = c.id AND judge LIKE ?)
            WHERE c.trace_id = ? AND c.kind = ? ORDER BY c.ord""",
@@ -247,9 +238,27 @@ def claim_verdicts(db: sqlite_utils.Database, trace_id: str, kind: str = RESPONS
     )
     for row in rows:
         found = store.loads(row.pop("default_raw"), None) or {}
+        said = store.loads(row.pop("verdict_raw"), None) if row["judge"] != "reviewer" else None
         row.update({"probability": found.get("probability"), "evidence": found.get("evidence"),
-                    "reasons": found.get("reasons", [])})
+                    "reasons": found.get("reasons", []), **verdict_origin(row["judge"], found, said or {})})
     return rows
+
+
+def verdict_origin(judge: Optional[str], default: dict, said: dict) -> dict:
+    """Who made a claim's verdict and how far it is trusted: ``judged_by`` (default judge, LLM
+    judge, reviewer), ``agreement`` (the measured agreement with human labels of that judge on
+    claims like this one: the default judge's per probability bin, the LLM's balanced accuracy on
+    held-out sets; None when not measured), ``unsure`` (the default judge's probability lies outside
+    the region where it is measured reliable) and the LLM's probability and method."""
+    kind = ("reviewer" if judge == "reviewer" else "default judge" if (judge or "").startswith(JUDGE_ID)
+            else "LLM judge" if judge else None)
+    out = {"judged_by": kind, "agreement": said.get("agreement") if kind != "reviewer" else None,
+           "unsure": (not reliable(default["probability"])) if default.get("probability") is not None else None,
+           "llm_probability": said.get("probability") if kind == "LLM judge" else None,
+           "llm_method": said.get("method") if kind == "LLM judge" else None}
+    if kind == "default judge" and out["agreement"] is None and default.get("probability") is not None:
+        out["agreement"] = agreement(default["probability"])  # a verdict stored before routing was measured
+    return out
 
 
 def supported_share(db: sqlite_utils.Database, trace_id: str, kind: str) -> Optional[float]:
@@ -332,3 +341,28 @@ def correct_verdict(db: sqlite_utils.Database, claim_id: int, verdict: str, revi
 def _scores(db: sqlite_utils.Database, trace_id: str) -> dict:
     """The trace's stored scores, as the journal keeps them for undo."""
     return store.rows(db, "SELECT faithfulness, context_recall, recall_basis FROM traces WHERE id = ?", [trace_id])[0]
+
+
+UNSURE_LISTED = 50  # unsure claims listed by name in the report (all are counted)
+
+
+def judge_summary(db: sqlite_utils.Database) -> dict:
+    """Who made the current verdicts and how far to trust them: verdicts per judge, the default
+    judge's verdicts outside its reliable region ("unsure", listed), and how many of its verdicts
+    are expected to be wrong, from its measured agreement on labelled claims like these."""
+    claims = [c for (tid,) in db.execute("SELECT id FROM traces ORDER BY created_at, id")
+              for kind in (RESPONSE, REFERENCE) for c in ({**v, "trace_id": tid} for v in claim_verdicts(db, tid, kind))]
+    by_judge = dict(Counter(c["judged_by"] or "unjudged" for c in claims))
+    alone = [c for c in claims if c["judged_by"] == "default judge"]
+    unsure = [c for c in alone if c["unsure"]]
+    wrong = round(sum(1 - (c["agreement"] if c["agreement"] is not None else 0.5) for c in alone), 1)
+    listed = [{k: c[k] for k in ("claim_id", "trace_id", "kind", "text", "verdict", "probability", "agreement")}
+              for c in unsure[:UNSURE_LISTED]]
+    text = (f"{len(claims)} claims: " + ", ".join(f"{n} by the {j}" if j != "unjudged" else f"{n} unjudged"
+                                                 for j, n in sorted(by_judge.items())))
+    if alone:
+        text += (f"; of the default judge's {len(alone)} verdicts about {wrong:g} are expected to be wrong "
+                 f"(its measured agreement on labelled claims like these); unsure verdicts: {len(unsure)}")
+        text += " (an LLM judge, --judge-model, checks those)" if unsure else ""
+    return {"claims": len(claims), "by_judge": by_judge, "default_expected_wrong": wrong, "unsure": len(unsure),
+            "unsure_claims": listed, "text": text}

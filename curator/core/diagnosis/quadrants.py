@@ -16,7 +16,7 @@ import sqlite_utils
 
 from curator.core import store
 from curator.core.errors import InputError
-from curator.core.diagnosis.faithfulness import statement_recall
+from curator.core.diagnosis.faithfulness import judge_summary, statement_recall
 from curator.core.diagnosis.recall import context_recall, uses_ids
 from curator.core.diagnosis.traces import gold_ids_for
 
@@ -192,7 +192,8 @@ def diagnose(db: sqlite_utils.Database, recall_threshold: float = RECALL_THRESHO
             "counts": dict(Counter(r["quadrant"] for r in rows)), "total": len(rows),
             "by_cluster": by_cluster, "by_query_type": by_type,
             "biggest_failure": biggest_failure_slice(by_cluster, by_type),
-            "calibration": calibrate(rows, recall_threshold, faith_threshold), "routing": ROUTING, "traces": rows}
+            "calibration": calibrate(rows, recall_threshold, faith_threshold), "routing": ROUTING,
+            "judge": judge_summary(db), "traces": rows}
 
 
 def mark_trace(db: sqlite_utils.Database, trace_id: str, label: str, reviewer: str) -> dict:

@@ -349,6 +349,29 @@ class LlamaCppBackend(Backend):
         model, and logits only where they are read. Safe between the results of ``iter_complete``."""
         return self._batch_decoder().score(tokens, first)
 
+    def next_token_logprobs(self, messages: Messages, top: int = 40) -> list[tuple[str, float]]:
+        """The ``top`` likeliest first tokens of the reply to ``messages`` (text, log-probability),
+        likeliest first: prompt evaluation only, no sampling (the claim judge reads "yes"/"no" off
+        them, diagnosis.llm_judge). Runs on llama-cpp-python's own context and keeps the longest
+        prefix shared with the previous prompt in its KV cache, so prompts that differ only at the
+        end (a trace's claims after its context) pay for their tail only; ``prompt_tokens`` counts
+        the tokens evaluated and reused."""
+        import numpy as np
+
+        llm = self.llm
+        tokens, _ = self.chat_prompt(messages)
+        shared = min(llm.longest_token_prefix(llm._input_ids.tolist(), tokens), len(tokens) - 1)
+        llm.n_tokens = shared  # eval drops the cells after this position and evaluates the rest
+        llm.eval(tokens[shared:])
+        counts = self.__dict__.setdefault("prompt_tokens", {"evaluated": 0, "reused": 0})
+        counts["evaluated"] += len(tokens) - shared
+        counts["reused"] += shared
+        # without logits_all llama-cpp-python keeps no scores: the context holds the last token's logits
+        logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(llm.n_vocab(),)).astype(np.float64)
+        logprobs = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
+        best = np.argsort(-logprobs)[:top]
+        return [(llm.detokenize([int(t)]).decode("utf-8", errors="replace"), float(logprobs[t])) for t in best]
+
     def _batch_decoder(self):
         if self._decoder is None or len(self._decoder.slots) != self.parallel:  # parallel changed: a new layout
             from curator.core.generation.backends.llama_batch import BatchDecoder
