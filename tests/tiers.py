@@ -71,8 +71,10 @@ SLOW_TESTS: dict[str, str] = {
     "tests/test_layering.py::test_core_imports_nothing_heavy_at_import_time": "imports every core module in a child Python",
     "tests/trust/test_log_input.py::test_import_log_refuses_a_device_or_a_pipe": "runs curator as a child process",
     "tests/trust/test_run_input.py::test_a_device_or_a_pipe_is_refused_not_read": "runs curator as a child process",
-    "tests/trust/test_model_cache.py::test_a_gguf_whose_metadata_nests_arrays_is_one_line":
-        "planning reads the bundled model's vocabulary (generation.kinds) before the user's file is opened",
+    "tests/gui/test_generate_view.py::test_cancel_keeps_rows_and_resume_reaches_the_target": "generates with the bundled model",
+    "tests/cli/test_doctor_cli.py::test_doctor_json_reports_every_check_and_its_exit_code_follows_them":
+        "doctor checks the llama.cpp build in a child process",
+    "tests/gui/test_clusters_view.py::test_worker_error_reaches_a_dialog": "starts the clustering worker process",
     "tests/core/test_backends.py::test_cancel_during_a_batched_run_then_resume_reaches_the_target":
         "a batched run on the bundled model (found through a fixture the name scan does not follow)",
     "tests/trust/test_http_limits.py::test_the_refusal_is_one_line_from_the_command_line":
@@ -285,6 +287,8 @@ def _child_process(popen, args, *rest, **kwargs) -> Optional[str]:
 def _generation_model(llama, *args, **kwargs) -> Optional[str]:
     if kwargs.get("embedding"):
         return None  # the MiniLM embedder: a quarter of a second, not a slow test
+    if kwargs.get("vocab_only"):
+        return None  # the tokenizer alone (generation.kinds reads the bundled model's words): no weights loaded
     path = kwargs.get("model_path", args[0] if args else "")
     return f"loads the GGUF model {Path(str(path)).name}"
 

@@ -30,7 +30,7 @@ from curator.core.generation import multihop
 from curator.core.generation import prompts
 from curator.core.generation import quality
 from curator.core.generation.asking import MAX_PASSAGE_CHARS, build_request
-from curator.core.generation.backends import Backend, Request, check_gguf
+from curator.core.generation.backends import Backend, Request
 # GenerationConfig, GenerationEvents, NO_EVENTS, QUERY_TYPES, DEFAULT_MIX and RETRIES_PER_CHUNK are
 # imported from here by the CLI, the GUI and scripts: this module is generation's entry point.
 from curator.core.generation.config import (DEFAULT_MIX, NO_EVENTS, QUERY_TYPES, RETRIES_PER_CHUNK,  # noqa: F401
@@ -360,8 +360,6 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     """
     if config.resume:
         adopt_run_settings(db, config)
-    if backend is None and config.model_path:
-        check_gguf(config.model_path)  # a mistyped --model is refused before planning reads the bundled vocabulary
     mode = capability.resolve(config)  # before planning: the mode decides which tasks there are
     chunk_choice = choose_chunks(db, config)
     resumed, mix, plan, handed = plan_run(db, config, chunk_choice)
