@@ -199,7 +199,8 @@ def test_glued_and_cut_off_words_are_rejected_unless_the_chunk_spells_them(quest
 
 
 def test_the_keyword_grammar_and_the_cut_off_check_share_one_word_length():
-    for grammar in (prompts.ASKED_KEYWORD_GRAMMAR, prompts.KEYWORD_GRAMMAR):
+    for grammar in (prompts.ASKED_KEYWORD_GRAMMAR, prompts.KEYWORD_GRAMMAR, prompts.CAPABLE_ASKED_KEYWORD_GRAMMAR,
+                    prompts.CAPABLE_KEYWORD_GRAMMAR):
         assert "[a-zA-Z0-9'_+#-]{0,%d}" % (prompts.KEYWORD_WORD_CHARS - 1) in grammar
 
 

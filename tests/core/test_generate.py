@@ -247,9 +247,7 @@ def test_retries_zero_moves_to_a_new_chunk_after_a_rejection(sample_db):
     ("keyword", "Query: sync interval setting\nAnswer: every 30 seconds\n", True),
     ("keyword", "Query: [insert query here]\nAnswer: x\n", False),  # template echo
     ("question", "Question: What is it?\nAnswer: [insert answer]\n", False),  # 3 words, and an echo
-    # a runaway keyword query: past the grammar's 16 words (set past the filter's 10 so the last word is never
-    # glued to its neighbour at the bound, issue 39; the filter rejects 11-16 words)
-    ("keyword", "Query: " + " ".join(f"w{i}" for i in range(17)) + "\nAnswer: x y\n", False),
+    ("keyword", "Query: one two three four five six seven eight nine ten eleven twelve\nAnswer: x y\n", False),  # 60+
     ("question", "Question: Why " + "a" * 150 + " b c?\nAnswer: x y\n", False),  # over 150 characters
     # The rows of issue 14 that the older grammar let through:
     ("question", "Question: 1. What is the purpose of self in Python?\nAnswer: the instance\n", False),

@@ -153,7 +153,7 @@ def test_the_keyword_grammar_lets_a_long_query_run_on_without_gluing_words(bundl
     words = text.split()
     glued = {a + b for a, b in zip(words, words[1:])}
     reply = next(iter(backend.iter_complete([Request(messages, max_tokens=80, temperature=0.0, seed=0,
-                                                     grammar=prompts.ASKED_KEYWORD_GRAMMAR)])))[1]
+                                                     grammar=prompts.CAPABLE_ASKED_KEYWORD_GRAMMAR)])))[1]
     written = prompts.parse_query(reply).lower().replace("-", " ").split()
     assert not [w for w in written if any(g in w for g in glued)], reply
     assert {"fetching", "mail"} <= set(written)

@@ -55,7 +55,8 @@ def build_request(task: Task, config: GenerationConfig, shown: Optional[examples
         task.avoid = _avoid(task, steering)
         return Request(prompts.build_answer_first_messages(asked_type, title, task.answer, shots, log_queries),
                        max_tokens=min(config.max_tokens, prompts.ASKED_MAX_TOKENS), temperature=config.temperature,
-                       seed=seed, grammar=_asked_grammar(task, asked_type), tag=task, avoid=task.avoid)
+                       seed=seed, grammar=_asked_grammar(task, asked_type, bool(config.capable)), tag=task,
+                       avoid=task.avoid)
     passages = [_truncate(c["text"]) for c in task.chunks]
     limits = capability.bounds(bool(config.capable))
     budget = max(config.max_tokens, prompts.max_reply_tokens(limits.question_chars, limits.answer_chars))
@@ -94,8 +95,8 @@ def _avoid(task: Task, steering: Optional[copybias.Steering]) -> Optional[copybi
 NEAR_MISS_NAMES_SETTING = True  # bench/generate.py turns it off for the A/B
 
 
-def _asked_grammar(task: Task, asked_type: str) -> str:
+def _asked_grammar(task: Task, asked_type: str, capable: bool) -> str:
     option = task.option or {}
     if NEAR_MISS_NAMES_SETTING and task.query_type == "unanswerable" and option.get("scope") == "sentence":
         return multihop.second_part_grammar(option["original"])
-    return prompts.asked_grammar(asked_type)
+    return prompts.asked_grammar(asked_type, capable)

@@ -58,15 +58,30 @@ _UNIT_RULE = r"""unit ::= [a-zA-Z0-9 '"(),/_+*=<>%#&$-] | "." [a-z0-9]"""
 QUESTION_GRAMMAR = (f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 1}}} "?\\nAnswer: " answer "\\n"\n'
                     + _UNIT_RULE + _ANSWER_RULE)
 KEYWORD_WORD_CHARS = 18  # a keyword word's longest: one this long was cut there (filters.check_glued_words)
-# The most words a keyword grammar lets a query run to: past filters.check_length's 10, so a query that reaches
-# it is rejected as too long. It was 8 here and 6 for answer-first queries, and a model that wanted one word
-# more found the space forbidden and wrote the word on without one: "anerror", "oldercurls", "andSCPURLs" from
-# the 1.5B model (issue 39), accepted because each is too short to look glued (filters.check_glued_words).
+# The most words a keyword grammar lets a capable model's query run to: past filters.check_length's 10, so a
+# query that reaches it is rejected as too long. At 8 (free) and 6 (answer-first) a model that wanted one word more
+# found the space forbidden and wrote the word on without one: "anerror", "oldercurls", "andSCPURLs" from the 1.5B
+# model (issue 39), accepted because each is too short to look glued (filters.check_glued_words). The small model
+# keeps its measured bounds: at 16 words the bundled model rambled into queries rejected as too long (the demo: 31
+# of 69 rejections, one row fewer, ~20% more CPU), and filters.check_glued_words catches what it glues.
 KEYWORD_GRAMMAR_WORDS = 16
-_KEYWORD_WORDS = '"Query: " kword (" " kword){1,%d}' % (KEYWORD_GRAMMAR_WORDS - 1)
+SMALL_KEYWORD_WORDS, SMALL_ASKED_KEYWORD_WORDS = 8, 6
+
+
+def _keyword_words(words: int) -> str:
+    return '"Query: " kword (" " kword){1,%d}' % (words - 1)
+
+
 KEYWORD_WORD_RULE = "kword ::= [a-zA-Z] [a-zA-Z0-9'_+#-]{0,%d}" % (KEYWORD_WORD_CHARS - 1)
-KEYWORD_GRAMMAR = (f'\nroot ::= {_KEYWORD_WORDS} "\\nAnswer: " answer "\\n"\n'
-                   + KEYWORD_WORD_RULE + ' ("." [a-z0-9_]{1,17})?' + _ANSWER_RULE)
+
+
+def _keyword_grammar(words: int) -> str:
+    return (f'\nroot ::= {_keyword_words(words)} "\\nAnswer: " answer "\\n"\n'
+            + KEYWORD_WORD_RULE + ' ("." [a-z0-9_]{1,17})?' + _ANSWER_RULE)
+
+
+KEYWORD_GRAMMAR = _keyword_grammar(SMALL_KEYWORD_WORDS)
+CAPABLE_KEYWORD_GRAMMAR = _keyword_grammar(KEYWORD_GRAMMAR_WORDS)
 # The longest reply the question grammar admits ('.' units are two characters), in
 # characters and so in tokens, plus the end of turn.
 MAX_REPLY_TOKENS = len("Question: ") + 2 * QUESTION_CHARS + len("?\nAnswer: ") + ANSWER_CHARS + 8
@@ -126,13 +141,16 @@ ASKED_VAGUE_GRAMMAR = f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 
 # No dotted names in an answer-first keyword query: given the chance, the bundled model glued words
 # into names that exist nowhere ("systems.inboundmailrc"), 60 of 337 rejections in one quality-bench
 # run; a search-box query spells "os path join" just as well.
-ASKED_KEYWORD_GRAMMAR = f'\nroot ::= {_KEYWORD_WORDS} "\\n"\n' + KEYWORD_WORD_RULE + "\n"
+ASKED_KEYWORD_GRAMMAR = f'\nroot ::= {_keyword_words(SMALL_ASKED_KEYWORD_WORDS)} "\\n"\n' + KEYWORD_WORD_RULE + "\n"
+CAPABLE_ASKED_KEYWORD_GRAMMAR = f'\nroot ::= {_keyword_words(KEYWORD_GRAMMAR_WORDS)} "\\n"\n' + KEYWORD_WORD_RULE + "\n"
 ASKED_MAX_TOKENS = len("Question: ") + 2 * QUESTION_CHARS + 8
 
 
-def asked_grammar(query_type: str) -> str:
-    """The grammar of an answer-first reply: one query line of the type's shape."""
-    return {"keyword": ASKED_KEYWORD_GRAMMAR, "vague": ASKED_VAGUE_GRAMMAR}.get(query_type, ASKED_QUESTION_GRAMMAR)
+def asked_grammar(query_type: str, capable: bool = False) -> str:
+    """The grammar of an answer-first reply: one query line of the type's shape (a capable model's keyword
+    query may run longer: KEYWORD_GRAMMAR_WORDS)."""
+    keyword = CAPABLE_ASKED_KEYWORD_GRAMMAR if capable else ASKED_KEYWORD_GRAMMAR
+    return {"keyword": keyword, "vague": ASKED_VAGUE_GRAMMAR}.get(query_type, ASKED_QUESTION_GRAMMAR)
 
 
 def shown_title(title: Optional[str]) -> Optional[str]:
@@ -235,7 +253,7 @@ def grammar_for(query_type: str, question_chars: int = QUESTION_CHARS, answer_ch
         return KEYWORD_GRAMMAR if query_type == "keyword" else QUESTION_GRAMMAR
     rule = _ANSWER_RULE.replace(f"{{0,{ANSWER_TAIL_CHARS - 1}}}", f"{{0,{answer_tail(answer_chars) - 1}}}")
     if query_type == "keyword":
-        return KEYWORD_GRAMMAR.replace(_ANSWER_RULE, rule)
+        return CAPABLE_KEYWORD_GRAMMAR.replace(_ANSWER_RULE, rule)
     return (f'\nroot ::= "Question: " [A-Z] unit{{9,{question_chars - 1}}} "?\\nAnswer: " answer "\\n"\n'
             + _UNIT_RULE + rule)
 
