@@ -43,8 +43,9 @@ def test_the_real_app_honours_CURATOR_CONFIG_DIR_and_writes_nothing_else(tmp_pat
     folder ($XDG_CONFIG_HOME/Curator), which is the folder the suite's guard watches."""
     config, xdg, home = tmp_path / "config", tmp_path / "xdg", tmp_path / "home"
     home.mkdir()
+    # caches are not settings: the model picker keeps what each GGUF header says in the cache folder
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", CONFIG_DIR_ENV: str(config), "XDG_CONFIG_HOME": str(xdg),
-           "HOME": str(home)}
+           "HOME": str(home), "XDG_CACHE_HOME": str(tmp_path / "cache")}
     _launch(sample_project_path, env)
     assert _recent(config / SETTINGS_FILE) == [str(sample_project_path)]
     assert not xdg.exists() and list(home.iterdir()) == []
