@@ -15,14 +15,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from approved_rows import approve_manual_rows
 from click.testing import CliRunner
 
 from curator.cli.main import cli
 from curator.core.errors import InputError
 from curator.core.evaluation.evaluate import evaluate, read_trec_run, write_trec_run
 from curator.core.export.writers import _qrels, export
-from curator.core.queries.rows import add_query
-from curator.core.review.decisions import decide
 from curator.core.store import open_project
 
 
@@ -33,15 +32,7 @@ def _sha(path: Path) -> str:
 @pytest.fixture
 def gold_project(sample_project_path):
     """The sample project with three approved rows, closed (the CLI opens it itself)."""
-    db = open_project(sample_project_path)
-    ids = [r[0] for r in db.execute("SELECT id FROM chunks ORDER BY id LIMIT 3")]
-    with db.conn:
-        made = [add_query(db, f"How does feature {n} work?", "manual", reference="it works", gold_chunk_ids=[ids[n]])
-                for n in range(3)]
-    for qid in made:
-        decide(db, qid, "approve", "ana")
-    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    db.close()
+    approve_manual_rows(sample_project_path, 3, "How does feature {n} work?", "it works")
     return sample_project_path
 
 

@@ -16,14 +16,13 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
+from approved_rows import approve_manual_rows
 from click.testing import CliRunner
 from sqlite_utils import Migrations
 
 from curator.cli.main import cli
 from curator.core import store
 from curator.core.errors import ProjectNotWritable
-from curator.core.queries.rows import add_query
-from curator.core.review.decisions import decide
 from curator.core.store import connection
 
 
@@ -33,15 +32,7 @@ def _sha(path: Path) -> str:
 
 def _gold_copy(project: Path, folder: Path) -> Path:
     """A closed, checkpointed project with two approved rows, alone in ``folder`` (no -wal, no -shm)."""
-    db = store.open_project(project)
-    ids = [r[0] for r in db.execute("SELECT id FROM chunks ORDER BY id LIMIT 2")]
-    with db.conn:
-        made = [add_query(db, f"What does part {n} say?", "manual", reference="it", gold_chunk_ids=[ids[n]])
-                for n in range(2)]
-    for qid in made:
-        decide(db, qid, "approve", "ana")
-    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    db.close()
+    approve_manual_rows(project, 2, "What does part {n} say?", "it")
     folder.mkdir()
     return Path(shutil.copy(project, folder / "ro.curator"))
 
