@@ -96,13 +96,14 @@ def feature_scores(claims: list[dict]) -> None:
             c["feature_p"] = v["probability"]
 
 
-def llm_scores(claims: list[dict], model: str, reuse: bool) -> None:
+def llm_scores(claims: list[dict], model: str, reuse: bool, evidence: int = 0) -> None:
     """Each claim's raw P(yes), greedy word and seconds under the LLM, asked in trace order."""
     from curator.core.generation.backends import open_backend
 
     backend = open_backend(model, parallel=1)
     with tempfile.TemporaryDirectory() as tmp:
-        llm = LlmJudge(backend, calibration={"models": {}}, cache=VerdictCache(Path(tmp) / "v.sqlite"))
+        llm = LlmJudge(backend, calibration={"models": {}}, cache=VerdictCache(Path(tmp) / "v.sqlite"),
+                       evidence=evidence)
         for i, c in enumerate(claims):
             if not reuse:
                 backend.llm.n_tokens = 0  # forget the previous prompt: every claim pays for its whole prompt
@@ -207,6 +208,8 @@ def main() -> None:
     parser.add_argument("--no-prefix-reuse", action="store_true", help="measure every prompt evaluated whole")
     parser.add_argument("--limit", type=int, help="only the first N claims (a speed check)")
     parser.add_argument("--question", help="try another last line of the prompt (chosen on the fit sets only)")
+    parser.add_argument("--evidence", type=int, default=0, help="show the LLM the N context sentences nearest each "
+                        "claim (with their neighbours) instead of the whole contexts")
     args = parser.parse_args()
     if args.question:
         from curator.core.diagnosis import llm_judge
@@ -225,9 +228,10 @@ def main() -> None:
         from curator.core.cachefiles import file_sha256
 
         model_name, model_key = Path(args.judge_model).name, file_sha256(args.judge_model)
-        llm_scores(claims, args.judge_model, reuse=not args.no_prefix_reuse)
+        llm_scores(claims, args.judge_model, reuse=not args.no_prefix_reuse, evidence=args.evidence)
         if not args.limit and not args.no_prefix_reuse:
-            write_scores(claims, model_name, model_key, "_question" if args.question else "")
+            variant = ("_question" if args.question else "") + (f"_evidence{args.evidence}" if args.evidence else "")
+            write_scores(claims, model_name, model_key, variant)
     routing = fit_routing([(c["feature_p"], c["label"] == "supported") for c in claims if c["set"] in FIT], EDGES,
                           fitted_on="bench/diagnose_route.py --fit: " + ", ".join(FIT)) if args.fit else None
     routing = routing or json.loads(ROUTING.read_text())

@@ -49,6 +49,38 @@ def judge_messages(contexts: list[str], claim: str) -> list[dict]:
             {"role": "user", "content": f"Context:\n{contexts_text(contexts)}\n\nClaim: {claim}\n\n{QUESTION}"}]
 
 
+def evidence_messages(contexts: list[str], claim: str, sentences: int = 3) -> list[dict]:
+    """The yes/no prompt shown only the context sentences nearest the claim (evidence) instead of the whole
+    contexts: a small model compares a claim with a few sentences more reliably than with pages (issue 40;
+    measured by bench/diagnose_route.py --evidence). Each trace's claims then differ from the first token of
+    the context on, so no prefix is shared."""
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"Context:\n{evidence_text(contexts, claim, sentences)}\n\nClaim: {claim}\n\n"
+                                        f"{QUESTION}"}]
+
+
+def evidence_text(contexts: list[str], claim: str, sentences: int = 3) -> str:
+    """The ``sentences`` context sentences sharing most content words with the claim (ties: earlier first),
+    each with its neighbours in the same context, in the contexts' order; "..." marks a gap."""
+    from curator.core.diagnosis.judge import content_stems, context_sentences
+
+    said = context_sentences(contexts)
+    if not said:
+        return "(no context)"
+    wanted = content_stems(claim)
+    overlap = [len(wanted & content_stems(text)) for _index, text in said]
+    best = sorted(range(len(said)), key=lambda i: (-overlap[i], i))[:sentences]
+    kept = sorted({j for i in best for j in (i - 1, i, i + 1)
+                   if 0 <= j < len(said) and said[j][0] == said[i][0]})
+    parts, previous = [], None
+    for j in kept:
+        if previous is not None and j != previous + 1:
+            parts.append("...")
+        parts.append(said[j][1])
+        previous = j
+    return " ".join(parts)
+
+
 def contexts_text(contexts: list[str], limit: int = MAX_CONTEXT_CHARS) -> str:
     """The retrieved contexts as one text, each cut to an equal share of the character budget."""
     if not contexts:
@@ -122,8 +154,8 @@ class VerdictCache:
         return self._conn
 
     @staticmethod
-    def key(model: str, contexts: list[str], claim: str) -> str:
-        return hashlib.sha256(json.dumps([model, PROMPT_VERSION, contexts, claim]).encode("utf-8")).hexdigest()
+    def key(model: str, contexts: list[str], claim: str, prompt: str = PROMPT_VERSION) -> str:
+        return hashlib.sha256(json.dumps([model, prompt, contexts, claim]).encode("utf-8")).hexdigest()
 
     def get(self, key: str) -> Optional[dict]:
         with self._lock:
@@ -143,8 +175,11 @@ class LlmJudge:
     """Judges claims with an LLM backend: P(yes) from log-probabilities where the backend gives
     them (a local GGUF; an endpoint that returns ``logprobs``), else the sampled word."""
 
-    def __init__(self, backend: Backend, calibration: Optional[dict] = None, cache: Optional[VerdictCache] = None):
+    def __init__(self, backend: Backend, calibration: Optional[dict] = None, cache: Optional[VerdictCache] = None,
+                 evidence: int = 0):
         self.backend = backend
+        self.evidence = evidence  # > 0: show the model this many nearest sentences, not the whole contexts
+        self.prompt = f"{PROMPT_VERSION}|evidence-{evidence}" if evidence else PROMPT_VERSION
         self.model_key = model_key(backend)
         fits = (calibration or load_calibration())["models"]
         self.fit = fits.get(self.model_key) if self.model_key else None
@@ -167,7 +202,7 @@ class LlmJudge:
         in order, so a local model reuses their shared context."""
         pending = []
         for tag, contexts, claim in items:
-            found = self.cache and self.cache.get(VerdictCache.key(self.model_key, contexts, claim))
+            found = self.cache and self.cache.get(VerdictCache.key(self.model_key, contexts, claim, self.prompt))
             if found is not None:
                 self.hits += 1
                 yield tag, {**found, "cached": True}
@@ -180,7 +215,7 @@ class LlmJudge:
     def _by_logprobs(self, pending: list) -> Iterator[tuple[object, dict]]:
         """Verdicts from P(yes); returns the items left for sampling (an endpoint without logprobs)."""
         for i, (tag, contexts, claim) in enumerate(pending):
-            top = self._top_tokens(judge_messages(contexts, claim))
+            top = self._top_tokens(self.messages(contexts, claim))
             if top is None:
                 self.logprobs = False
                 return pending[i:]
@@ -188,7 +223,7 @@ class LlmJudge:
         return []
 
     def _by_sampling(self, pending: list) -> Iterator[tuple[object, dict]]:
-        requests = (Request(judge_messages(contexts, claim), max_tokens=3, temperature=0.0, grammar=YES_NO_GRAMMAR,
+        requests = (Request(self.messages(contexts, claim), max_tokens=3, temperature=0.0, grammar=YES_NO_GRAMMAR,
                             tag=(tag, contexts, claim)) for tag, contexts, claim in pending)
         started = time.perf_counter()
         for request, reply in self.backend.iter_complete(requests):
@@ -200,6 +235,9 @@ class LlmJudge:
             yield tag, self._remember(contexts, claim, {
                 "verdict": verdict or "unparsed", "probability": None, "p_yes": None, "method": "sampled",
                 "reply": reply[:40]}, keep=verdict is not None)
+
+    def messages(self, contexts: list[str], claim: str) -> list[dict]:
+        return evidence_messages(contexts, claim, self.evidence) if self.evidence else judge_messages(contexts, claim)
 
     def _top_tokens(self, messages: list[dict]) -> Optional[list[tuple[str, float]]]:
         started = time.perf_counter()
@@ -222,7 +260,7 @@ class LlmJudge:
 
     def _remember(self, contexts: list[str], claim: str, verdict: dict, keep: bool = True) -> dict:
         if keep and self.cache:
-            self.cache.put(VerdictCache.key(self.model_key, contexts, claim), verdict)
+            self.cache.put(VerdictCache.key(self.model_key, contexts, claim, self.prompt), verdict)
         return {**verdict, "cached": False}
 
 

@@ -95,7 +95,7 @@ def _avoid(task: Task, steering: Optional[copybias.Steering]) -> Optional[copybi
 NEAR_MISS_NAMES_SETTING = True  # bench/generate.py turns it off for the A/B
 
 
-def _asked_grammar(task: Task, asked_type: str, capable: bool) -> str:
+def _asked_grammar(task: Task, asked_type: str, capable: bool = False) -> str:
     option = task.option or {}
     if NEAR_MISS_NAMES_SETTING and task.query_type == "unanswerable" and option.get("scope") == "sentence":
         return multihop.second_part_grammar(option["original"])
