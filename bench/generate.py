@@ -136,12 +136,12 @@ class Timers:
     def __init__(self):
         from llama_cpp import _internals
 
-        from curator.core.generation import answers as answers_mod, checks, generate as generate_mod, unanswerable
+        from curator.core.generation import answers as answers_mod, checks, generate as generate_mod, near_miss_judge
 
         self.targets = {"llama_decode": (_internals.LlamaContext, "decode"),
                         "chat_prompt": (LlamaCppBackend, "chat_prompt"),
                         "answer check": (answers_mod.AnswerLikelihood, "gain"),
-                        "evidence": (unanswerable, "evidence"),
+                        "evidence": (near_miss_judge, "evidence"),  # where judge() looks it up
                         "judge": (checks, "judge"), "store": (generate_mod, "_store")}
         self.seconds = {name: 0.0 for name in self.targets}
         self._originals = {}
