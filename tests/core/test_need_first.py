@@ -74,6 +74,40 @@ def test_a_need_first_run_stores_rows_whose_reference_is_their_chunks_sentences(
     assert params["answers"] == "need-first"
 
 
+def test_how_people_ask_is_shown_as_worked_examples_never_as_a_list_to_copy(sample_db):
+    """Shown real questions as a list, the 1.5B model copied them for passages about other things (issue 39): the
+    prompt shows each as an earlier turn about its own passage; the project's real questions with gold when it has
+    them (never one about the chunk's own document), the built-in ones when it has none."""
+    from curator.core.queries.rows import add_query
+
+    builtin = needfirst.build_messages("factoid", ["Passage text."])
+    assert [m["role"] for m in builtin] == ["system"] + ["user", "assistant"] * 3 + ["user"]
+    assert "How do I wipe everything I changed on my router?" in builtin[6]["content"]
+    assert all("- " not in m["content"] for m in builtin if m["role"] == "system")  # no list of questions
+    keyword = needfirst.build_messages("keyword", ["Passage text."])
+    assert keyword[2]["content"].startswith("Query: dishwasher quits halfway")
+
+    chunks = list(sample_db.query("SELECT id, doc_id, text FROM chunks ORDER BY doc_id, ord"))
+    other_docs = [c for c in chunks if c["doc_id"] != chunks[0]["doc_id"]][:4]
+    asked = ["How can I get my laptop back to how it was?", "Why is the thing so slow on monday?",
+             "What do I do when it will not start?", "How do I make it stop beeping?"]
+    for chunk, question in zip(other_docs, asked):
+        qid = add_query(sample_db, question, "log", gold_chunk_ids=[chunk["id"]])
+        sample_db["queries"].update(qid, {"status": "approved"})
+    prompts_seen = []
+
+    def reply(messages):
+        prompts_seen.append(messages)
+        return need_first_reply(messages)
+    generate(sample_db, GenerationConfig(count=1, mode="need-first", mix={"factoid": 1}, retries=0),
+             backend=FakeBackend(reply))
+    shown = [m["content"].split("\n")[0] for m in prompts_seen[0] if m["role"] == "assistant"]
+    assert shown and all(line.removeprefix("Question: ") in asked for line in shown)
+    asked_about = prompts_seen[0][-1]["content"]
+    own_doc = {c["doc_id"] for c in chunks if c["text"][:60] in asked_about}
+    assert not own_doc & {c["doc_id"] for c, q in zip(other_docs, asked) if f"Question: {q}" in shown}
+
+
 def test_a_quote_the_model_made_up_is_rejected_with_a_reason(sample_db):
     invented = "Question: How do I keep my notes safe?\nAnswer: Back them up to a floppy disk every night.\n"
     summary = generate(sample_db, GenerationConfig(count=2, mode="need-first", mix={"factoid": 1}, retries=0),

@@ -70,8 +70,9 @@ def _need_first_request(task: Task, config: GenerationConfig, shown: Optional[ex
     """A need-first request (generation.needfirst): the chunk (two for multi-hop), how people here ask, and a
     token budget the model's class sets (capability.Bounds)."""
     limits = capability.bounds(bool(config.capable))
-    style = shown.style(task.query_type, task.chunks[0], needfirst.STYLE_EXAMPLES) if shown else []
-    messages = needfirst.build_messages(task.query_type, [_truncate(c["text"]) for c in task.chunks], style)
+    shots = shown.shots(task.query_type, task.chunks[0]) if shown else None
+    style = shown.log_queries[:needfirst.STYLE_EXAMPLES] if shown and shown.kind == "real_log" else []
+    messages = needfirst.build_messages(task.query_type, [_truncate(c["text"]) for c in task.chunks], shots, style)
     quotes = 2 if task.query_type == "multi_hop" else 1
     # '.' units are two characters (prompts.MAX_REPLY_TOKENS): the question line never runs out of budget
     budget = len("Question: ") + 2 * limits.question_chars + quotes * (len("Answer 1: ") + limits.quote_tokens) + 8

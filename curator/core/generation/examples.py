@@ -68,17 +68,6 @@ class ExampleSet:
         # In a fixed order, so prompts about nearby chunks share their cached prefix.
         return [(e.title, e.answer, e.query) for e in sorted(nearest, key=lambda e: e.query_id)]
 
-    def style(self, query_type: str, chunk: dict, n: int) -> list[str]:
-        """Up to ``n`` real queries shown to a need-first prompt as how people here ask (generation.needfirst):
-        the most frequent, never one about the chunk's own document (the model would restate it), in a fixed
-        order so prompts share their cached prefix; keyword-shaped ones for a keyword prompt when there are
-        enough. Empty without real queries (the prompt then shows built-in ones)."""
-        if self.kind == "real_log":
-            return self.log_queries[:n]
-        pool = [e.query for e in self.examples if chunk.get("doc_id") not in e.docs]
-        keywords = [q for q in pool if form_of(q) == "keywords"]
-        return (keywords if query_type == "keyword" and len(keywords) >= MIN_REAL_EXAMPLES else pool)[:n]
-
     def describe(self) -> dict:
         """What the run record and manifest keep: the kind and every example that could be shown."""
         return {"kind": self.kind,

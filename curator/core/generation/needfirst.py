@@ -37,26 +37,41 @@ SYSTEM = ("You help build a test set for a documentation search engine. A user h
           "details. Read the {what}, then {task}. Then quote, word for word, the sentence or sentences of the "
           "{what} that answer it.")
 STYLE_INTRO = "Users of this documentation ask like this (match their length and wording, not their topics):"
-STYLE_EXAMPLES = 8  # real queries shown; a fixed list, so the prompt prefix is cached from one request to the next
-# Without real queries in the project, how people ask about other things (prompts.ANSWER_FIRST_SHOTS).
-BUILTIN_STYLE = [queries["factoid"] for _title, _answer, queries in ANSWER_FIRST_SHOTS]
+STYLE_EXAMPLES = 8  # real log queries listed when none has gold yet (a fixed list: the prompt prefix stays cached)
+# How people ask is shown as worked examples (a passage, then the user's query and the quote that answers it) rather
+# than as a list of questions: shown 8 of the Debian FAQ's real questions as a list, the 1.5B model copied one of
+# them word for word in 4 of 12 need-first candidates, for passages about other things, and wrote questions where
+# keywords were asked for (2026-12-06, bench/validity.py --mode need-first). A worked example is a different
+# passage with its own question: copying it answers nothing the shown passage says.
 
 
-def build_messages(query_type: str, passages: Sequence[str], style: Sequence[str] = ()) -> list[dict]:
-    """Chat messages of a need-first request: the instruction and how users here ask (the fixed prefix), then
-    the passage (or, for a multi-hop row, the two passages)."""
+def build_messages(query_type: str, passages: Sequence[str], shots: Optional[Sequence[tuple[str, str, str]]] = None,
+                   style: Sequence[str] = ()) -> list[dict]:
+    """Chat messages of a need-first request: the instruction (and, when the project has real queries without gold,
+    a list of them as how people here ask), worked examples ``shots`` of (title, passage, query) as earlier turns
+    (the built-in ones when None; none for a multi-hop row), then the passage (two for a multi-hop row)."""
     what = "passages" if query_type == "multi_hop" else "passage"
     system = SYSTEM.format(what=what, task=TASKS[query_type])
-    system += "\n" + STYLE_INTRO + "\n" + "\n".join(f"- {q}" for q in (list(style) or BUILTIN_STYLE))
+    if style:
+        system += "\n" + STYLE_INTRO + "\n" + "\n".join(f"- {q}" for q in style)
+    messages = [{"role": "system", "content": system}]
     if query_type == "multi_hop":
         shown = "\n\n".join(f"Passage {i}:\n{p}" for i, p in enumerate(passages, 1))
         reply = ("Question: ...\nAnswer 1: (the sentence of passage 1 that answers it, copied exactly)\n"
                  "Answer 2: (the sentence of passage 2 that answers it, copied exactly)")
-    else:
-        shown = f"Passage:\n{passages[0]}"
-        reply = (f"{'Query' if query_type == 'keyword' else 'Question'}: ...\n"
-                 "Answer: (the sentence of the passage that answers it, copied exactly)")
-    return [{"role": "system", "content": system}, {"role": "user", "content": f"{shown}\n\nReply as:\n{reply}"}]
+        return messages + [{"role": "user", "content": f"{shown}\n\nReply as:\n{reply}"}]
+    label = "Query" if query_type == "keyword" else "Question"
+    reply = f"{label}: ...\nAnswer: (the sentence of the passage that answers it, copied exactly)"
+    for _title, passage, query in (shots if shots is not None else builtin_shots(query_type)):
+        messages += [{"role": "user", "content": f"Passage:\n{passage}\n\nReply as:\n{reply}"},
+                     {"role": "assistant", "content": f"{label}: {query}\nAnswer: {passage}"}]
+    return messages + [{"role": "user", "content": f"Passage:\n{passages[0]}\n\nReply as:\n{reply}"}]
+
+
+def builtin_shots(query_type: str) -> list[tuple[str, str, str]]:
+    """The built-in worked examples (prompts.ANSWER_FIRST_SHOTS): passages about other things, each with the
+    query of someone who has that need and has not read it."""
+    return [(title, answer, queries[query_type]) for title, answer, queries in ANSWER_FIRST_SHOTS]
 
 
 def grammar(query_type: str, question_chars: int) -> str:
