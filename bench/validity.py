@@ -249,7 +249,11 @@ def main() -> None:
     have = db.execute("SELECT COUNT(*) FROM queries WHERE source = 'synthetic'").fetchone()[0]
     if have < args.count:
         with Timer(f"generate {args.count - have} synthetic rows ({Path(args.model).name if args.model else 'bundled model'})"):
-            summary = generate(db, GenerationConfig(count=args.count, seed=0, resume=have > 0,
+            # a resumed run keeps its own target (plan.adopt_run_settings): a higher --count starts a further run
+            runs = db.execute("SELECT COUNT(*), MAX(target) FROM generation_runs").fetchone()
+            resume = have > 0 and (runs[1] or 0) >= args.count
+            summary = generate(db, GenerationConfig(count=args.count if resume or not have else args.count - have,
+                                                    seed=0 if resume else runs[0], resume=resume,
                                                     copy_bias=copy_bias_of(args), model_path=args.model,
                                                     chat_format=args.chat_format, mode=args.mode,
                                                     threads=args.threads, parallel=args.parallel))

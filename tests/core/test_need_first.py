@@ -206,3 +206,25 @@ def test_need_first_with_the_real_bundled_model_parses_and_locates(sample_db, bu
     for row in sample_db.query("SELECT reference, source_chunk_ids FROM queries WHERE source = 'synthetic'"):
         source = chunks[json.loads(row["source_chunk_ids"])[0]]
         assert all(s in needfirst.sentences(source) for s in needfirst.sentences(row["reference"]))
+
+
+def test_need_first_rows_above_the_overlap_cap_are_kept_up_to_the_real_share():
+    """A quarter of real questions reuse more of their chunk than the cap (their upper quartile): need-first rows
+    above it are kept while they stay within that share, and rejected past it, with the reason."""
+    from curator.core.generation import checks as checks_mod
+
+    chunk = ["Set up anti-spam exclusions in sendmail with a database of filter rules."]
+    copying = "How can I set up anti-spam exclusions in sendmail?"
+    plain = "Why does my mail server let junk through and how do I stop it?"
+    checks = checks_mod.Checks(duplicates=filters.DuplicateIndex([]), overlap_cap=0.5)
+    said = []
+    for question in [copying, plain, plain, plain, copying, copying]:
+        reason, above = checks_mod._need_first_overlap(question, chunk, checks)
+        said.append(reason is None)
+        if reason is None:
+            checks.need_first_kept += 1
+            checks.need_first_above_cap += above
+        elif question == copying:
+            assert "real share" in reason
+    assert said == [False, True, True, True, True, False]
+    assert checks.need_first_above_cap / checks.need_first_kept <= 0.25
