@@ -228,3 +228,26 @@ def test_need_first_rows_above_the_overlap_cap_are_kept_up_to_the_real_share():
             assert "real share" in reason
     assert said == [False, True, True, True, True, False]
     assert checks.need_first_above_cap / checks.need_first_kept <= 0.25
+
+
+def test_a_reply_that_is_a_query_the_project_has_is_not_asked_again(sample_db):
+    """Asked again, a capable model writes the users' own question again: no retry after an exact duplicate, while
+    another rejection is retried (hotter each time)."""
+    from curator.core.queries.rows import add_query
+
+    add_query(sample_db, "How do I sort out my trouble?", "log")
+
+    def same_question(messages):
+        return need_first_reply(messages).split("\n", 1)[0].split(":")[0] + ": How do I sort out my trouble?\n" + \
+            need_first_reply(messages).split("\n", 1)[1]
+    asked = []
+
+    def counted(messages):
+        asked.append(messages[-1]["content"])
+        return same_question(messages)
+    summary = generate(sample_db, GenerationConfig(count=2, mode="need-first", mix={"factoid": 1}, retries=2),
+                       backend=FakeBackend(counted))
+    assert summary["accepted"] == 0 and summary["rejected"] == len(asked)
+    assert len(set(asked)) == len(asked)  # each chunk asked once, none again
+    assert needfirst.retry_temperature(0.7, 0) == 0.7 < needfirst.retry_temperature(0.7, 1) < \
+        needfirst.retry_temperature(0.7, 2) <= needfirst.MAX_RETRY_TEMPERATURE

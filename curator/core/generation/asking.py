@@ -76,8 +76,8 @@ def _need_first_request(task: Task, config: GenerationConfig, shown: Optional[ex
     quotes = 2 if task.query_type == "multi_hop" else 1
     # '.' units are two characters (prompts.MAX_REPLY_TOKENS): the question line never runs out of budget
     budget = len("Question: ") + 2 * limits.question_chars + quotes * (len("Answer 1: ") + limits.quote_tokens) + 8
-    return Request(messages, max_tokens=budget, temperature=config.temperature, seed=seed,
-                   grammar=needfirst.grammar(task.query_type, limits.question_chars), tag=task)
+    return Request(messages, max_tokens=budget, temperature=needfirst.retry_temperature(config.temperature, task.attempt),
+                   seed=seed, grammar=needfirst.grammar(task.query_type, limits.question_chars), tag=task)
 
 
 def _avoid(task: Task, steering: Optional[copybias.Steering]) -> Optional[copybias.Avoid]:

@@ -300,6 +300,12 @@ class _Scheduler:
                     request.abandoned = True
 
 
+# A reply that is word for word a query the project already has is not asked again: the model wrote what users
+# already ask about this chunk, and asked again it writes it again (the 1.5B model wrote "How can I use fetchmail
+# with InterChange?", a real question, on all three attempts: bench/validity.py on the fetchmail FAQ, 2026-12-06).
+NOT_RETRIED = ("exact duplicate of an existing query",)
+
+
 def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progress, checks: checking.Checks,
             events: GenerationEvents = NO_EVENTS) -> Optional[str]:
     """Judge one reply and commit it at once (accepted row or rejected candidate); the reason
@@ -334,7 +340,8 @@ def _run_pass(db, run_id: int, config: GenerationConfig, backend: Backend, plan:
             if plan[task.query_type] <= 0:
                 _keep_spare(db, task, raw, progress, checks)
                 continue
-            if _record(db, run_id, task, raw, plan, progress, checks, events):
+            reason = _record(db, run_id, task, raw, plan, progress, checks, events)
+            if reason and not reason.startswith(NOT_RETRIED):
                 scheduler.rejected(task)
             scheduler.abandon_full_types()
             message = f"accepted {progress.accepted}, rejected {progress.rejected}"

@@ -74,6 +74,17 @@ def builtin_shots(query_type: str) -> list[tuple[str, str, str]]:
     return [(title, answer, queries[query_type]) for title, answer, queries in ANSWER_FIRST_SHOTS]
 
 
+# A capable model asked again about the same passage at the same temperature writes the same question with
+# another seed (three "How can I set up anti-spam exclusions in sendmail?" for one fetchmail chunk, each rejected
+# alike): each retry samples hotter, up to a bound where replies stay on the passage.
+RETRY_HEAT = 0.25
+MAX_RETRY_TEMPERATURE = 1.2
+
+
+def retry_temperature(temperature: float, attempt: int) -> float:
+    return min(MAX_RETRY_TEMPERATURE, temperature + RETRY_HEAT * attempt) if attempt else temperature
+
+
 def grammar(query_type: str, question_chars: int) -> str:
     """The reply's shape: the query line (a question of up to ``question_chars``, or keyword words), then the
     quote line(s), any text to the end of the line. A quote is bounded only by the reply's token budget: one cut
