@@ -251,3 +251,24 @@ def test_a_reply_that_is_a_query_the_project_has_is_not_asked_again(sample_db):
     assert len(set(asked)) == len(asked)  # each chunk asked once, none again
     assert needfirst.retry_temperature(0.7, 0) == 0.7 < needfirst.retry_temperature(0.7, 1) < \
         needfirst.retry_temperature(0.7, 2) <= needfirst.MAX_RETRY_TEMPERATURE
+
+
+def test_a_capable_models_keyword_reply_may_end_at_its_end_of_turn(bundled_model):
+    """The 1.5B model ends its turn right after a keyword query; with the newline required the decoder sampled more
+    words instead, and every answer-first keyword candidate looped to the word bound. A capable model's keyword
+    grammar lets the reply end there; the bundled model's keeps its newline."""
+    from curator.core.generation.backends.llama_batch import BatchDecoder
+
+    backend = LlamaCppBackend(bundled_model, n_threads=1)
+    decoder = BatchDecoder(backend, 1)
+    eos = backend.llm.token_eos()
+
+    def may_end_after(grammar_text: str, reply: str) -> bool:
+        grammar = decoder._grammar_sampler(grammar_text)
+        for token in backend.llm.tokenize(reply.encode(), add_bos=False, special=False):
+            assert decoder._grammar_allows(grammar, token)
+            grammar.accept(token)
+        return decoder._grammar_allows(grammar, eos)
+    assert may_end_after(prompts.asked_grammar("keyword", capable=True), "Query: apt sources list")
+    assert not may_end_after(prompts.asked_grammar("keyword", capable=False), "Query: apt sources list")
+    assert may_end_after(prompts.asked_grammar("keyword", capable=False), "Query: apt sources list\n")

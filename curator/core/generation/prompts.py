@@ -142,7 +142,11 @@ ASKED_VAGUE_GRAMMAR = f'\nroot ::= "Question: " [A-Z] unit{{9,{QUESTION_CHARS - 
 # into names that exist nowhere ("systems.inboundmailrc"), 60 of 337 rejections in one quality-bench
 # run; a search-box query spells "os path join" just as well.
 ASKED_KEYWORD_GRAMMAR = f'\nroot ::= {_keyword_words(SMALL_ASKED_KEYWORD_WORDS)} "\\n"\n' + KEYWORD_WORD_RULE + "\n"
-CAPABLE_ASKED_KEYWORD_GRAMMAR = f'\nroot ::= {_keyword_words(KEYWORD_GRAMMAR_WORDS)} "\\n"\n' + KEYWORD_WORD_RULE + "\n"
+# A capable model's keyword reply may end at its end-of-turn token without the newline: the 1.5B model ends its
+# turn right after the words, and with the newline required the decoder kept sampling words the grammar allowed,
+# so all 44 of its answer-first keyword candidates ran to the 16-word bound in loops ("alternative alternative
+# ...") on the Debian FAQ (bench/validity.py --mode extractive, 2026-12-07).
+CAPABLE_ASKED_KEYWORD_GRAMMAR = f'\nroot ::= {_keyword_words(KEYWORD_GRAMMAR_WORDS)} "\\n"?\n' + KEYWORD_WORD_RULE + "\n"
 ASKED_MAX_TOKENS = len("Question: ") + 2 * QUESTION_CHARS + 8
 
 
