@@ -55,10 +55,10 @@ def test_parse_reads_the_query_and_one_quote_per_passage():
 
 def test_a_need_first_run_stores_rows_whose_reference_is_their_chunks_sentences(sample_db):
     said = []
-    summary = generate(sample_db, GenerationConfig(count=8, mode="need-first", mix={"factoid": 1, "keyword": 1,
-                                                                                    "vague": 1, "multi_hop": 1}),
+    summary = generate(sample_db, GenerationConfig(count=6, mode="need-first", mix={"factoid": 1, "keyword": 1,
+                                                                                    "vague": 1}),
                        backend=FakeBackend(need_first_reply), on_progress=lambda _d, _t, message: said.append(message))
-    assert summary["accepted"] == 8 and set(summary["by_type"]) == {"factoid", "keyword", "vague", "multi_hop"}
+    assert summary["accepted"] == 6 and set(summary["by_type"]) == {"factoid", "keyword", "vague"}
     assert said[0] == "mode need-first: chosen by the user (--mode need-first)"  # before the first candidate
     chunks = {r["id"]: r["text"] for r in sample_db.query("SELECT id, text FROM chunks")}
     for row in sample_db.query("SELECT query_type, text, reference, source_chunk_ids, gold_chunk_ids FROM queries"):
@@ -66,7 +66,7 @@ def test_a_need_first_run_stores_rows_whose_reference_is_their_chunks_sentences(
         assert set(sources) <= set(json.loads(row["gold_chunk_ids"]))
         own = [s for cid in sources for s in needfirst.sentences(chunks[cid])]
         assert row["reference"] == " ".join(own[0] for own in [needfirst.sentences(chunks[c]) for c in sources])
-        assert len(sources) == (2 if row["query_type"] == "multi_hop" else 1)
+        assert len(sources) == 1
         assert own  # the reference came from the chunks, not from the reply's wording
     params = json.loads(sample_db.execute("SELECT params FROM generation_runs").fetchone()[0])
     assert params["mode"] == {"requested": "need-first", "chosen": "need-first",
@@ -106,6 +106,29 @@ def test_how_people_ask_is_shown_as_worked_examples_never_as_a_list_to_copy(samp
     asked_about = prompts_seen[0][-1]["content"]
     own_doc = {c["doc_id"] for c in chunks if c["text"][:60] in asked_about}
     assert not own_doc & {c["doc_id"] for c, q in zip(other_docs, asked) if f"Question: {q}" in shown}
+
+
+def test_multi_hop_rows_stay_made_by_rule_in_need_first_mode(docs_project, monkeypatch):
+    """Written by the 1.5B model from two passages, 0 of 6 multi-hop rows were usable (blind labels, three FAQs);
+    its rule-made ones 4 of 5: a need-first run asks for multi-hop rows as the rule path does, never the need-first
+    prompt."""
+    from curator.core.generation import multihop
+
+    monkeypatch.setattr(multihop, "MODEL_WRITES_SECOND_PART", True)  # this corpus has no pair made by rule alone
+    small_db = docs_project({
+        "sync.md": "# Sync\n\nThe `sync_interval` option sets how often the agent uploads changed files to the "
+                   "server.\n\nUploads pause while the laptop runs on battery below twenty percent charge.\n",
+        "tuning.md": "# Tuning\n\nSetting `sync_interval` to ten minutes or more saves bandwidth on metered mobile "
+                     "links.\n\nLogs of every upload are written to the agent folder under the user profile.\n"})
+    asked = []
+
+    def reply(messages):
+        asked.append(messages)
+        return "Question: How often does the agent upload?\n"
+    generate(small_db, GenerationConfig(count=2, mode="need-first", mix={"multi_hop": 1}, retries=0),
+             backend=FakeBackend(reply))
+    assert asked  # this corpus offers rule-made multi-hop tasks
+    assert not [m for m in asked if m[0]["content"].startswith(needfirst.SYSTEM.split("{")[0])]
 
 
 def test_a_quote_the_model_made_up_is_rejected_with_a_reason(sample_db):

@@ -67,15 +67,14 @@ def build_request(task: Task, config: GenerationConfig, shown: Optional[examples
 
 def _need_first_request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.ExampleSet],
                         seed: int) -> Request:
-    """A need-first request (generation.needfirst): the chunk (two for multi-hop), how people here ask, and a
+    """A need-first request (generation.needfirst): the chunk, how people here ask, and a
     token budget the model's class sets (capability.Bounds)."""
     limits = capability.bounds(bool(config.capable))
     shots = shown.shots(task.query_type, task.chunks[0]) if shown else None
     style = shown.log_queries[:needfirst.STYLE_EXAMPLES] if shown and shown.kind == "real_log" else []
-    messages = needfirst.build_messages(task.query_type, [_truncate(c["text"]) for c in task.chunks], shots, style)
-    quotes = 2 if task.query_type == "multi_hop" else 1
+    messages = needfirst.build_messages(task.query_type, _truncate(task.chunks[0]["text"]), shots, style)
     # '.' units are two characters (prompts.MAX_REPLY_TOKENS): the question line never runs out of budget
-    budget = len("Question: ") + 2 * limits.question_chars + quotes * (len("Answer 1: ") + limits.quote_tokens) + 8
+    budget = len("Question: ") + 2 * limits.question_chars + len("Answer: ") + limits.quote_tokens + 8
     return Request(messages, max_tokens=budget, temperature=needfirst.retry_temperature(config.temperature, task.attempt),
                    seed=seed, grammar=needfirst.grammar(task.query_type, limits.question_chars), tag=task)
 

@@ -155,8 +155,7 @@ def _judge_need_first(db, task: Task, candidate: dict, checks: Checks) -> tuple[
     """A need-first reply (generation.needfirst): its quotes located in its chunks give the reference, then the
     answer-first filters (the reference is the chunks' own sentences) and the overlap cap; no likelihood check:
     the answer is what the model itself quoted as answering its question."""
-    parts = len(task.chunks) if task.query_type == "multi_hop" else 1
-    parsed = needfirst.parse(candidate["raw"], parts)
+    parsed = needfirst.parse(candidate["raw"])
     if parsed is None:
         return candidate, "output not in the Question/Answer format"
     question, quotes = parsed

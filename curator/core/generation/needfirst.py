@@ -1,8 +1,8 @@
 """Need-first rows for a capable model (issue 39): shown a chunk, the model writes what a user who has the need
 this chunk meets would ask without having read it, then quotes the chunk's sentences that answer; the reference
 answer is those sentences as the chunk spells them (located here, never the model's paraphrase), and gold is the
-chunk plus every chunk holding that reference (store.gold.widened). Multi-hop rows: two chunks, one question
-whose answer takes a quote from each.
+chunk plus every chunk holding that reference (store.gold.widened). Multi-hop rows and near misses stay made by
+rule from the corpus's sentences (generation.multihop, generation.unanswerable).
 
 Why not answer-first for such a model: a question written from one answer sentence asks about that sentence's
 rare words, which lexical retrievers love, while users ask about the problem a passage solves; on the real
@@ -22,7 +22,10 @@ from curator.core.generation.answers import _BLOCK, _SENTENCE_END
 from curator.core.queries.words import stems
 from curator.core.generation.prompts import _UNIT_RULE, ANSWER_FIRST_SHOTS, KEYWORD_GRAMMAR_WORDS, KEYWORD_WORD_RULE
 
-NEED_FIRST_TYPES = ("factoid", "keyword", "vague", "multi_hop")
+# Multi-hop rows stay made by rule (generation.multihop) in every mode: written by the 1.5B model from two passages,
+# 0 of 6 were usable by blind labels on three FAQs (a question one passage answers, or references that answer
+# neither part), where its rule-made multi-hop rows were 4 of 5 (bench/blind/labels_s41.jsonl, 2026-12-07).
+NEED_FIRST_TYPES = ("factoid", "keyword", "vague")
 # "Has not read it" and "their need as a whole, not one detail": a question about one sentence carries that
 # sentence's rare words (issue 39).
 TASKS = {
@@ -30,7 +33,6 @@ TASKS = {
                "need as a whole, not about one detail of the passage",
     "keyword": "write the 2 to 6 words they would type into a search box (no question mark), in their own words",
     "vague": "write the short, loosely worded question they would ask while unsure of the right terms",
-    "multi_hop": "write one question, in their own words, that only BOTH passages together answer",
 }
 SYSTEM = ("You help build a test set for a documentation search engine. A user has the problem or question that "
           "the {what} resolves, and has NOT read it: they do not know its wording, its names for things or its "
@@ -45,27 +47,21 @@ STYLE_EXAMPLES = 8  # real log queries listed when none has gold yet (a fixed li
 # passage with its own question: copying it answers nothing the shown passage says.
 
 
-def build_messages(query_type: str, passages: Sequence[str], shots: Optional[Sequence[tuple[str, str, str]]] = None,
+def build_messages(query_type: str, passage: str, shots: Optional[Sequence[tuple[str, str, str]]] = None,
                    style: Sequence[str] = ()) -> list[dict]:
     """Chat messages of a need-first request: the instruction (and, when the project has real queries without gold,
     a list of them as how people here ask), worked examples ``shots`` of (title, passage, query) as earlier turns
-    (the built-in ones when None; none for a multi-hop row), then the passage (two for a multi-hop row)."""
-    what = "passages" if query_type == "multi_hop" else "passage"
-    system = SYSTEM.format(what=what, task=TASKS[query_type])
+    (the built-in ones when None), then the passage."""
+    system = SYSTEM.format(what="passage", task=TASKS[query_type])
     if style:
         system += "\n" + STYLE_INTRO + "\n" + "\n".join(f"- {q}" for q in style)
     messages = [{"role": "system", "content": system}]
-    if query_type == "multi_hop":
-        shown = "\n\n".join(f"Passage {i}:\n{p}" for i, p in enumerate(passages, 1))
-        reply = ("Question: ...\nAnswer 1: (the sentence of passage 1 that answers it, copied exactly)\n"
-                 "Answer 2: (the sentence of passage 2 that answers it, copied exactly)")
-        return messages + [{"role": "user", "content": f"{shown}\n\nReply as:\n{reply}"}]
     label = "Query" if query_type == "keyword" else "Question"
     reply = f"{label}: ...\nAnswer: (the sentence of the passage that answers it, copied exactly)"
-    for _title, passage, query in (shots if shots is not None else builtin_shots(query_type)):
-        messages += [{"role": "user", "content": f"Passage:\n{passage}\n\nReply as:\n{reply}"},
-                     {"role": "assistant", "content": f"{label}: {query}\nAnswer: {passage}"}]
-    return messages + [{"role": "user", "content": f"Passage:\n{passages[0]}\n\nReply as:\n{reply}"}]
+    for _title, example, query in (shots if shots is not None else builtin_shots(query_type)):
+        messages += [{"role": "user", "content": f"Passage:\n{example}\n\nReply as:\n{reply}"},
+                     {"role": "assistant", "content": f"{label}: {query}\nAnswer: {example}"}]
+    return messages + [{"role": "user", "content": f"Passage:\n{passage}\n\nReply as:\n{reply}"}]
 
 
 def builtin_shots(query_type: str) -> list[tuple[str, str, str]]:
@@ -87,16 +83,14 @@ def retry_temperature(temperature: float, attempt: int) -> float:
 
 def grammar(query_type: str, question_chars: int) -> str:
     """The reply's shape: the query line (a question of up to ``question_chars``, or keyword words), then the
-    quote line(s), any text to the end of the line. A quote is bounded only by the reply's token budget: one cut
+    quote line, any text to the end of the line. A quote is bounded only by the reply's token budget: one cut
     there still locates every sentence it spelled whole (locate), so no candidate is lost to a length bound
     (issue 39: 22 of 42 free-mode rejections with a 1.5B model were answers cut at the small model's bound)."""
     if query_type == "keyword":
         head = '"Query: " kword (" " kword){1,%d} "\\n"' % (KEYWORD_GRAMMAR_WORDS - 1)
     else:
         head = '"Question: " [A-Z] unit{9,%d} "?\\n"' % (question_chars - 1)
-    quotes = ('"Answer 1: " quote "\\nAnswer 2: " quote "\\n"' if query_type == "multi_hop"
-              else '"Answer: " quote "\\n"')
-    return f'\nroot ::= {head} {quotes}\nquote ::= [^\\n]+\n{_UNIT_RULE}\n{KEYWORD_WORD_RULE}\n'
+    return f'\nroot ::= {head} "Answer: " quote "\\n"\nquote ::= [^\\n]+\n{_UNIT_RULE}\n{KEYWORD_WORD_RULE}\n'
 
 
 _QUERY = re.compile(r"^\s*(?:Question|Query)\s*:\s*(\S[^\n]*)", re.I | re.M)

@@ -181,8 +181,8 @@ def answer_first(query_type: str, answers_mode: str) -> bool:
 
 
 def need_first(query_type: str, answers_mode: str) -> bool:
-    """A need-first task (generation.needfirst): the model is shown the chunk (two for multi-hop) and quotes
-    its answer; near misses stay derived from an answer sentence in every mode."""
+    """A need-first task (generation.needfirst): the model is shown the chunk and quotes its answer; near misses
+    and multi-hop rows stay derived from the corpus's sentences in every mode."""
     return answers_mode == "need-first" and query_type in needfirst.NEED_FIRST_TYPES
 
 
@@ -193,8 +193,7 @@ DERIVED_TYPES = {"unanswerable": unanswerable, "multi_hop": multihop}
 
 
 def derived(query_type: str, answers_mode: str) -> bool:
-    return query_type in DERIVED_TYPES and (answers_mode == "extractive" or (answers_mode == "need-first"
-                                                                          and query_type == "unanswerable"))
+    return query_type in DERIVED_TYPES and answers_mode in ("extractive", "need-first")
 
 
 def _derived_task(db: sqlite_utils.Database, query_type: str, chunk: dict, seed: int,
