@@ -202,3 +202,21 @@ def test_real_bundled_model_scores_routes_and_caches(sample_db, tmp_path, bundle
     second = dict(again.judge([(c["claim_id"], [context], c["text"]) for c in claims[1:]]))
     assert again.asked == 0 and again.hits == 2 and all(v["cached"] for v in second.values())
     assert [second[c["claim_id"]]["p_yes"] for c in claims[1:]] == [r["p_yes"] for r in raw]
+
+
+def test_the_evidence_prompt_shows_the_sentences_nearest_the_claim_with_their_neighbours():
+    """bench/diagnose_route.py --evidence N: the N context sentences sharing most words with the claim, each with its
+    neighbours in the same context, in order, "..." at a gap; cached apart from the whole-context prompt."""
+    from curator.core.diagnosis import llm_judge
+
+    context = ("Fetchmail polls the server every five minutes. It keeps no state between runs. The weather was fine. "
+               "Nobody asked. Use the --limit option to skip messages larger than a given size. Logs go to syslog.")
+    shown = llm_judge.evidence_text([context, "An unrelated second context about printers."],
+                                    "The --limit option skips messages larger than a size.", sentences=1)
+    assert shown == ("Nobody asked. Use the --limit option to skip messages larger than a given size. "
+                     "Logs go to syslog.")
+    two = llm_judge.evidence_text([context], "Fetchmail polls every five minutes and --limit skips large messages.",
+                                  sentences=2)
+    assert two.startswith("Fetchmail polls") and " ... " in two and "printers" not in two
+    assert (llm_judge.VerdictCache.key("m", [context], "c")
+            != llm_judge.VerdictCache.key("m", [context], "c", f"{llm_judge.PROMPT_VERSION}|evidence-3"))
