@@ -255,6 +255,12 @@ def write_scores(claims: list[dict], model_name: str, model_key: str, variant: s
     print(f"wrote {path}")
 
 
+def llm_judge_prompt() -> str:
+    from curator.core.diagnosis import llm_judge
+
+    return llm_judge.PROMPT_VERSION
+
+
 def write_fits(routing: dict, fit: dict, heldout: dict, model_name, model_key) -> None:
     ROUTING.write_text(json.dumps(routing, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {ROUTING}")
@@ -264,7 +270,7 @@ def write_fits(routing: dict, fit: dict, heldout: dict, model_name, model_key) -
     calibration["models"][model_key] = {
         "name": model_name, **fit, "fitted_on": "bench/diagnose_route.py --fit: " + ", ".join(FIT),
         "heldout_balanced_accuracy": round(min(heldout.values()), 4), "heldout_sets": heldout,
-        "fitted_at": time.strftime("%Y-%m-%d")}
+        "fitted_at": time.strftime("%Y-%m-%d"), "prompt": llm_judge_prompt()}
     CALIBRATION.write_text(json.dumps(calibration, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {CALIBRATION}")
 

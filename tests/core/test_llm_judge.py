@@ -60,7 +60,9 @@ def test_prompt_puts_the_context_first_and_the_claim_last():
     assert first[0]["content"] == "You check whether a claim is fully supported by a context."
     text = first[1]["content"]
     assert text.startswith("Context:\nA context.") and text.endswith(
-        "Claim: Claim one.\n\nIs every part of the claim stated or directly implied by the context? Answer yes or no.")
+        "Claim: Claim one.\n\nIs every part of the claim stated or directly implied by the context? A claim that says "
+        "the opposite of the context, or adds a number, limit, option or other detail the context does not give, is "
+        "not supported. Answer yes or no.")
     shared = os.path.commonprefix([first[1]["content"], second[1]["content"]])
     assert shared == "Context:\nA context.\n\nClaim: Claim "  # everything before the claim is shared
 

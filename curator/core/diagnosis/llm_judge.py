@@ -1,7 +1,7 @@
 """An LLM claim judge scored by the model's probability of answering "yes".
 
-The prompt is the plain yes/no judge measured in issue 40 (a system line, the context, the claim,
-"Is every part of the claim stated or directly implied by the context? Answer yes or no."), with
+The prompt is the yes/no judge measured in issue 40 (a system line, the context, the claim, then
+QUESTION: is every part of the claim stated or implied, naming contradictions and added details), with
 the context first and the claim last, so a trace's claims share a prompt prefix: a local model
 keeps it in its KV cache and evaluates only each claim's tail (LlamaCppBackend.next_token_logprobs).
 
@@ -33,8 +33,15 @@ from curator.core.files import cache_dir
 from curator.core.generation.backends import Backend, Request
 
 SYSTEM = "You check whether a claim is fully supported by a context."
-QUESTION = "Is every part of the claim stated or directly implied by the context? Answer yes or no."
-PROMPT_VERSION = "yes-no-1"
+# The last line names the two ways the 1.5B model was fooled most (a claim saying the opposite in the context's own
+# words, a claim adding a plausible detail). Chosen by a rule fixed before its run, on the fit sets only: adopt it
+# if its balanced accuracy there beats the plain line's ("Is every part ... implied by the context? Answer yes or
+# no.", PROMPT_VERSION yes-no-1): raw P(yes) >= 0.5, mean 0.867 against 0.844 (docs/benchmarks.md, "Diagnosis
+# judge"). The calibration in llm_calibration.json is fitted on this prompt.
+QUESTION = ("Is every part of the claim stated or directly implied by the context? A claim that says the opposite of "
+            "the context, or adds a number, limit, option or other detail the context does not give, is not "
+            "supported. Answer yes or no.")
+PROMPT_VERSION = "yes-no-2"
 # The prompt fits a 2048-token context even for text dense in code (about 3 characters a token).
 MAX_CONTEXT_CHARS = 4500
 YES_NO_GRAMMAR = 'root ::= "yes" | "no"\n'
