@@ -29,6 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, Optional
 
+from curator.core.diagnosis.judge import content_stems, context_sentences
 from curator.core.files import cache_dir
 from curator.core.generation.backends import Backend, Request
 
@@ -69,8 +70,6 @@ def evidence_messages(contexts: list[str], claim: str, sentences: int = 3) -> li
 def evidence_text(contexts: list[str], claim: str, sentences: int = 3) -> str:
     """The ``sentences`` context sentences sharing most content words with the claim (ties: earlier first),
     each with its neighbours in the same context, in the contexts' order; "..." marks a gap."""
-    from curator.core.diagnosis.judge import content_stems, context_sentences
-
     said = context_sentences(contexts)
     if not said:
         return "(no context)"

@@ -74,6 +74,9 @@ def jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
+EXACT_DUPLICATE = "exact duplicate of an existing query"  # a rejection reason generate.py does not retry
+
+
 class DuplicateIndex:
     """Exact (normalised text) and near (content-word Jaccard) duplicates of known queries."""
 
@@ -89,7 +92,7 @@ class DuplicateIndex:
 
     def check(self, text: str) -> Optional[str]:
         if " ".join(tokens(text)) in self.exact:
-            return "exact duplicate of an existing query"
+            return EXACT_DUPLICATE
         words = content_words(text)
         for known in self.word_sets:
             if jaccard(words, known) >= NEAR_DUPLICATE_JACCARD:

@@ -303,7 +303,7 @@ class _Scheduler:
 # A reply that is word for word a query the project already has is not asked again: the model wrote what users
 # already ask about this chunk, and asked again it writes it again (the 1.5B model wrote "How can I use fetchmail
 # with InterChange?", a real question, on all three attempts: bench/validity.py on the fetchmail FAQ, 2026-12-06).
-NOT_RETRIED = ("exact duplicate of an existing query",)
+NOT_RETRIED = (filters.EXACT_DUPLICATE,)
 
 
 def _record(db, run_id: int, task: Task, raw: str, plan: dict, progress: _Progress, checks: checking.Checks,
