@@ -231,26 +231,44 @@ def test_need_first_with_the_real_bundled_model_parses_and_locates(sample_db, bu
         assert all(s in needfirst.sentences(source) for s in needfirst.sentences(row["reference"]))
 
 
-def test_need_first_rows_above_the_overlap_cap_are_kept_up_to_the_real_share():
-    """A quarter of real questions reuse more of their chunk than the cap (their upper quartile): need-first rows
-    above it are kept while they stay within that share, and rejected past it, with the reason."""
+def test_need_first_rows_reusing_their_chunk_are_kept_up_to_the_real_share():
+    """Real questions reuse their chunk's words to a spread of degrees: need-first rows reaching a point of that upper
+    tail are kept while they stay within real questions' share there (plus one row), and refused past it, with the
+    reason; rows below every point are always kept."""
     from curator.core.generation import checks as checks_mod
 
     chunk = ["Set up anti-spam exclusions in sendmail with a database of filter rules."]
-    copying = "How can I set up anti-spam exclusions in sendmail?"
-    plain = "Why does my mail server let junk through and how do I stop it?"
-    checks = checks_mod.Checks(duplicates=filters.DuplicateIndex([]), overlap_cap=0.5)
+    copying = "How can I set up anti-spam exclusions in sendmail?"  # every word in the chunk
+    halfway = "How do I stop junk mail getting through sendmail?"  # one word of six in the chunk
+    plain = "Why does my server let junk through and how do I stop it?"
+    checks = checks_mod.Checks(duplicates=filters.DuplicateIndex([]), overlap_tails=((0.15, 0.5), (1.0, 0.25)))
     said = []
-    for question in [copying, plain, plain, plain, copying, copying]:
-        reason, above = checks_mod._need_first_overlap(question, chunk, checks)
+    for question in [copying, copying, halfway, plain, plain, copying, halfway, halfway, halfway, plain, copying]:
+        reason = checks_mod._need_first_overlap(question, chunk, checks)
         said.append(reason is None)
         if reason is None:
-            checks.need_first_kept += 1
-            checks.need_first_above_cap += above
-        elif question == copying:
-            assert "real share" in reason
-    assert said == [False, True, True, True, True, False]
-    assert checks.need_first_above_cap / checks.need_first_kept <= 0.25
+            checks_mod._count_need_first(question, chunk, checks)
+        else:
+            assert "real questions" in reason and "share" in reason
+    assert said == [True, False, True, True, True, True, True, False, False, True, True]
+    kept = checks.need_first_kept
+    assert checks.need_first_at_least[1.0] <= 0.25 * kept + 1 and checks.need_first_at_least[0.15] <= 0.5 * kept + 1
+
+
+def test_a_resumed_run_counts_its_kept_need_first_rows_toward_the_real_share(sample_db):
+    """The share holds across --resume: the rows a run kept before are counted again from the project."""
+    from curator.core.generation import checks as checks_mod
+    from curator.core.queries.rows import add_query
+
+    chunk = sample_db.execute("SELECT id, text FROM chunks ORDER BY id LIMIT 1").fetchone()
+    run_id = sample_db["generation_runs"].insert({"created_at": "2026-12-07", "status": "cancelled"}).last_pk
+    question = " ".join(sorted(filters.content_words(chunk[1]))[:5]) + "?"  # every word in the chunk
+    qid = add_query(sample_db, question, "synthetic", source_chunk_ids=[chunk[0]], gold_chunk_ids=[chunk[0]],
+                    reference=chunk[1][:40], run_id=run_id)
+    sample_db.execute("UPDATE queries SET quality_signals = ? WHERE id = ?", [json.dumps({"mode": "need-first"}), qid])
+    checks = checks_mod.Checks(duplicates=filters.DuplicateIndex([]), overlap_tails=((1.0, 0.25),))
+    checks_mod.count_kept_need_first(sample_db, run_id, checks)
+    assert checks.need_first_kept == 1 and checks.need_first_at_least == {1.0: 1}
 
 
 def test_a_reply_that_is_a_query_the_project_has_is_not_asked_again(sample_db):

@@ -4,7 +4,8 @@ or None. What the run record keeps of these checks (checks_record)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -64,9 +65,11 @@ class Checks:
     steering: Optional[copybias.Steering] = None  # the copy bias of answer-first requests (None: off)
     answer_tail: int = prompts.ANSWER_TAIL_CHARS  # a free answer's grammar bound (capability.Bounds)
     need_first: bool = False  # factoid, keyword, vague and multi-hop replies quote their answer (generation.needfirst)
-    # Need-first rows kept so far, and those of them above the overlap cap (_need_first_overlap).
+    # Need-first rows are held to real questions' upper tail of overlap instead (queries.realism.overlap_tails):
+    # ((overlap, real share at or above it), ...); the rows kept so far, and how many of them are at or above each.
+    overlap_tails: tuple = ()
     need_first_kept: int = 0
-    need_first_above_cap: int = 0
+    need_first_at_least: dict = field(default_factory=dict)
 
     def evidence_embedder(self):
         """The sentence embedder (MiniLM) that finds a near miss's nearest chunks for the reviewer to
@@ -81,7 +84,9 @@ def checks_record(checks: Checks) -> dict:
     return {"examples": checks.examples.describe() if checks.examples else None,
             "overlap_cap": {"cap": checks.overlap_cap, "calibrated_on": checks.overlap_basis,
                             "measure": "share of the question's content words in its chunk (queries.realism)",
-                            "not_below_content_words": OVERLAP_CAP_MIN_WORDS},
+                            "not_below_content_words": OVERLAP_CAP_MIN_WORDS,
+                            "need_first_rows_at_least": [{"overlap": point, "real_share": share}
+                                                         for point, share in checks.overlap_tails]},
             "answer_check": {"filters": ANSWER_CHECK,
                              "likelihood": checks.answer_check.describe() if checks.answer_check else None,
                              # where its passes ran: the generator's own context, or a second load of the file
@@ -166,9 +171,8 @@ def _judge_need_first(db, task: Task, candidate: dict, checks: Checks) -> tuple[
         return candidate, "quoted answer not found in its chunk"
     reason = filters.check_row(question, reference, task.query_type, gold_texts, " ".join(gold_texts),
                                checks.duplicates, extractive=True, quoted=True)
-    above_cap = False
-    if reason is None and checks.overlap_cap is not None:
-        reason, above_cap = _need_first_overlap(question, gold_texts, checks)
+    if reason is None:
+        reason = _need_first_overlap(question, gold_texts, checks)
     if reason is None:
         candidate["quality"], candidate["signals"] = quality.score_row(db, question, reference, task.query_type,
                                                                        task.chunks, extractive=True)
@@ -176,23 +180,48 @@ def _judge_need_first(db, task: Task, candidate: dict, checks: Checks) -> tuple[
         if candidate["quality"] < checks.min_quality:
             reason = f"quality below --min-quality ({candidate['quality']:.2f})"
     if reason is None:
-        checks.need_first_kept += 1
-        checks.need_first_above_cap += above_cap
+        _count_need_first(question, gold_texts, checks)
     return candidate, reason
 
 
-def _need_first_overlap(question: str, gold_texts: list[str], checks: Checks) -> tuple[Optional[str], bool]:
-    """(reason or None, above the cap) for a need-first question's overlap with its chunk. The cap is real
-    questions' upper quartile, so a quarter of real questions reuse more: a need-first row above it is kept while
-    the rows above it stay within that share of the rows kept (the set then reuses its chunks' words as real
-    questions do). Rejecting every row above the cap cost 21 of 35 rejections on the fetchmail FAQ with the 1.5B
-    model, plain questions among them ("How can I set up anti-spam exclusions in sendmail?")."""
-    reason = _overlap_check(question, gold_texts, checks.overlap_cap)
-    if reason is None:
-        return None, False
-    if checks.need_first_above_cap + 1 <= realism.ABOVE_CAP_SHARE * (checks.need_first_kept + 1):
-        return None, True
-    return reason + "; rows above it already make up the real share", False
+# A kept row may take its tail one row past the real share: the first rows of a run are not refused for being
+# first, and a 20-row set ends at most one row over.
+OVERLAP_TAIL_SLACK = 1
+
+
+def _tails_reached(question: str, gold_texts: list[str], checks: Checks) -> list[tuple[float, float]]:
+    """The (overlap, real share) points of checks.overlap_tails this question's chunk overlap reaches."""
+    overlap = realism.chunk_overlap(question, gold_texts) or 0.0
+    return [(point, share) for point, share in checks.overlap_tails if overlap >= point - 5e-4]  # points are rounded
+
+
+def _need_first_overlap(question: str, gold_texts: list[str], checks: Checks) -> Optional[str]:
+    """Why a need-first question reuses too much of its chunk, or None. Real questions reuse their chunk's words to a
+    spread of degrees (a quarter of them more than the upper quartile, a sixth to a quarter every word): a need-first
+    row is kept while the kept rows reaching each point of that upper tail stay within real questions' share there,
+    so the set reuses its chunks' words as users' questions do. A cap rejecting every row above the upper quartile
+    cost 21 of the first 35 fetchmail rejections (plain questions among them); a share kept only above the upper
+    quartile left the 1.5B model's rows far above real questions at the median and at 100% (realism.BUILTIN_TAILS)."""
+    for point, share in _tails_reached(question, gold_texts, checks):
+        if checks.need_first_at_least.get(point, 0) + 1 > share * (checks.need_first_kept + 1) + OVERLAP_TAIL_SLACK:
+            return (f"reuses its chunk's words like only {share:.0%} of real questions (at least {point:.0%} of its "
+                    "words); rows like it already make up that share")
+    return None
+
+
+def count_kept_need_first(db: sqlite_utils.Database, run_id: int, checks: Checks) -> None:
+    """A resumed run's need-first rows kept before, counted as _need_first_overlap counts them."""
+    for row in db.query("""SELECT q.text, q.source_chunk_ids FROM queries q WHERE q.run_id = ? AND q.source = 'synthetic'
+                           AND json_extract(q.quality_signals, '$.mode') = 'need-first'""", [run_id]):
+        ids = json.loads(row["source_chunk_ids"])
+        texts = [r[0] for r in db.execute(f"SELECT text FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids)]
+        _count_need_first(row["text"], texts, checks)
+
+
+def _count_need_first(question: str, gold_texts: list[str], checks: Checks) -> None:
+    checks.need_first_kept += 1
+    for point, _share in _tails_reached(question, gold_texts, checks):
+        checks.need_first_at_least[point] = checks.need_first_at_least.get(point, 0) + 1
 
 
 # What the run record says checks an answer-first question against its answer sentence.

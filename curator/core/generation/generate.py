@@ -379,11 +379,14 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
                              need_first=config.answers == "need-first")
     if config.answers in ("extractive", "need-first"):
         checks.overlap_cap, checks.overlap_basis = realism.overlap_cap(db)
+        checks.overlap_tails = realism.overlap_tails(db)[0] if checks.need_first else ()
         checks.examples = examples_mod.load(db)
         checks.answer_check = answer_check or checking.answer_check_for(backend)
         if config.copy_bias is not None:
             checks.steering = copybias.Steering(db, config.copy_bias, applied=backend.biases_logits)
     run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, checks, mode)
+    if resumed and checks.overlap_tails:
+        checking.count_kept_need_first(db, run_id, checks)
     warnings = (backend.warnings() + checking.answer_check_warnings(config, checks)
                 + (checks.steering.warnings() if checks.steering else []))
     progress, started = _Progress(warnings=warnings, mode=mode.why), time.perf_counter()

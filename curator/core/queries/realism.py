@@ -177,6 +177,28 @@ def overlap_cap(db: sqlite_utils.Database) -> tuple[float, str]:
     return BUILTIN_REFERENCE["chunk_overlap"]["q3"], BUILTIN_REFERENCE["name"]
 
 
+# Need-first rows are held to real questions' upper tail of chunk overlap at these points (generation.checks): the
+# median, the upper quartile and "every word in the chunk". A single cap at the upper quartile let 69-89% of the
+# 1.5B model's need-first rows sit at or above real questions' median overlap (real: 56-61%) and 35-50% at 100%
+# (real: 13-29%) on the Debian, Python, zsh and fetchmail FAQs, and every retriever found them more easily than
+# the users' questions (docs/benchmarks.md, "Overlap quota"). Measured on the same 167 Python FAQ questions as
+# BUILTIN_REFERENCE (bench/realism_reference.py): share of real questions whose overlap is at least the point.
+BUILTIN_TAILS = ((0.667, 0.563), (0.857, 0.257), (1.0, 0.24))
+
+
+def overlap_tails(db: sqlite_utils.Database) -> tuple[tuple[tuple[float, float], ...], str]:
+    """((overlap, share of real questions with at least that overlap), ...) at TAIL_POINTS, from the project's approved
+    real (log) rows with gold when it has MIN_REAL_ROWS of them, else the built-in reference's; and what they were
+    measured on."""
+    real = [f["chunk_overlap"] for f in project_real_figures(db) if f["chunk_overlap"] is not None]
+    if len(real) < MIN_REAL_ROWS:
+        return BUILTIN_TAILS, BUILTIN_REFERENCE["name"]
+    values = np.asarray(real, dtype=float)
+    points = sorted({float(np.percentile(values, 50)), float(np.percentile(values, 75)), 1.0})
+    tails = tuple((round(point, 3), round(float(np.mean(values >= point - 1e-9)), 3)) for point in points)
+    return tails, f"the {len(real)} approved real (log) queries of this project"
+
+
 def project_real_figures(db: sqlite_utils.Database) -> list[dict]:
     """The figures of the project's approved real (log) rows with gold, measured first if need be."""
     ids = [r[0] for r in db.execute("""SELECT id FROM queries WHERE source = 'log' AND status = 'approved'
