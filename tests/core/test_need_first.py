@@ -313,3 +313,34 @@ def test_a_capable_models_keyword_reply_may_end_at_its_end_of_turn(bundled_model
     assert may_end_after(prompts.asked_grammar("keyword", capable=True), "Query: apt sources list")
     assert not may_end_after(prompts.asked_grammar("keyword", capable=False), "Query: apt sources list")
     assert may_end_after(prompts.asked_grammar("keyword", capable=False), "Query: apt sources list\n")
+
+
+def test_fixed_worked_examples_are_the_same_for_every_chunk_but_never_about_its_own_document():
+    """Need-first prompts show one set of worked examples per run, so the engine keeps them evaluated (issue 42); a
+    chunk of an example's document gets the next example instead."""
+    from curator.core.generation.examples import Example, ExampleSet
+
+    examples = [Example(f"q{i}", f"How do I fix thing {i}?", f"Thing {i} is fixed by turning it off.", "T",
+                        {"thing"}, {f"doc{i}"}) for i in range(5)]
+    shown = ExampleSet("real_gold", examples)
+    first = shown.fixed_shots("factoid", {"doc_id": "doc9", "text": "Anything at all."})
+    assert [q for _t, _a, q in first] == ["How do I fix thing 0?", "How do I fix thing 1?", "How do I fix thing 2?"]
+    assert shown.fixed_shots("factoid", {"doc_id": "doc8", "text": "Thing 4 and thing 3."}) == first
+    own = shown.fixed_shots("factoid", {"doc_id": "doc1", "text": "Thing 1."})
+    assert [q for _t, _a, q in own] == ["How do I fix thing 0?", "How do I fix thing 2?", "How do I fix thing 3?"]
+
+
+@pytest.mark.slow
+def test_a_need_first_run_keeps_each_kind_of_prompt_evaluated(sample_db, bundled_model):
+    """Three kinds of need-first prompt take turns; with one kept prompt per kind (llama_batch.NEED_FIRST_KEEP) a
+    prompt after the first of its kind starts from the kept instructions and examples: with the default four prompts
+    in 1,024 cells, one was kept and 7% of the 1.5B model's prompt tokens were reused (bench/needfirst_prefix.py)."""
+    from curator.core.generation.backends.llama_batch import NEED_FIRST_KEEP
+
+    backend = LlamaCppBackend(bundled_model, n_ctx=2048, n_threads=1, parallel=1, chat_format="chatml")
+    backend.decoder_for_one = True
+    generate(sample_db, GenerationConfig(count=6, mode="need-first", mix={"factoid": 1, "keyword": 1, "vague": 1},
+                                         retries=0, threads=1, chat_format="chatml"), backend=backend)
+    stats = backend._decoder.stats
+    assert backend._decoder.keep == NEED_FIRST_KEEP
+    assert stats["reused_tokens"] >= 0.4 * stats["prompt_tokens"], stats

@@ -65,12 +65,18 @@ def build_request(task: Task, config: GenerationConfig, shown: Optional[examples
                    tag=task)
 
 
+# Need-first prompts show the same worked examples for every chunk (ExampleSet.fixed_shots), so the engine keeps them
+# evaluated; bench/needfirst_prefix.py turns it off for the A/B against the examples nearest each chunk.
+FIXED_NEED_FIRST_SHOTS = False
+
+
 def _need_first_request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.ExampleSet],
                         seed: int) -> Request:
     """A need-first request (generation.needfirst): the chunk, how people here ask, and a
     token budget the model's class sets (capability.Bounds)."""
     limits = capability.bounds(bool(config.capable))
-    shots = shown.shots(task.query_type, task.chunks[0]) if shown else None
+    shots = (shown.fixed_shots if FIXED_NEED_FIRST_SHOTS else shown.shots)(task.query_type, task.chunks[0]) \
+        if shown else None
     style = shown.log_queries[:needfirst.STYLE_EXAMPLES] if shown and shown.kind == "real_log" else []
     messages = needfirst.build_messages(task.query_type, _truncate(task.chunks[0]["text"]), shots, style)
     # '.' units are two characters (prompts.MAX_REPLY_TOKENS): the question line never runs out of budget

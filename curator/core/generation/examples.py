@@ -57,16 +57,30 @@ class ExampleSet:
         An example about the chunk's own document is never shown: the model would restate a question
         the project already has. Keyword prompts take real examples only when enough real queries are
         keyword-shaped."""
-        chunk_text = chunk["text"]
-        pool = [e for e in self.examples if chunk.get("doc_id") not in e.docs]
-        if query_type == "keyword":
-            pool = [e for e in pool if form_of(e.query) == "keywords"]
-        if self.kind != "real_gold" or len(pool) < MIN_REAL_EXAMPLES:
+        pool = self._pool(query_type, chunk)
+        if pool is None:
             return None
-        words = filters.content_words(chunk_text)
+        words = filters.content_words(chunk["text"])
         nearest = sorted(pool, key=lambda e: (-filters.jaccard(words, e.words), e.query_id))[:SHOTS]
         # In a fixed order, so prompts about nearby chunks share their cached prefix.
         return [(e.title, e.answer, e.query) for e in sorted(nearest, key=lambda e: e.query_id)]
+
+    def fixed_shots(self, query_type: str, chunk: dict) -> Optional[list[tuple[str, str, str]]]:
+        """As ``shots``, but the same examples for every chunk of a run (the first of the pool: the most frequent
+        real queries), so the instruction and the examples are one prefix the engine evaluates once and keeps; a
+        chunk of one of their documents gets the next example in its place. Need-first prompts use these: the
+        examples are about 390 of a prompt's 585 tokens (Debian FAQ, 1.5B model's tokenizer)."""
+        pool = self._pool(query_type, chunk)
+        if pool is None:
+            return None
+        return [(e.title, e.answer, e.query) for e in sorted(pool[:SHOTS], key=lambda e: e.query_id)]
+
+    def _pool(self, query_type: str, chunk: dict) -> Optional[list[Example]]:
+        """The real examples a prompt about ``chunk`` may show, most frequent first; None: too few (built-ins)."""
+        pool = [e for e in self.examples if chunk.get("doc_id") not in e.docs]
+        if query_type == "keyword":
+            pool = [e for e in pool if form_of(e.query) == "keywords"]
+        return pool if self.kind == "real_gold" and len(pool) >= MIN_REAL_EXAMPLES else None
 
     def describe(self) -> dict:
         """What the run record and manifest keep: the kind and every example that could be shown."""

@@ -23,6 +23,12 @@ SCORE_TOKENS = 512
 # issue 33). Up to KEEP_PROMPTS prompts, KEEP_CELLS cells in all, least recently used dropped first.
 KEEP_PROMPTS = 4
 KEEP_CELLS = 1024
+# A need-first run shows the same instructions and worked examples to every chunk of a type (about 390 of a 585-token
+# prompt on the Debian FAQ), and five kinds of prompt take turns (factoid, keyword, vague, a rule-made multi-hop
+# row's second part, a near miss): with four kept prompts in 1,024 cells one ~600-token prompt was kept and 165 of
+# 2,399 prompt tokens were reused (bench/needfirst_prefix.py). Six prompts in 4,096 cells hold one of each kind; for
+# the 1.5B bench model that is about 115 MB of KV cells more. Set per run (LlamaCppBackend.prompt_keep).
+NEED_FIRST_KEEP = (6, 4096)
 KEEP_MIN_GAIN = 32  # a prompt is kept only if no kept prompt already holds all but this many of its tokens
 
 
@@ -89,7 +95,7 @@ class BatchDecoder:
     token either way.
     """
 
-    def __init__(self, backend: BatchHost, parallel: int):
+    def __init__(self, backend: BatchHost, parallel: int, keep: tuple[int, int] = (KEEP_PROMPTS, KEEP_CELLS)):
         import numpy as np
         from llama_cpp import _internals
         from llama_cpp import llama_cpp as C
@@ -105,11 +111,12 @@ class BatchDecoder:
         self.n_cells = min(parallel * self.n_ctx_seq, max(self.n_ctx_seq, llm._model.n_ctx_train()))
         # The scoring sequence's and the kept prompts' cells come on top, so neither competes with
         # admission (_fits).
-        params.n_ctx = self.n_cells + SCORE_TOKENS + KEEP_CELLS
+        self.keep = keep  # (prompts, cells) kept for their prefix (_keep)
+        params.n_ctx = self.n_cells + SCORE_TOKENS + keep[1]
         params.n_batch = params.n_ubatch = N_BATCH
-        params.n_seq_max = parallel + 1 + KEEP_PROMPTS
+        params.n_seq_max = parallel + 1 + keep[0]
         self.score_seq = parallel  # the sequence id scoring passes use (generation uses 0..parallel-1)
-        self.kept = [_Slot(parallel + 1 + i) for i in range(KEEP_PROMPTS)]  # prompts kept for their prefix
+        self.kept = [_Slot(parallel + 1 + i) for i in range(keep[0])]  # prompts kept for their prefix
         self._clock = 0
         params.n_threads, params.n_threads_batch = backend.n_threads, backend.n_threads_batch
         params.kv_unified = True  # one cell pool, so sequences can share prefix cells
@@ -204,13 +211,13 @@ class BatchDecoder:
         holders = self.kept + [s for s in self.slots if s is not slot]
         if any(len(old) - common_prefix(old, other.cached) < KEEP_MIN_GAIN for other in holders):
             return
-        if len(old) > KEEP_CELLS:
+        if len(old) > self.keep[1]:
             return
         memory = self.ctx.memory
         spare = min(self.kept, key=lambda k: (bool(k.cached), k.used))
         self.C.llama_memory_seq_rm(memory, spare.seq, 0, -1)
         spare.cached = []
-        while sum(len(k.cached) for k in self.kept) + len(old) > KEEP_CELLS:
+        while sum(len(k.cached) for k in self.kept) + len(old) > self.keep[1]:
             oldest = min((k for k in self.kept if k.cached), key=lambda k: k.used)
             self.C.llama_memory_seq_rm(memory, oldest.seq, 0, -1)
             oldest.cached = []

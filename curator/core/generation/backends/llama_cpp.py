@@ -283,6 +283,9 @@ class LlamaCppBackend(Backend):
         # checks only the sampled token against a grammar, the high-level API filters the whole vocabulary
         # by it (and by repeat penalties) for every token. Greedy replies are the same either way.
         self.decoder_for_one = False
+        # (prompts, cells) the batch decoder keeps for their prefix; None: its default (a need-first run sets
+        # llama_batch.NEED_FIRST_KEEP).
+        self.prompt_keep: Optional[tuple[int, int]] = None
 
     @property
     def llm(self):
@@ -373,11 +376,12 @@ class LlamaCppBackend(Backend):
         return [(llm.detokenize([int(t)]).decode("utf-8", errors="replace"), float(logprobs[t])) for t in best]
 
     def _batch_decoder(self):
-        if self._decoder is None or len(self._decoder.slots) != self.parallel:  # parallel changed: a new layout
-            from curator.core.generation.backends.llama_batch import BatchDecoder
+        from curator.core.generation.backends.llama_batch import KEEP_CELLS, KEEP_PROMPTS, BatchDecoder
 
-            self._decoder = None  # free the old context before the new one is allocated
-            self._decoder = BatchDecoder(self, self.parallel)
+        keep = self.prompt_keep or (KEEP_PROMPTS, KEEP_CELLS)
+        if self._decoder is None or len(self._decoder.slots) != self.parallel or self._decoder.keep != keep:
+            self._decoder = None  # parallel or the kept prompts changed: free the old context before the new one
+            self._decoder = BatchDecoder(self, self.parallel, keep)
         return self._decoder
 
     def chat_prompt(self, messages: Messages) -> tuple[list[int], list[bytes]]:

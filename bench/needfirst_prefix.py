@@ -1,0 +1,109 @@
+"""Need-first generation with the same worked examples for every chunk against the examples nearest each chunk
+(issue 42, shared prefixes): accepted rows/min, acceptance, prompt tokens evaluated per request, peak memory.
+Prints, asserts nothing.
+
+With the same examples in every prompt of a run, the instruction and examples (about 390 of a need-first
+prompt's 585 tokens on the Debian FAQ) are a prefix the batch decoder keeps evaluated; with the nearest
+examples, every chunk's prompt differs after the system line. Both arms run generate() as `curator generate`
+does, on copies of one project (a realq corpus with its real questions approved as gold, as bench/validity.py
+builds it), on one loaded model, alternating ABBA round by round (every other round in reverse order, each
+round on its own seed) so load from other processes hits both alike.
+
+    .venv/bin/python bench/needfirst_prefix.py --realq /tmp/realq-debian --model M [--rows 6] [--rounds 2]
+        [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from validity import import_real_questions  # noqa: E402
+from curator.core.corpus.ingest import ingest  # noqa: E402
+from curator.core.generation import asking  # noqa: E402
+from curator.core.generation.config import GenerationConfig  # noqa: E402
+from curator.core.generation.engine import open_engine  # noqa: E402
+from curator.core.generation.generate import generate  # noqa: E402
+from curator.core.store import open_project  # noqa: E402
+
+# Only the types a need-first prompt writes (multi-hop rows and near misses are made by rule, with prompts of their own).
+NEED_FIRST_MIX = {"factoid": 2, "keyword": 1, "vague": 1}
+ARMS = {"same examples for every chunk": True, "examples nearest each chunk": False}
+
+
+def build_template(realq: Path, folder: Path) -> Path:
+    template = folder / "template.curator"
+    db = open_project(template, create=True)
+    ingest(db, [realq / "corpus"])
+    print(f"{import_real_questions(db, realq, folder)} real questions approved as gold")
+    db.close()
+    return template
+
+
+def one_round(template: Path, folder: Path, backend, fixed: bool, rows: int, seed: int, threads: int) -> dict:
+    project = folder / f"round-{seed}-{int(fixed)}.curator"
+    shutil.copy(template, project)
+    db = open_project(project)
+    asking.FIXED_NEED_FIRST_SHOTS = fixed
+    decoder = backend._batch_decoder()
+    before = dict(decoder.stats)
+    start, cpu = time.perf_counter(), time.process_time()
+    summary = generate(db, GenerationConfig(count=rows, seed=seed, mode="need-first", threads=threads, parallel=1,
+                                            mix=NEED_FIRST_MIX),
+                       backend=backend)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    stats = {k: decoder.stats[k] - before.get(k, 0) for k in ("prompt_tokens", "reused_tokens")}
+    requests = summary["accepted"] + summary["rejected"]
+    db.close()
+    return {"seconds": seconds, "cpu": cpu, "accepted": summary["accepted"], "requests": requests, **stats}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--realq", type=Path, required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--rows", type=int, default=6, help="accepted rows per round and arm")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    print(f"load {os.getloadavg()[0]:.1f}; {args.realq.name}; {Path(args.model).name}; threads {args.threads}")
+    folder = Path(tempfile.mkdtemp())
+    totals = {arm: {"seconds": 0.0, "cpu": 0.0, "accepted": 0, "requests": 0, "prompt_tokens": 0, "reused_tokens": 0}
+              for arm in ARMS}
+    try:
+        template = build_template(args.realq, folder)
+        backend = open_engine(GenerationConfig(model_path=args.model, threads=args.threads, parallel=1,
+                                               mode="need-first"), None)
+        for number in range(args.rounds):
+            order = list(ARMS) if number % 2 == 0 else list(reversed(ARMS))
+            for arm in order:
+                run = one_round(template, folder, backend, ARMS[arm], args.rows, number, args.threads)
+                for key, value in run.items():
+                    totals[arm][key] += value
+                print(f"round {number} {arm}: {run['accepted']} accepted of {run['requests']} in {run['seconds']:.0f} s "
+                      f"(CPU {run['cpu']:.0f} s); prompt tokens {run['prompt_tokens']}, "
+                      f"{run['reused_tokens']} of them kept from earlier prompts; load {os.getloadavg()[0]:.1f}")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    reference = totals["examples nearest each chunk"]
+    for arm, t in totals.items():
+        per_min = 60 * t["accepted"] / t["seconds"]
+        ratio = per_min / (60 * reference["accepted"] / reference["seconds"])
+        evaluated = (t["prompt_tokens"] - t["reused_tokens"]) / max(1, t["requests"])
+        print(f"{arm}: {per_min:.2f} accepted rows/min ({ratio:.2f}x), acceptance "
+              f"{t['accepted'] / max(1, t['requests']):.0%} ({t['accepted']} of {t['requests']}), "
+              f"{evaluated:.0f} prompt tokens evaluated per request of {t['prompt_tokens'] / max(1, t['requests']):.0f}")
+    print(f"peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; load {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
