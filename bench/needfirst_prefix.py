@@ -4,7 +4,8 @@ Prints, asserts nothing.
 
 With the same examples in every prompt of a run, the instruction and examples (about 390 of a need-first
 prompt's 585 tokens on the Debian FAQ) are a prefix the batch decoder keeps evaluated; with the nearest
-examples, every chunk's prompt differs after the system line. Both arms run generate() as `curator generate`
+examples, every chunk's prompt differs after the system line; and before this change the batch decoder kept 4
+prompts in 1,024 cells, one need-first prompt, where five kinds take turns. Every arm runs generate() as `curator generate`
 does, on copies of one project (a realq corpus with its real questions approved as gold, as bench/validity.py
 builds it), on one loaded model, alternating ABBA round by round (every other round in reverse order, each
 round on its own seed) so load from other processes hits both alike.
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from validity import import_real_questions  # noqa: E402
 from curator.core.corpus.ingest import ingest  # noqa: E402
 from curator.core.generation import asking  # noqa: E402
+from curator.core.generation.backends import llama_batch  # noqa: E402
 from curator.core.generation.config import GenerationConfig  # noqa: E402
 from curator.core.generation.engine import open_engine  # noqa: E402
 from curator.core.generation.generate import generate  # noqa: E402
@@ -37,7 +39,11 @@ from curator.core.store import open_project  # noqa: E402
 
 # Only the types a need-first prompt writes (multi-hop rows and near misses are made by rule, with prompts of their own).
 NEED_FIRST_MIX = {"factoid": 2, "keyword": 1, "vague": 1}
-ARMS = {"same examples for every chunk": True, "examples nearest each chunk": False}
+PER_KIND = llama_batch.NEED_FIRST_KEEP
+# (same worked examples for every chunk, one kept prompt per kind); the first arm is the reference: main before both
+REFERENCE = "before: nearest examples, 4 kept prompts"
+ARMS = {REFERENCE: (False, False), "nearest examples, a kept prompt per kind": (False, True),
+        "same examples, a kept prompt per kind": (True, True)}
 
 
 def build_template(realq: Path, folder: Path) -> Path:
@@ -49,19 +55,21 @@ def build_template(realq: Path, folder: Path) -> Path:
     return template
 
 
-def one_round(template: Path, folder: Path, backend, fixed: bool, rows: int, seed: int, threads: int) -> dict:
-    project = folder / f"round-{seed}-{int(fixed)}.curator"
+def one_round(template: Path, folder: Path, backend, arm: tuple[bool, bool], rows: int, seed: int,
+              threads: int) -> dict:
+    fixed, kept_per_kind = arm
+    project = folder / f"round-{seed}-{int(fixed)}{int(kept_per_kind)}.curator"
     shutil.copy(template, project)
     db = open_project(project)
     asking.FIXED_NEED_FIRST_SHOTS = fixed
-    decoder = backend._batch_decoder()
-    before = dict(decoder.stats)
+    backend._decoder = None  # every round starts with no prompt kept from another arm's round
+    llama_batch.NEED_FIRST_KEEP = PER_KIND if kept_per_kind else (llama_batch.KEEP_PROMPTS, llama_batch.KEEP_CELLS)
     start, cpu = time.perf_counter(), time.process_time()
     summary = generate(db, GenerationConfig(count=rows, seed=seed, mode="need-first", threads=threads, parallel=1,
                                             mix=NEED_FIRST_MIX),
                        backend=backend)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    stats = {k: decoder.stats[k] - before.get(k, 0) for k in ("prompt_tokens", "reused_tokens")}
+    stats = {k: backend._decoder.stats[k] for k in ("prompt_tokens", "reused_tokens")}
     requests = summary["accepted"] + summary["rejected"]
     db.close()
     return {"seconds": seconds, "cpu": cpu, "accepted": summary["accepted"], "requests": requests, **stats}
@@ -94,7 +102,7 @@ def main() -> None:
                       f"{run['reused_tokens']} of them kept from earlier prompts; load {os.getloadavg()[0]:.1f}")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    reference = totals["examples nearest each chunk"]
+    reference = totals[REFERENCE]
     for arm, t in totals.items():
         per_min = 60 * t["accepted"] / t["seconds"]
         ratio = per_min / (60 * reference["accepted"] / reference["seconds"])
