@@ -4,14 +4,14 @@ Prints, asserts nothing.
 
 With the same examples in every prompt of a run, the instruction and examples (about 390 of a need-first
 prompt's 585 tokens on the Debian FAQ) are a prefix the batch decoder keeps evaluated; with the nearest
-examples, every chunk's prompt differs after the system line; and before this change the batch decoder kept 4
+examples, every chunk's prompt differs after the system line; before this change the decoder kept 4
 prompts in 1,024 cells, one need-first prompt, where five kinds take turns. Every arm runs generate() as `curator generate`
 does, on copies of one project (a realq corpus with its real questions approved as gold, as bench/validity.py
 builds it), on one loaded model, alternating ABBA round by round (every other round in reverse order, each
 round on its own seed) so load from other processes hits both alike.
 
     .venv/bin/python bench/needfirst_prefix.py --realq /tmp/realq-debian --model M [--rows 6] [--rounds 2]
-        [--threads 2]
+        [--threads 2] [--count-tokens]
 """
 
 from __future__ import annotations
@@ -75,6 +75,34 @@ def one_round(template: Path, folder: Path, backend, arm: tuple[bool, bool], row
     return {"seconds": seconds, "cpu": cpu, "accepted": summary["accepted"], "requests": requests, **stats}
 
 
+def count_tokens_only(template: Path, model: str, chunks: int = 40) -> None:
+    """Steady state without decoding: ``chunks`` chunks in turn of the three kinds, each prompt's tokens (the model's
+    tokenizer, ChatML) minus the longest prefix it shares with any of the last NEED_FIRST_KEEP[0] prompts."""
+    import llama_cpp
+
+    from curator.core.generation import examples, needfirst
+    from curator.core.generation.backends.llama_batch import common_prefix
+
+    llm = llama_cpp.Llama(model, vocab_only=True, verbose=False)
+    db = open_project(template)
+    shown = examples.load(db)
+    chosen = [dict(id=i, doc_id=d, text=t) for i, d, t in
+              db.execute("SELECT id, doc_id, text FROM chunks WHERE active = 1 ORDER BY random()")][:chunks]
+    for fixed in (False, True):
+        kept, total, evaluated = [], 0, 0
+        for number, chunk in enumerate(chosen):
+            kind = ("factoid", "keyword", "vague")[number % 3]
+            shots = (shown.fixed_shots if fixed else shown.shots)(kind, chunk)
+            messages = needfirst.build_messages(kind, asking._truncate(chunk["text"]), shots, [])
+            text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+            tokens = llm.tokenize((text + "<|im_start|>assistant\n").encode(), add_bos=False, special=True)
+            total += len(tokens)
+            evaluated += len(tokens) - max([common_prefix(k, tokens) for k in kept] + [0])
+            kept = (kept + [tokens])[-PER_KIND[0]:]
+        print(f"{'same examples' if fixed else 'nearest examples'}: {evaluated / len(chosen):.0f} of "
+              f"{total / len(chosen):.0f} prompt tokens evaluated per request")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--realq", type=Path, required=True)
@@ -82,6 +110,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=6, help="accepted rows per round and arm")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--count-tokens", action="store_true",
+                        help="only count the prompt tokens each arm evaluates in steady state (no decoding)")
     args = parser.parse_args()
     print(f"load {os.getloadavg()[0]:.1f}; {args.realq.name}; {Path(args.model).name}; threads {args.threads}")
     folder = Path(tempfile.mkdtemp())
@@ -89,6 +119,9 @@ def main() -> None:
               for arm in ARMS}
     try:
         template = build_template(args.realq, folder)
+        if args.count_tokens:
+            count_tokens_only(template, args.model)
+            return
         backend = open_engine(GenerationConfig(model_path=args.model, threads=args.threads, parallel=1,
                                                mode="need-first"), None)
         for number in range(args.rounds):
