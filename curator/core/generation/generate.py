@@ -380,14 +380,14 @@ def generate(db: sqlite_utils.Database, config: GenerationConfig, backend: Optio
     if config.answers in ("extractive", "need-first"):
         checks.overlap_cap, checks.overlap_basis = realism.overlap_cap(db)
         checks.overlap_tails = realism.overlap_tails(db)[0] if checks.need_first else ()
-    if checks.need_first and hasattr(backend, "prompt_keep"):
-        from curator.core.generation.backends.llama_batch import NEED_FIRST_KEEP  # it needs llama-cpp-python
-
-        backend.prompt_keep = NEED_FIRST_KEEP  # one kept prompt per kind of need-first request
         checks.examples = examples_mod.load(db)
         checks.answer_check = answer_check or checking.answer_check_for(backend)
         if config.copy_bias is not None:
             checks.steering = copybias.Steering(db, config.copy_bias, applied=backend.biases_logits)
+    if checks.need_first and hasattr(backend, "prompt_keep"):
+        from curator.core.generation.backends.llama_batch import NEED_FIRST_KEEP  # it needs llama-cpp-python
+
+        backend.prompt_keep = NEED_FIRST_KEEP  # one kept prompt per kind of need-first request
     run_id = resumed["id"] if resumed else _start_run(db, config, backend, mix, checks, mode)
     if resumed and checks.overlap_tails:
         checking.count_kept_need_first(db, run_id, checks)
