@@ -38,7 +38,6 @@ QUESTION_OPENERS = {"what", "how", "why", "when", "where", "which", "who", "whom
 MAX_KEYWORD_WORDS = 8
 MAX_KEYWORD_STOP_SHARE = 0.25
 CAP_QUANTILE = 0.75  # a question reusing more of its chunk than three real questions in four is rejected
-ABOVE_CAP_SHARE = 1 - CAP_QUANTILE  # the share of real questions above the cap
 MIN_REAL_ROWS = 10  # fewer real rows with gold than this: compare with the built-in reference instead
 METRICS = ("chunk_overlap", "answer_overlap", "words", "stopword_share")
 
