@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402
 from diagnose_fit import CLAIMS, load_rows, trace_contexts  # noqa: E402
 
 from curator.core.diagnosis.judge import ClaimJudge, default_embed  # noqa: E402
+from curator.core.diagnosis import llm_judge  # noqa: E402
 from curator.core.diagnosis.llm_judge import CALIBRATION, LlmJudge, VerdictCache  # noqa: E402
 from curator.core.diagnosis.routing import ROUTING, fit_routing, reliable  # noqa: E402
 
@@ -211,10 +212,8 @@ def main() -> None:
     parser.add_argument("--evidence", type=int, default=0, help="show the LLM the N context sentences nearest each "
                         "claim (with their neighbours) instead of the whole contexts")
     args = parser.parse_args()
-    if args.question:
-        from curator.core.diagnosis import llm_judge
-
-        llm_judge.QUESTION = args.question
+    if args.question:  # the calibration a --fit writes then records this prompt, not the shipped one
+        llm_judge.QUESTION, llm_judge.PROMPT_VERSION = args.question, f"question: {args.question}"
     claims = all_claims()[: args.limit]
     feature_scores(claims)
     model_name, model_key = None, None
@@ -255,12 +254,6 @@ def write_scores(claims: list[dict], model_name: str, model_key: str, variant: s
     print(f"wrote {path}")
 
 
-def llm_judge_prompt() -> str:
-    from curator.core.diagnosis import llm_judge
-
-    return llm_judge.PROMPT_VERSION
-
-
 def write_fits(routing: dict, fit: dict, heldout: dict, model_name, model_key) -> None:
     ROUTING.write_text(json.dumps(routing, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {ROUTING}")
@@ -270,7 +263,7 @@ def write_fits(routing: dict, fit: dict, heldout: dict, model_name, model_key) -
     calibration["models"][model_key] = {
         "name": model_name, **fit, "fitted_on": "bench/diagnose_route.py --fit: " + ", ".join(FIT),
         "heldout_balanced_accuracy": round(min(heldout.values()), 4), "heldout_sets": heldout,
-        "fitted_at": time.strftime("%Y-%m-%d"), "prompt": llm_judge_prompt()}
+        "fitted_at": time.strftime("%Y-%m-%d"), "prompt": llm_judge.PROMPT_VERSION}
     CALIBRATION.write_text(json.dumps(calibration, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {CALIBRATION}")
 

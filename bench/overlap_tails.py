@@ -34,9 +34,8 @@ def main() -> None:
     for path in sys.argv[1:]:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         real, synthetic = overlaps(db, "log"), overlaps(db, "synthetic")
-        points = sorted({float(np.percentile(real, 50)), float(np.percentile(real, 75)), 1.0})
-        shares = " | ".join(f">= {p:.2f}: real {np.mean(real >= p - 1e-9):.0%}, synthetic "
-                            f"{np.mean(synthetic >= p - 1e-9):.0%}" for p in points)
+        shares = " | ".join(f">= {point:.2f}: real {share:.0%}, synthetic "
+                            f"{realism.share_at_least(synthetic, point):.0%}" for point, share in realism.tails_of(real))
         print(f"{Path(path).name} ({len(real)} real, {len(synthetic)} synthetic): {shares}")
 
 

@@ -75,8 +75,9 @@ def _need_first_request(task: Task, config: GenerationConfig, shown: Optional[ex
     """A need-first request (generation.needfirst): the chunk, how people here ask, and a
     token budget the model's class sets (capability.Bounds)."""
     limits = capability.bounds(bool(config.capable))
-    shots = (shown.fixed_shots if FIXED_NEED_FIRST_SHOTS else shown.shots)(task.query_type, task.chunks[0]) \
-        if shown else None
+    shots = None
+    if shown:
+        shots = (shown.fixed_shots if FIXED_NEED_FIRST_SHOTS else shown.shots)(task.query_type, task.chunks[0])
     style = shown.log_queries[:needfirst.STYLE_EXAMPLES] if shown and shown.kind == "real_log" else []
     messages = needfirst.build_messages(task.query_type, _truncate(task.chunks[0]["text"]), shots, style)
     # '.' units are two characters (prompts.MAX_REPLY_TOKENS): the question line never runs out of budget

@@ -192,7 +192,7 @@ OVERLAP_TAIL_SLACK = 1
 def _tails_reached(question: str, gold_texts: list[str], checks: Checks) -> list[tuple[float, float]]:
     """The (overlap, real share) points of checks.overlap_tails this question's chunk overlap reaches."""
     overlap = realism.chunk_overlap(question, gold_texts) or 0.0
-    return [(point, share) for point, share in checks.overlap_tails if overlap >= point - 5e-4]  # points are rounded
+    return [(point, share) for point, share in checks.overlap_tails if realism.reaches(overlap, point)]
 
 
 def _need_first_overlap(question: str, gold_texts: list[str], checks: Checks) -> Optional[str]:

@@ -186,16 +186,28 @@ BUILTIN_TAILS = ((0.667, 0.563), (0.857, 0.257), (1.0, 0.24))
 
 
 def overlap_tails(db: sqlite_utils.Database) -> tuple[tuple[tuple[float, float], ...], str]:
-    """((overlap, share of real questions with at least that overlap), ...) at TAIL_POINTS, from the project's approved
-    real (log) rows with gold when it has MIN_REAL_ROWS of them, else the built-in reference's; and what they were
-    measured on."""
+    """tails_of the project's approved real (log) rows with gold when it has MIN_REAL_ROWS of them, else the
+    built-in reference's (BUILTIN_TAILS); and what they were measured on."""
     real = [f["chunk_overlap"] for f in project_real_figures(db) if f["chunk_overlap"] is not None]
     if len(real) < MIN_REAL_ROWS:
         return BUILTIN_TAILS, BUILTIN_REFERENCE["name"]
-    values = np.asarray(real, dtype=float)
+    return tails_of(real), f"the {len(real)} approved real (log) queries of this project"
+
+
+def tails_of(overlaps: Sequence[float]) -> tuple[tuple[float, float], ...]:
+    """((overlap, share of ``overlaps`` at least that overlap), ...) at their median, upper quartile and 1.0."""
+    values = np.asarray(overlaps, dtype=float)
     points = sorted({float(np.percentile(values, 50)), float(np.percentile(values, 75)), 1.0})
-    tails = tuple((round(point, 3), round(float(np.mean(values >= point - 1e-9)), 3)) for point in points)
-    return tails, f"the {len(real)} approved real (log) queries of this project"
+    return tuple((round(point, 3), share_at_least(values, round(point, 3))) for point in points)
+
+
+def reaches(overlap: float, point: float) -> bool:
+    """Whether an overlap reaches a point rounded to three places (2/3 reaches 0.667)."""
+    return overlap >= point - 5e-4
+
+
+def share_at_least(overlaps: Sequence[float], point: float) -> float:
+    return round(float(np.mean([reaches(v, point) for v in overlaps])), 3) if len(overlaps) else 0.0
 
 
 def project_real_figures(db: sqlite_utils.Database) -> list[dict]:
