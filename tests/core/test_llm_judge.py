@@ -222,3 +222,88 @@ def test_the_evidence_prompt_shows_the_sentences_nearest_the_claim_with_their_ne
     assert two.startswith("Fetchmail polls") and " ... " in two and "printers" not in two
     assert (llm_judge.VerdictCache.key("m", [context], "c")
             != llm_judge.VerdictCache.key("m", [context], "c", f"{llm_judge.PROMPT_VERSION}|evidence-3"))
+
+
+def test_the_nearest_prompt_shows_the_two_sentences_sharing_most_words_without_neighbours():
+    from curator.core.diagnosis.llm_judge import nearest_messages
+
+    context = ("Fetchmail polls the server every five minutes. It keeps no state between runs. The weather was fine. "
+               "Use the --limit option to skip messages larger than a given size. Logs go to syslog.")
+    shown = nearest_messages([context, "A second context about printers."],
+                             "Fetchmail polls every five minutes and --limit skips large messages.")[1]["content"]
+    assert shown.startswith("Context:\nFetchmail polls the server every five minutes. Use the --limit option to skip "
+                            "messages larger than a given size.\n\nClaim: Fetchmail polls")
+
+
+COMBINED = {"weights": [1.0, 2.0, 0.5], "intercept": -0.25, "heldout_balanced_accuracy": 0.9}
+
+
+class ScriptedCombined(ScriptedLogprobs):
+    """Also a local model's claim-token log-probabilities: the prompt is the claim's words, one token each, and
+    each word's log-probability is -1 with a context, -3 without one, and -9 after a context for the word 'flipped'."""
+
+    def __init__(self, p_yes):
+        super().__init__(p_yes)
+        self.model_path, self.prompts = None, []
+
+    def chat_prompt(self, messages):
+        return messages[-1]["content"].split(), []
+
+    def prompt_logprobs(self, tokens, span, top=40):
+        self.prompts.append(" ".join(tokens))
+        alone = "(no context)" in " ".join(tokens)
+        said = [-3.0 if alone else (-9.0 if w == "flipped" else -1.0) for w in tokens[span[0]:span[1]]]
+        return said, self.next_token_logprobs([{"content": " ".join(tokens).replace("Claim: ", "Claim: ", 1)}])
+
+
+def test_the_combined_judge_weighs_both_prompts_and_the_lowest_context_gain(tmp_path, monkeypatch):
+    """A model calibrated with "combined": P(supported) = sigmoid(w . [logit P(yes) whole, logit P(yes) nearest,
+    lowest gain] + b), a trace's claims judged against the whole contexts first (prefix kept), then nearest, then
+    alone; the cache key names the combined judge."""
+    from curator.core.diagnosis import llm_judge
+    from curator.core.diagnosis.llm_judge import combined_probability
+
+    backend = ScriptedCombined({"flipped": 0.6, "alpha": 0.8})  # P(yes) 0.6 alone would say "supported"
+    monkeypatch.setattr(llm_judge, "model_key", lambda backend: "m")
+    judge = LlmJudge(backend, calibration={"models": {"m": {"a": 1.0, "b": 0.0, "combined": COMBINED}}},
+                     cache=VerdictCache(tmp_path / "v.sqlite"))
+    verdicts = dict(judge.judge([(1, ["Alpha holds here."], "alpha holds here"),
+                                 (2, ["Alpha holds here."], "alpha flipped here")]))
+    assert verdicts[1]["min_gain"] == pytest.approx(2.0) and verdicts[2]["min_gain"] == pytest.approx(-6.0)
+    expected = combined_probability({"whole": 0.8, "nearest": 0.8, "min_gain": 2.0}, COMBINED)
+    logit = math.log(0.8 / 0.2)
+    assert expected == pytest.approx(1 / (1 + math.exp(-(logit + 2 * logit + 1.0 - 0.25))))
+    assert verdicts[1]["probability"] == pytest.approx(expected, abs=1e-4) and verdicts[1]["verdict"] == "supported"
+    assert verdicts[2]["verdict"] == "not supported"  # the context made one word far less likely
+    whole = [i for i, p in enumerate(backend.prompts) if "Alpha holds here." in p]
+    assert whole == [0, 1]  # both claims against the whole context before anything else
+    assert judge.agreement() == 0.9
+    assert VerdictCache.key("m", ["c"], "x", judge.prompt) != VerdictCache.key("m", ["c"], "x")
+
+
+def test_real_bundled_model_gives_the_claims_own_token_logprobs(bundled_model):
+    """LlamaCppBackend.prompt_logprobs on the bundled model: the claim's span found in the chat prompt, its tokens'
+    log-probabilities equal to a full logits_all evaluation (to 1e-3), the next-token list equal to
+    next_token_logprobs', and the context prefix reused by the next claim."""
+    import numpy as np
+    from llama_cpp import Llama
+
+    from curator.core.diagnosis.llm_judge import claim_span, judge_messages
+    from curator.core.generation.answers import token_logprobs
+    from curator.core.generation.backends import open_backend
+
+    backend = open_backend(bundled_model, parallel=1)
+    context = ["Backups run every night and are kept for 30 days. Keys are rotated weekly by the admins."]
+    tokens, (start, end) = claim_span(backend, context, "Backups are kept for 90 days.")
+    assert backend.llm.detokenize(tokens[start:end]).decode().strip().startswith("Backups are kept for 90 days")
+    said, top = backend.prompt_logprobs(tokens, (start, end))
+    reference = Llama(model_path=str(bundled_model), n_ctx=1024, n_threads=1, logits_all=True, verbose=False)
+    reference.eval(tokens)
+    expected = token_logprobs(np.asarray(reference.scores[start - 1:end - 1], dtype=np.float64), tokens[start:end])
+    assert np.allclose(said, expected, atol=1e-3)
+    assert [t for t, _ in top[:5]] == [t for t, _ in backend.next_token_logprobs(judge_messages(context, "Backups are "
+                                                                                                 "kept for 90 days."))[:5]]
+    before = dict(backend.prompt_tokens)
+    tokens, span = claim_span(backend, context, "Keys are rotated weekly.")
+    backend.prompt_logprobs(tokens, span)
+    assert backend.prompt_tokens["reused"] - before["reused"] >= span[0] - 1  # the context was not evaluated again

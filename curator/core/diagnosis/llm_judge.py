@@ -13,6 +13,11 @@ llm_calibration.json with the sets it came from). A model without a calibration 
 share. An endpoint that returns no log-probabilities is asked for the word instead (greedy, at
 most a few tokens), and its verdicts say "sampled".
 
+For a model whose calibration holds a "combined" fit (Qwen2.5-Coder-1.5B today), a local model reads each claim
+three ways and a logistic fit weighs them (LlmJudge._by_combined): P(yes) against the whole contexts, P(yes) against
+the claim's two nearest sentences, and the claim's lowest context gain. On claim sets nothing was chosen on it is
+better than P(yes) alone (docs/benchmarks.md, "The combined judge"); it costs about twice the prompt tokens.
+
 Verdicts are cached in the user's cache by (model SHA-256 or endpoint and model name, prompt
 version, contexts, claim): judging the same claim against the same contexts again costs nothing.
 """
@@ -32,6 +37,7 @@ from typing import Iterator, Optional
 from curator.core.diagnosis.judge import content_stems, context_sentences
 from curator.core.files import cache_dir
 from curator.core.generation.backends import Backend, Request
+from curator.core.generation.backends.llama_batch import common_prefix
 
 SYSTEM = "You check whether a claim is fully supported by a context."
 # The last line names the two ways the 1.5B model was fooled most (a claim saying the opposite in the context's own
@@ -49,22 +55,46 @@ YES_NO_GRAMMAR = 'root ::= "yes" | "no"\n'
 CALIBRATION = Path(__file__).resolve().parents[2] / "resources" / "judge" / "llm_calibration.json"
 TOP_TOKENS = 40
 LLM_JUDGE_ID = "llm-judge"
+# The combined judge (a model whose calibration holds "combined"): three readings of one model, weighed by a
+# logistic fit on labelled claims (bench/judge_combined.py): P(yes) against the whole contexts, P(yes) against the
+# claim's NEAREST_SENTENCES nearest sentences, and the claim's lowest context gain (how much less likely the
+# context makes the claim's least fitting token than no context does: a flipped word the context contradicts).
+NEAREST_SENTENCES = 2
+COMBINED_FEATURES = ("whole", "nearest", "min_gain")
+COMBINED_VERSION = "combined-1"
 
 
-def judge_messages(contexts: list[str], claim: str) -> list[dict]:
+def judge_messages(contexts: list[str], claim: str, question: str = QUESTION) -> list[dict]:
     """The yes/no prompt: the contexts first (the prefix a trace's claims share), the claim last."""
-    return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"Context:\n{contexts_text(contexts)}\n\nClaim: {claim}\n\n{QUESTION}"}]
+    return _messages(contexts_text(contexts), claim, question)
+
+
+def nearest_messages(contexts: list[str], claim: str, sentences: int = NEAREST_SENTENCES) -> list[dict]:
+    """The yes/no prompt shown only the ``sentences`` context sentences sharing most words with the claim, in
+    their order, without neighbours: set beside the sentence it copies, a claim that flips one word of it is
+    easier for a small model to catch than against whole pages (issue 40, bench/judge_combined.py)."""
+    said = context_sentences(contexts)
+    text = " ".join(said[i][1] for i in sorted(_nearest(said, claim, sentences))) if said else "(no context)"
+    return _messages(text, claim)
 
 
 def evidence_messages(contexts: list[str], claim: str, sentences: int = 3) -> list[dict]:
-    """The yes/no prompt shown only the context sentences nearest the claim (evidence) instead of the whole
-    contexts: a small model compares a claim with a few sentences more reliably than with pages (issue 40;
-    measured by bench/diagnose_route.py --evidence). Each trace's claims then differ from the first token of
-    the context on, so no prefix is shared."""
+    """The yes/no prompt shown only the context sentences nearest the claim (evidence) with their neighbours
+    instead of the whole contexts (measured by bench/diagnose_route.py --evidence, not adopted). Each trace's
+    claims then differ from the first token of the context on, so no prefix is shared."""
+    return _messages(evidence_text(contexts, claim, sentences), claim)
+
+
+def _messages(context_text: str, claim: str, question: str = QUESTION) -> list[dict]:
     return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"Context:\n{evidence_text(contexts, claim, sentences)}\n\nClaim: {claim}\n\n"
-                                        f"{QUESTION}"}]
+            {"role": "user", "content": f"Context:\n{context_text}\n\nClaim: {claim}\n\n{question}"}]
+
+
+def _nearest(said: list[tuple[int, str]], claim: str, sentences: int) -> list[int]:
+    """Positions of the ``sentences`` sentences sharing most content words with the claim (ties: earlier)."""
+    wanted = content_stems(claim)
+    overlap = [len(wanted & content_stems(text)) for _index, text in said]
+    return sorted(range(len(said)), key=lambda i: (-overlap[i], i))[:sentences]
 
 
 def evidence_text(contexts: list[str], claim: str, sentences: int = 3) -> str:
@@ -73,9 +103,7 @@ def evidence_text(contexts: list[str], claim: str, sentences: int = 3) -> str:
     said = context_sentences(contexts)
     if not said:
         return "(no context)"
-    wanted = content_stems(claim)
-    overlap = [len(wanted & content_stems(text)) for _index, text in said]
-    best = sorted(range(len(said)), key=lambda i: (-overlap[i], i))[:sentences]
+    best = _nearest(said, claim, sentences)
     kept = sorted({j for i in best for j in (i - 1, i, i + 1)
                    if 0 <= j < len(said) and said[j][0] == said[i][0]})
     parts, previous = [], None
@@ -85,6 +113,16 @@ def evidence_text(contexts: list[str], claim: str, sentences: int = 3) -> str:
         parts.append(said[j][1])
         previous = j
     return " ".join(parts)
+
+
+def claim_span(backend, contexts: list[str], claim: str) -> tuple[list[int], tuple[int, int]]:
+    """The yes/no prompt's tokens and where the claim's tokens stand in them: found by what changes when the
+    claim's start and the question's start change, so any chat template and tokenizer give the right span."""
+    text = contexts_text(contexts)
+    tokens = backend.chat_prompt(_messages(text, claim))[0]
+    start = common_prefix(tokens, backend.chat_prompt(_messages(text, "Zq" + claim))[0])
+    end = common_prefix(tokens, backend.chat_prompt(_messages(text, claim, "Qz " + QUESTION))[0])
+    return tokens, (start, max(end, start + 1))
 
 
 def contexts_text(contexts: list[str], limit: int = MAX_CONTEXT_CHARS) -> str:
@@ -140,6 +178,21 @@ def calibrated(p_yes: float, fit: Optional[dict]) -> float:
     return 1.0 / (1.0 + math.exp(-(fit["a"] * math.log(p / (1 - p)) + fit["b"])))
 
 
+def combined_features(readings: dict) -> list[float]:
+    """The combined judge's inputs: the log-odds of both P(yes) (clipped at 1e-4) and the lowest gain as is."""
+    def log_odds(p: float) -> float:
+        p = min(max(p, 1e-4), 1 - 1e-4)
+        return math.log(p / (1 - p))
+
+    return [log_odds(readings["whole"]), log_odds(readings["nearest"]), readings["min_gain"]]
+
+
+def combined_probability(readings: dict, fit: dict) -> float:
+    """P(supported) = sigmoid(weights . features + intercept), the weights fitted by bench/judge_combined.py."""
+    z = sum(w * x for w, x in zip(fit["weights"], combined_features(readings))) + fit["intercept"]
+    return 1.0 / (1.0 + math.exp(-z))
+
+
 class VerdictCache:
     """LLM verdicts by (model, prompt version, contexts, claim) in a small SQLite file of the user's
     cache, shared by every project; a file that cannot be opened just means no cache."""
@@ -189,6 +242,11 @@ class LlmJudge:
         self.model_key = model_key(backend)
         fits = (calibration or load_calibration())["models"]
         self.fit = fits.get(self.model_key) if self.model_key else None
+        # the combined judge needs the claim's own token log-probabilities: a local model's, not an endpoint's
+        self.combined = (self.fit or {}).get("combined") if hasattr(backend, "prompt_logprobs") and not evidence \
+            else None
+        if self.combined:
+            self.prompt = f"{PROMPT_VERSION}|{COMBINED_VERSION}"
         # a backend without a model file or endpoint (a scripted fake) has no identity to cache under
         self.cache = cache if cache is not None else (VerdictCache() if self.model_key else None)
         self.logprobs = hasattr(backend, "next_token_logprobs") or hasattr(backend, "endpoint")
@@ -201,7 +259,7 @@ class LlmJudge:
 
     def agreement(self) -> Optional[float]:
         """This model's measured balanced accuracy on the held-out claim sets (None: not measured)."""
-        return (self.fit or {}).get("heldout_balanced_accuracy")
+        return (self.combined or self.fit or {}).get("heldout_balanced_accuracy")
 
     def judge(self, items: list[tuple[object, list[str], str]]) -> Iterator[tuple[object, dict]]:
         """(tag, verdict) for each (tag, contexts, claim); one trace's claims should come together,
@@ -214,6 +272,8 @@ class LlmJudge:
                 yield tag, {**found, "cached": True}
             else:
                 pending.append((tag, contexts, claim))
+        if self.combined:
+            pending = yield from self._by_combined(pending)
         if self.logprobs:
             pending = yield from self._by_logprobs(pending)
         yield from self._by_sampling(pending)
@@ -227,6 +287,49 @@ class LlmJudge:
                 return pending[i:]
             yield tag, self._remember(contexts, claim, self._scored(top))
         return []
+
+    def _by_combined(self, pending: list) -> Iterator[tuple[object, dict]]:
+        """Verdicts of the combined judge, one trace (a run of items with the same contexts) at a time: first
+        every claim against the whole contexts (the context prefix stays in the KV cache), then against its
+        nearest sentences, then with no context; a trace's verdicts are yielded (and committed) together."""
+        start = 0
+        while start < len(pending):
+            end = start + 1
+            while end < len(pending) and pending[end][1] == pending[start][1]:
+                end += 1
+            trace = pending[start:end]
+            began = time.perf_counter()
+            whole = [self._claim_logprobs(contexts, claim) for _tag, contexts, claim in trace]
+            nearest = [self._nearest_reading(contexts, claim) for _tag, contexts, claim in trace]
+            alone = [self._claim_logprobs([], claim, up_to_claim=True)[0] for _tag, _contexts, claim in trace]
+            self.seconds += time.perf_counter() - began
+            self.asked += 3 * len(trace)
+            for (tag, contexts, claim), (said, top), p_near, base in zip(trace, whole, nearest, alone):
+                yield tag, self._remember(contexts, claim, self._combined_verdict(top, p_near, said, base))
+            start = end
+        return []
+
+    def _claim_logprobs(self, contexts: list[str], claim: str, up_to_claim: bool = False):
+        """The claim tokens' log-probabilities in the yes/no prompt, and the reply's likeliest first tokens; with
+        ``up_to_claim`` the question after the claim is not evaluated (nothing before the claim depends on it)."""
+        tokens, span = claim_span(self.backend, contexts, claim)
+        return self.backend.prompt_logprobs(tokens[:span[1]] if up_to_claim else tokens, span, TOP_TOKENS)
+
+    def _nearest_reading(self, contexts: list[str], claim: str) -> float:
+        return share_of_yes(*yes_no_mass(self.backend.next_token_logprobs(nearest_messages(contexts, claim),
+                                                                         TOP_TOKENS)))
+
+    def _combined_verdict(self, top, p_near: float, said: list[float], base: list[float]) -> dict:
+        yes, no = yes_no_mass(top)
+        p_yes = share_of_yes(yes, no)
+        gain = min(c - b for c, b in zip(said, base)) if said and base else 0.0
+        readings = {"whole": p_yes, "nearest": p_near, "min_gain": gain}
+        probability = combined_probability(readings, self.combined)
+        return {"verdict": "supported" if probability >= 0.5 else "not supported",
+                "probability": round(probability, 4), "p_yes": round(p_yes, 4), "p_nearest": round(p_near, 4),
+                "min_gain": round(gain, 4), "yes_no_mass": round(yes + no, 4),
+                "sampled": answer_word(top[0][0]) if top else None, "method": "logprobs", "judge": COMBINED_VERSION,
+                "calibrated": True}
 
     def _by_sampling(self, pending: list) -> Iterator[tuple[object, dict]]:
         requests = (Request(self.messages(contexts, claim), max_tokens=3, temperature=0.0, grammar=YES_NO_GRAMMAR,

@@ -359,21 +359,55 @@ class LlamaCppBackend(Backend):
         prefix shared with the previous prompt in its KV cache, so prompts that differ only at the
         end (a trace's claims after its context) pay for their tail only; ``prompt_tokens`` counts
         the tokens evaluated and reused."""
+        tokens, _ = self.chat_prompt(messages)
+        return self._top_of(self._evaluate(tokens, len(tokens) - 1)[-1], top)
+
+    def prompt_logprobs(self, tokens: list[int], span: tuple[int, int], top: int = 40):
+        """For a prompt given as tokens: the log-probability of each token of ``tokens[span[0]:span[1]]``
+        given the tokens before it, and the ``top`` likeliest next tokens after the whole prompt (as
+        next_token_logprobs). The claim judge reads how likely the claim's own words are after the
+        context (diagnosis.llm_judge). The shared prefix is reused up to the span's start."""
+        from curator.core.generation.answers import token_logprobs
+
+        start, end = span
+        rows = self._evaluate(tokens, start - 1)  # row i predicts tokens[start + i]
+        said = token_logprobs(rows[: end - start], tokens[start:end])
+        return [float(v) for v in said], self._top_of(rows[-1], top)
+
+    def _evaluate(self, tokens: list[int], first_read: int):
+        """Evaluate ``tokens`` on llama-cpp-python's context, keeping the longest prefix shared with the
+        previous prompt, and return the logits of every position from ``first_read`` to the last (float64
+        rows; row i predicts the token after position first_read + i). Without logits_all llama-cpp-python
+        keeps no scores, so the batch marks only the positions read."""
         import numpy as np
 
         llm = self.llm
-        tokens, _ = self.chat_prompt(messages)
-        shared = min(llm.longest_token_prefix(llm._input_ids.tolist(), tokens), len(tokens) - 1)
-        llm.n_tokens = shared  # eval drops the cells after this position and evaluates the rest
-        llm.eval(tokens[shared:])
+        shared = min(llm.longest_token_prefix(llm._input_ids.tolist(), tokens), first_read, len(tokens) - 1)
+        llm.n_tokens = shared
+        llm._ctx.kv_cache_seq_rm(-1, shared, -1)  # drop the cells after the shared prefix
         counts = self.__dict__.setdefault("prompt_tokens", {"evaluated": 0, "reused": 0})
         counts["evaluated"] += len(tokens) - shared
         counts["reused"] += shared
-        # without logits_all llama-cpp-python keeps no scores: the context holds the last token's logits
-        logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(llm.n_vocab(),)).astype(np.float64)
+        rows = []
+        for i in range(shared, len(tokens), llm.n_batch):
+            chunk = tokens[i: i + llm.n_batch]
+            llm._batch.set_batch(batch=chunk, n_past=i, logits_all=False)
+            read = [j for j in range(len(chunk)) if i + j >= first_read]
+            for j in read:
+                llm._batch.batch.logits[j] = True
+            llm._ctx.decode(llm._batch)
+            llm.input_ids[i: i + len(chunk)] = chunk
+            llm.n_tokens = i + len(chunk)
+            rows += [np.ctypeslib.as_array(llm._ctx.get_logits_ith(j), shape=(llm.n_vocab(),)).astype(np.float64)
+                     for j in read]
+        return np.array(rows)
+
+    def _top_of(self, logits, top: int) -> list[tuple[str, float]]:
+        import numpy as np
+
         logprobs = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
         best = np.argsort(-logprobs)[:top]
-        return [(llm.detokenize([int(t)]).decode("utf-8", errors="replace"), float(logprobs[t])) for t in best]
+        return [(self.llm.detokenize([int(t)]).decode("utf-8", errors="replace"), float(logprobs[t])) for t in best]
 
     def _batch_decoder(self):
         from curator.core.generation.backends.llama_batch import KEEP_CELLS, KEEP_PROMPTS, BatchDecoder
