@@ -150,11 +150,16 @@ def verdicts(claims: list[dict], fit: dict, routing: dict) -> dict[str, list[boo
     return out
 
 
-def report(claims: list[dict], fit: dict, routing: dict) -> dict:
-    """Balanced accuracy per set and judge; returns the LLM's (calibrated) figures on the report sets."""
+def grouped_by_set(claims: list[dict]) -> dict[str, list[dict]]:
     by_set = defaultdict(list)
     for c in claims:
         by_set[c["set"]].append(c)
+    return by_set
+
+
+def report(claims: list[dict], fit: dict, routing: dict) -> dict:
+    """Balanced accuracy per set and judge; returns the LLM's (calibrated) figures on the report sets."""
+    by_set = grouped_by_set(claims)
     heldout = {}
     for name in FIT + REPORT:
         part = by_set[name]

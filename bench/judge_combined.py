@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from diagnose_route import FIT, REPORT, balanced, calibrated, faq40, hard_heldout, judge_set  # noqa: E402
+from diagnose_route import (FIT, REPORT, balanced, calibrated, faq40, grouped_by_set, hard_heldout,  # noqa: E402
+                            judge_set)
 
 from curator.core.diagnosis import llm_judge  # noqa: E402
 from curator.core.diagnosis.llm_judge import CALIBRATION, combined_features  # noqa: E402
@@ -56,11 +57,10 @@ def readings_path(model: str) -> Path:
     return HERE / "judge_sets" / f"readings_{Path(model).stem}.jsonl"
 
 
-def measure(model: str, names: list[str]) -> None:
-    """Read each claim through the product's combined judge (its three readings, no fitted weights)."""
+def measure(model: str, names: list[str], path: Path) -> None:
+    """Read each claim through the product's combined judge (its three readings, no fitted weights) into ``path``."""
     from curator.core.generation.backends import open_backend
 
-    path = readings_path(model)
     done = {(r["set"], r["claim"]) for r in _load(path)}
     backend = open_backend(model, parallel=1)
     _ = backend.llm  # load before the clock starts
@@ -127,9 +127,7 @@ def said_supported(rows: list[dict], fit: dict) -> list[bool]:
 
 
 def leave_one_out(rows: list[dict]) -> dict:
-    by_set = defaultdict(list)
-    for r in rows:
-        by_set[r["set"]].append(r)
+    by_set = grouped_by_set(rows)
     out = {}
     print(f"\nleave one choice set out ({len(rows)} claims):")
     for subset, columns in SUBSETS.items():
@@ -145,9 +143,7 @@ def leave_one_out(rows: list[dict]) -> dict:
 
 def report(rows: list[dict], fit: dict, shipped: dict) -> dict:
     """Balanced accuracy per fresh set: the combined judge against the shipped one (calibrated P(yes) whole)."""
-    by_set = defaultdict(list)
-    for r in rows:
-        by_set[r["set"]].append(r)
+    by_set = grouped_by_set(rows)
     figures = {}
     print("\nfresh sets (nothing chosen on them):")
     for name in FRESH:
@@ -176,11 +172,14 @@ def main() -> None:
     parser.add_argument("--judge-model", required=True)
     parser.add_argument("--measure", nargs="*", help="sets to read (names, or 'choice' / 'fresh')")
     parser.add_argument("--fit", action="store_true")
+    parser.add_argument("--readings", type=Path, help="the readings file (default: bench/judge_sets/readings_<model>"
+                        ".jsonl); another file measures again without touching the committed readings")
     args = parser.parse_args()
+    path = args.readings or readings_path(args.judge_model)
     if args.measure is not None:
         names = [n for name in args.measure for n in {"choice": CHOICE, "fresh": FRESH}.get(name, (name,))]
-        measure(args.judge_model, names)
-    rows = _load(readings_path(args.judge_model))
+        measure(args.judge_model, names, path)
+    rows = _load(path)
     choice = [r for r in rows if r["set"] in CHOICE]
     fresh = [r for r in rows if r["set"] in FRESH]
     from curator.core.cachefiles import file_sha256

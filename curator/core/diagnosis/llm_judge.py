@@ -172,7 +172,7 @@ def load_calibration(path: Optional[str] = None) -> dict:
 
 def calibrated(p_yes: float, fit: Optional[dict]) -> float:
     """The calibrated probability that the claim is supported: sigmoid(a * logit(p_yes) + b)."""
-    if not fit:
+    if not fit or "a" not in fit:  # no fit, or only a combined one (bench/judge_combined.py on a new model)
         return p_yes
     p = min(max(p_yes, 1e-6), 1 - 1e-6)
     return 1.0 / (1.0 + math.exp(-(fit["a"] * math.log(p / (1 - p)) + fit["b"])))

@@ -360,7 +360,7 @@ class LlamaCppBackend(Backend):
         end (a trace's claims after its context) pay for their tail only; ``prompt_tokens`` counts
         the tokens evaluated and reused."""
         tokens, _ = self.chat_prompt(messages)
-        return self._top_of(self._evaluate(tokens, len(tokens) - 1)[-1], top)
+        return self._top_of(self._evaluate(tokens, [len(tokens) - 1])[-1], top)
 
     def prompt_logprobs(self, tokens: list[int], span: tuple[int, int], top: int = 40):
         """For a prompt given as tokens: the log-probability of each token of ``tokens[span[0]:span[1]]``
@@ -370,19 +370,20 @@ class LlamaCppBackend(Backend):
         from curator.core.generation.answers import token_logprobs
 
         start, end = span
-        rows = self._evaluate(tokens, start - 1)  # row i predicts tokens[start + i]
+        rows = self._evaluate(tokens, list(range(start - 1, end - 1)) + [len(tokens) - 1])  # row i: tokens[start + i]
         said = token_logprobs(rows[: end - start], tokens[start:end])
         return [float(v) for v in said], self._top_of(rows[-1], top)
 
-    def _evaluate(self, tokens: list[int], first_read: int):
+    def _evaluate(self, tokens: list[int], read: list[int]):
         """Evaluate ``tokens`` on llama-cpp-python's context, keeping the longest prefix shared with the
-        previous prompt, and return the logits of every position from ``first_read`` to the last (float64
-        rows; row i predicts the token after position first_read + i). Without logits_all llama-cpp-python
-        keeps no scores, so the batch marks only the positions read."""
+        previous prompt, and return the logits at the positions ``read`` (ascending; float64 rows, each
+        predicting the token after its position). Without logits_all llama-cpp-python keeps no scores, so the
+        batch asks for logits only where they are read: each costs a pass through the output layer."""
         import numpy as np
 
         llm = self.llm
-        shared = min(llm.longest_token_prefix(llm._input_ids.tolist(), tokens), first_read, len(tokens) - 1)
+        wanted = set(read)
+        shared = min(llm.longest_token_prefix(llm._input_ids.tolist(), tokens), read[0], len(tokens) - 1)
         llm.n_tokens = shared
         llm._ctx.kv_cache_seq_rm(-1, shared, -1)  # drop the cells after the shared prefix
         counts = self.__dict__.setdefault("prompt_tokens", {"evaluated": 0, "reused": 0})
@@ -392,14 +393,14 @@ class LlamaCppBackend(Backend):
         for i in range(shared, len(tokens), llm.n_batch):
             chunk = tokens[i: i + llm.n_batch]
             llm._batch.set_batch(batch=chunk, n_past=i, logits_all=False)
-            read = [j for j in range(len(chunk)) if i + j >= first_read]
-            for j in read:
-                llm._batch.batch.logits[j] = True
+            here = [j for j in range(len(chunk)) if i + j in wanted]
+            for j in range(len(chunk)):
+                llm._batch.batch.logits[j] = j in here or j == len(chunk) - 1  # the last: llama.cpp wants one
             llm._ctx.decode(llm._batch)
             llm.input_ids[i: i + len(chunk)] = chunk
             llm.n_tokens = i + len(chunk)
             rows += [np.ctypeslib.as_array(llm._ctx.get_logits_ith(j), shape=(llm.n_vocab(),)).astype(np.float64)
-                     for j in read]
+                     for j in here]
         return np.array(rows)
 
     def _top_of(self, logits, top: int) -> list[tuple[str, float]]:
