@@ -1,17 +1,22 @@
-"""Need-first generation with the same worked examples for every chunk against the examples nearest each chunk
-(issue 42, shared prefixes): accepted rows/min, acceptance, prompt tokens evaluated per request, peak memory.
-Prints, asserts nothing.
+"""Need-first generation, engine changes of issue 42 against the path before them: accepted rows/min, acceptance,
+prompt tokens evaluated and tokens generated per request, generated tokens/s against the model's raw decode rate,
+peak memory. Prints, asserts nothing.
 
-With the same examples in every prompt of a run, the instruction and examples (about 390 of a need-first
-prompt's 585 tokens on the Debian FAQ) are a prefix the batch decoder keeps evaluated; with the nearest
-examples, every chunk's prompt differs after the system line; before this change the decoder kept 4
-prompts in 1,024 cells, one need-first prompt, where five kinds take turns. Every arm runs generate() as `curator generate`
-does, on copies of one project (a realq corpus with its real questions approved as gold, as bench/validity.py
-builds it), on one loaded model, alternating ABBA round by round (every other round in reverse order, each
-round on its own seed) so load from other processes hits both alike.
+Arms (--arms picks them; the first named is the reference the ratios are against):
+  original  nearest worked examples, 4 kept prompts in 1,024 cells, whole replies (the path before issue 42's work);
+  kept      a kept prompt per kind (llama_batch.NEED_FIRST_KEEP), whole replies (main before the screen);
+  screened  a kept prompt per kind, the question screened before its quote and the quote bounded (generate.
+            SCREEN_NEED_FIRST, backends.FirstLineGate): the default now;
+  fixed     as screened, with the same worked examples for every chunk (asking.FIXED_NEED_FIRST_SHOTS, off by default).
+Every arm runs generate() as `curator generate --parallel 1` does (no draft model: none is used by any arm), on
+copies of one project (a realq corpus with its real questions approved as gold, as bench/validity.py builds it), on
+one loaded model, alternating ABBA round by round (every other round in reverse order, each round on its own seed)
+so load from other processes hits every arm alike. With the same seed the arms write the same questions (the
+screen and the bound act after a question is written), so acceptance differs only where a bounded quote locates
+other sentences.
 
     .venv/bin/python bench/needfirst_prefix.py --realq /tmp/realq-debian --model M [--rows 6] [--rounds 2]
-        [--threads 2] [--count-tokens]
+        [--threads 2] [--arms original,kept,screened] [--count-tokens]
 """
 
 from __future__ import annotations
@@ -28,22 +33,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from generate import raw_decode  # noqa: E402
 from validity import import_real_questions  # noqa: E402
 from curator.core.corpus.ingest import ingest  # noqa: E402
 from curator.core.generation import asking  # noqa: E402
 from curator.core.generation.backends import llama_batch  # noqa: E402
 from curator.core.generation.config import GenerationConfig  # noqa: E402
 from curator.core.generation.engine import open_engine  # noqa: E402
-from curator.core.generation.generate import generate  # noqa: E402
+from curator.core.generation import generate as generate_mod  # noqa: E402
 from curator.core.store import open_project  # noqa: E402
 
 # Only the types a need-first prompt writes (multi-hop rows and near misses are made by rule, with prompts of their own).
 NEED_FIRST_MIX = {"factoid": 2, "keyword": 1, "vague": 1}
 PER_KIND = llama_batch.NEED_FIRST_KEEP
-# (same worked examples for every chunk, one kept prompt per kind); the first arm is the reference: main before both
-REFERENCE = "before: nearest examples, 4 kept prompts"
-ARMS = {REFERENCE: (False, False), "nearest examples, a kept prompt per kind": (False, True),
-        "same examples, a kept prompt per kind": (True, True)}
+# name: (the same worked examples for every chunk, one kept prompt per kind, the question screened and quote bounded)
+ARMS = {"original": (False, False, False), "kept": (False, True, False), "screened": (False, True, True),
+        "fixed": (True, True, True)}
 
 
 def build_template(realq: Path, folder: Path) -> Path:
@@ -55,21 +60,20 @@ def build_template(realq: Path, folder: Path) -> Path:
     return template
 
 
-def one_round(template: Path, folder: Path, backend, arm: tuple[bool, bool], rows: int, seed: int,
-              threads: int) -> dict:
-    fixed, kept_per_kind = arm
-    project = folder / f"round-{seed}-{int(fixed)}{int(kept_per_kind)}.curator"
+def one_round(template: Path, folder: Path, backend, arm: str, rows: int, seed: int, threads: int) -> dict:
+    fixed, kept_per_kind, screened = ARMS[arm]
+    project = folder / f"round-{seed}-{arm}.curator"
     shutil.copy(template, project)
     db = open_project(project)
     asking.FIXED_NEED_FIRST_SHOTS = fixed
+    generate_mod.SCREEN_NEED_FIRST = screened
     backend._decoder = None  # every round starts with no prompt kept from another arm's round
     llama_batch.NEED_FIRST_KEEP = PER_KIND if kept_per_kind else (llama_batch.KEEP_PROMPTS, llama_batch.KEEP_CELLS)
     start, cpu = time.perf_counter(), time.process_time()
-    summary = generate(db, GenerationConfig(count=rows, seed=seed, mode="need-first", threads=threads, parallel=1,
-                                            mix=NEED_FIRST_MIX),
-                       backend=backend)
+    summary = generate_mod.generate(db, GenerationConfig(count=rows, seed=seed, mode="need-first", threads=threads,
+                                                         parallel=1, mix=NEED_FIRST_MIX), backend=backend)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    stats = {k: backend._decoder.stats[k] for k in ("prompt_tokens", "reused_tokens")}
+    stats = {k: backend._decoder.stats[k] for k in ("prompt_tokens", "reused_tokens", "generated_tokens", "gate_stops")}
     requests = summary["accepted"] + summary["rejected"]
     db.close()
     return {"seconds": seconds, "cpu": cpu, "accepted": summary["accepted"], "requests": requests, **stats}
@@ -110,13 +114,15 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=6, help="accepted rows per round and arm")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--arms", default="original,kept,screened",
+                        help="comma-separated, from: " + ", ".join(ARMS) + " (the first is the reference)")
     parser.add_argument("--count-tokens", action="store_true",
                         help="only count the prompt tokens each arm evaluates in steady state (no decoding)")
     args = parser.parse_args()
+    arms = args.arms.split(",")
     print(f"load {os.getloadavg()[0]:.1f}; {args.realq.name}; {Path(args.model).name}; threads {args.threads}")
     folder = Path(tempfile.mkdtemp())
-    totals = {arm: {"seconds": 0.0, "cpu": 0.0, "accepted": 0, "requests": 0, "prompt_tokens": 0, "reused_tokens": 0}
-              for arm in ARMS}
+    totals = {arm: {} for arm in arms}
     try:
         template = build_template(args.realq, folder)
         if args.count_tokens:
@@ -124,25 +130,33 @@ def main() -> None:
             return
         backend = open_engine(GenerationConfig(model_path=args.model, threads=args.threads, parallel=1,
                                                mode="need-first"), None)
+        raw = [raw_decode(backend)]
         for number in range(args.rounds):
-            order = list(ARMS) if number % 2 == 0 else list(reversed(ARMS))
-            for arm in order:
-                run = one_round(template, folder, backend, ARMS[arm], args.rows, number, args.threads)
+            for arm in arms if number % 2 == 0 else list(reversed(arms)):
+                run = one_round(template, folder, backend, arm, args.rows, number, args.threads)
                 for key, value in run.items():
-                    totals[arm][key] += value
+                    totals[arm][key] = totals[arm].get(key, 0) + value
                 print(f"round {number} {arm}: {run['accepted']} accepted of {run['requests']} in {run['seconds']:.0f} s "
-                      f"(CPU {run['cpu']:.0f} s); prompt tokens {run['prompt_tokens']}, "
-                      f"{run['reused_tokens']} of them kept from earlier prompts; load {os.getloadavg()[0]:.1f}")
+                      f"(CPU {run['cpu']:.0f} s); prompt tokens {run['prompt_tokens']}, {run['reused_tokens']} of them "
+                      f"kept from earlier prompts; {run['generated_tokens']} generated; {run['gate_stops']} stopped at "
+                      f"the question; load {os.getloadavg()[0]:.1f}", flush=True)
+        raw.append(raw_decode(backend))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    reference = totals[REFERENCE]
+    report(totals, arms[0], raw)
+
+
+def report(totals: dict, reference: str, raw: list[float]) -> None:
+    base = 60 * totals[reference]["accepted"] / totals[reference]["seconds"]
+    print(f"raw decode (plain completion, same model and threads): {' and '.join(f'{r:.1f}' for r in raw)} tokens/s "
+          "(before and after the rounds)")
     for arm, t in totals.items():
-        per_min = 60 * t["accepted"] / t["seconds"]
-        ratio = per_min / (60 * reference["accepted"] / reference["seconds"])
-        evaluated = (t["prompt_tokens"] - t["reused_tokens"]) / max(1, t["requests"])
-        print(f"{arm}: {per_min:.2f} accepted rows/min ({ratio:.2f}x), acceptance "
-              f"{t['accepted'] / max(1, t['requests']):.0%} ({t['accepted']} of {t['requests']}), "
-              f"{evaluated:.0f} prompt tokens evaluated per request of {t['prompt_tokens'] / max(1, t['requests']):.0f}")
+        per_min, asked = 60 * t["accepted"] / t["seconds"], max(1, t["requests"])
+        print(f"{arm}: {per_min:.2f} accepted rows/min ({per_min / base:.2f}x), acceptance {t['accepted'] / asked:.0%} "
+              f"({t['accepted']} of {t['requests']}), {(t['prompt_tokens'] - t['reused_tokens']) / asked:.0f} prompt "
+              f"tokens evaluated per request of {t['prompt_tokens'] / asked:.0f}, {t['generated_tokens'] / asked:.0f} "
+              f"tokens generated per request ({t['generated_tokens'] / t['seconds']:.1f} generated tokens/s over the "
+              f"run's wall time), {t['gate_stops']} replies stopped at their question")
     print(f"peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; load {os.getloadavg()[0]:.1f}")
 
 

@@ -132,9 +132,10 @@ def test_multi_hop_rows_stay_made_by_rule_in_need_first_mode(docs_project, monke
 
 
 def test_a_quote_the_model_made_up_is_rejected_with_a_reason(sample_db):
-    invented = "Question: How do I keep my notes safe?\nAnswer: Back them up to a floppy disk every night.\n"
+    def invented(messages):  # a question on the passage (it passes the screen), an answer from nowhere
+        return need_first_reply(messages).split("\n")[0] + "\nAnswer: Back them up to a floppy disk every night.\n"
     summary = generate(sample_db, GenerationConfig(count=2, mode="need-first", mix={"factoid": 1}, retries=0),
-                       backend=FakeBackend([invented] * 200))
+                       backend=FakeBackend(invented))
     assert summary["accepted"] == 0
     assert summary["rejected_by_reason"] == {"quoted answer not found in its chunk": summary["rejected"]}
 
@@ -344,3 +345,52 @@ def test_a_need_first_run_keeps_each_kind_of_prompt_evaluated(sample_db, bundled
     stats = backend._decoder.stats
     assert backend._decoder.keep == NEED_FIRST_KEEP
     assert stats["reused_tokens"] >= 0.4 * stats["prompt_tokens"], stats
+
+
+def test_a_need_first_reply_whose_question_is_refused_stops_before_its_quote(sample_db):
+    """The question is judged alone the moment its line is written (checks.screen_need_first, through the request's
+    FirstLineGate): a refused one is stored with the question's own reason and no quote was decoded for it; a
+    question that passes gets its quote."""
+    from curator.core.queries.rows import add_query
+
+    add_query(sample_db, "How do I sort out my trouble?", "log")
+    replies = iter([0, 1] * 10)
+
+    def every_other_a_duplicate(messages):
+        reply = need_first_reply(messages)
+        return "Question: How do I sort out my trouble?\n" + reply.split("\n", 1)[1] if next(replies) == 0 else reply
+    backend = FakeBackend(every_other_a_duplicate)
+    summary = generate(sample_db, GenerationConfig(count=2, mode="need-first", mix={"factoid": 1}, retries=0),
+                       backend=backend)
+    rejected = list(sample_db.query("SELECT text, reason, raw_output FROM rejected_candidates"))
+    assert summary["accepted"] == 2 and len(rejected) == backend.gate_stops == 2
+    for row in rejected:
+        assert row["reason"].startswith(filters.EXACT_DUPLICATE) and row["text"] == "How do I sort out my trouble?"
+        assert row["raw_output"] == "Question: How do I sort out my trouble?\n"  # stopped before "Answer:"
+    assert all("\nAnswer: " in r["raw_output"] for r in sample_db.query("SELECT raw_output FROM queries "
+                                                                          "WHERE source = 'synthetic'"))
+    params = json.loads(sample_db.execute("SELECT params FROM generation_runs").fetchone()[0])
+    assert params["need_first_screen"]["question_screened"] is True
+
+
+@pytest.mark.slow
+def test_the_batch_decoder_stops_a_refused_question_and_bounds_an_accepted_ones_quote(bundled_model):
+    """Real llama.cpp: the gate is asked once, with the reply's first line; refused, the reply ends at that line;
+    accepted, the quote gets at most rest_tokens more tokens (the 1.5B model's quotes ran on to 3,500 characters)."""
+    from curator.core.generation.backends import FirstLineGate
+
+    backend = LlamaCppBackend(bundled_model, n_ctx=2048, n_threads=1, parallel=1, chat_format="chatml")
+    backend.decoder_for_one = True
+    seen = []
+
+    def asked(verdict):
+        return lambda text: seen.append(text) or verdict
+    messages = needfirst.build_messages("factoid", CHUNK)
+    requests = [Request(messages, max_tokens=400, temperature=0.0, grammar=needfirst.grammar("factoid", 150),
+                        gate=FirstLineGate(asked(verdict), rest_tokens=6)) for verdict in (False, True)]
+    refused, accepted = backend.complete_many(requests)
+    assert len(seen) == 2 and all(text.startswith("Question: ") and text.endswith("?\n") for text in seen)
+    assert refused == seen[0]
+    assert accepted.startswith(seen[1]) and accepted[len(seen[1]):].startswith("Answer:")
+    assert backend.count_tokens(accepted) - backend.count_tokens(seen[1]) <= 6 + 1  # +1: the tokenizer's join
+    assert backend._decoder.stats["gate_stops"] == 1 and backend._decoder.stats["gate_bounded"] == 1

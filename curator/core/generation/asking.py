@@ -81,9 +81,17 @@ def _need_first_request(task: Task, config: GenerationConfig, shown: Optional[ex
     style = shown.log_queries[:needfirst.STYLE_EXAMPLES] if shown and shown.kind == "real_log" else []
     messages = needfirst.build_messages(task.query_type, _truncate(task.chunks[0]["text"]), shots, style)
     # '.' units are two characters (prompts.MAX_REPLY_TOKENS): the question line never runs out of budget
-    budget = len("Question: ") + 2 * limits.question_chars + len("Answer: ") + limits.quote_tokens + 8
+    budget = len("Question: ") + 2 * limits.question_chars + quote_line_tokens(config)
     return Request(messages, max_tokens=budget, temperature=needfirst.retry_temperature(config.temperature, task.attempt),
                    seed=seed, grammar=needfirst.grammar(task.query_type, limits.question_chars), tag=task)
+
+
+def quote_line_tokens(config: GenerationConfig) -> int:
+    """The tokens a need-first reply's quote line may take: "Answer: ", the quote's budget (capability.Bounds) and
+    the line's end. The batch decoder holds the quote to it once the question is written (backends.FirstLineGate);
+    before, the question's unused budget went to the quote too, and the 1.5B model spent it copying its passage
+    over again."""
+    return len("Answer: ") + capability.bounds(bool(config.capable)).quote_tokens + 8
 
 
 def _avoid(task: Task, steering: Optional[copybias.Steering]) -> Optional[copybias.Avoid]:

@@ -117,7 +117,7 @@ def _parse(task: Task, raw: str) -> Optional[tuple[str, str]]:
 def judge(db, task: Task, raw: str, checks: Checks) -> tuple[dict, Optional[str]]:
     """The candidate in a model reply and the reason to reject it (None = keep)."""
     candidate = {"raw": raw, "text": None, "reference": None}
-    if checks.need_first and task.query_type in needfirst.NEED_FIRST_TYPES and task.option is None:
+    if is_need_first(task, checks):
         return _judge_need_first(db, task, candidate, checks)
     parsed = _parse(task, raw)
     if parsed is None:
@@ -161,8 +161,9 @@ def _judge_need_first(db, task: Task, candidate: dict, checks: Checks) -> tuple[
     answer-first filters (the reference is the chunks' own sentences) and the overlap cap; no likelihood check:
     the answer is what the model itself quoted as answering its question."""
     parsed = needfirst.parse(candidate["raw"])
-    if parsed is None:
-        return candidate, "output not in the Question/Answer format"
+    if parsed is None:  # no quote: a reply stopped at its question by the screen (FirstLineGate), or malformed
+        candidate["text"] = needfirst.parse_query(candidate["raw"])
+        return candidate, screen_need_first(task, candidate["raw"], checks) or "output not in the Question/Answer format"
     question, quotes = parsed
     gold_texts = [c["text"] for c in task.chunks]
     reference = needfirst.reference(quotes, gold_texts)
@@ -182,6 +183,26 @@ def _judge_need_first(db, task: Task, candidate: dict, checks: Checks) -> tuple[
     if reason is None:
         _count_need_first(question, gold_texts, checks)
     return candidate, reason
+
+
+def is_need_first(task: Task, checks: Checks) -> bool:
+    """Whether ``task``'s reply is a need-first one (a question, then a quote; generation.needfirst)."""
+    return checks.need_first and task.query_type in needfirst.NEED_FIRST_TYPES and task.option is None
+
+
+def screen_need_first(task: Task, raw: str, checks: Checks) -> Optional[str]:
+    """Why a need-first reply is rejected for its question alone, or None: the checks that read no answer and the
+    overlap quota, the same ones _judge_need_first runs. The batch decoder asks this at the end of the question line
+    (backends.FirstLineGate), before the quote: in three need-first runs with the 1.5B model (Debian, zsh, fetchmail
+    FAQs, 2026-12-07) 68 of 69 rejected need-first candidates were rejected for the question alone (the quota, a
+    copied span, "the passage", a duplicate), and the quote is most of a reply's decoded tokens."""
+    question = needfirst.parse_query(raw)
+    if not question:
+        return "output not in the Question/Answer format"
+    gold_texts = [c["text"] for c in task.chunks]
+    return (filters.check_question(question, task.query_type, gold_texts, " ".join(gold_texts), checks.duplicates,
+                                   extractive=True)
+            or _need_first_overlap(question, gold_texts, checks))
 
 
 # A kept row may take its tail one row past the real share: the first rows of a run are not refused for being

@@ -304,17 +304,27 @@ def check_row(question: str, answer: str, query_type: str, gold_texts: list[str]
     ``quoted``: the answer is the chunk's sentences that a need-first reply quoted (generation.needfirst), up to
     four of any shape (a list item, a word said four times), so only the question's shape is checked."""
     shaped = "" if quoted else answer
+    reason = check_question(question, query_type, gold_texts, source_text, duplicates, shaped, extractive)
+    if reason or (query_type == "unanswerable" and not extractive):
+        return reason
+    if extractive:
+        return check_adds_to_question(question, answer)
+    checks = [check_answer_complete(answer, answer_bound), check_grounded(answer, gold_texts), check_restates(question, answer)]
+    return next((reason for reason in checks if reason), None)
+
+
+def check_question(question: str, query_type: str, gold_texts: list[str], source_text: str,
+                   duplicates: DuplicateIndex, shaped: str = "", extractive: bool = False) -> Optional[str]:
+    """The first reason to reject a row for its question alone (check_row's checks that read no answer; ``shaped``:
+    the answer whose shape the enumeration and repetition checks read, "" for none), or None. A need-first reply is
+    screened with these before its quote is written (checks.screen_need_first)."""
     checks = [check_length(question, query_type), check_placeholder(question), check_self_reference(question),
               check_enumeration(question, shaped), check_shape(question, query_type),
               check_repetition(question, shaped), check_copies_chunk(question, source_text),
               check_invented_names(question, source_text),
               check_glued_words(question, query_type, source_text),
               None if extractive else check_question_grounded(question, query_type, gold_texts),
-              duplicates.check(question)]
-    if extractive:
-        checks += [check_touches_chunk(question, gold_texts), check_adds_to_question(question, answer)]
-    elif query_type != "unanswerable":
-        checks += [check_answer_complete(answer, answer_bound), check_grounded(answer, gold_texts), check_restates(question, answer)]
+              duplicates.check(question), check_touches_chunk(question, gold_texts) if extractive else None]
     return next((reason for reason in checks if reason), None)
 
 

@@ -29,8 +29,8 @@ from curator.core.generation import filters
 from curator.core.generation import multihop
 from curator.core.generation import prompts
 from curator.core.generation import quality
-from curator.core.generation.asking import MAX_PASSAGE_CHARS, build_request
-from curator.core.generation.backends import Backend, Request
+from curator.core.generation.asking import MAX_PASSAGE_CHARS, build_request, quote_line_tokens
+from curator.core.generation.backends import Backend, FirstLineGate, Request
 # GenerationConfig, GenerationEvents, NO_EVENTS, QUERY_TYPES, DEFAULT_MIX and RETRIES_PER_CHUNK are
 # imported from here by the CLI, the GUI and scripts: this module is generation's entry point.
 from curator.core.generation.config import (DEFAULT_MIX, NO_EVENTS, QUERY_TYPES, RETRIES_PER_CHUNK,  # noqa: F401
@@ -45,6 +45,9 @@ from curator.core.queries.rows import add_query, get_query
 from curator.core.store import gold as gold_store
 
 MIN_ACCEPT_RATE = 0.25  # floor of the acceptance estimate that sizes the requests in flight
+# Need-first replies are screened at the end of their question and their quote bounded (FirstLineGate);
+# bench/needfirst_prefix.py turns it off for the A/B against whole replies.
+SCREEN_NEED_FIRST = True
 UNANSWERABLE_REFERENCE = "The corpus does not answer this question."
 
 
@@ -71,6 +74,9 @@ def _start_run(db: sqlite_utils.Database, config: GenerationConfig, backend: Bac
               "min_quality": config.min_quality, "quality": quality.DEFINITION, "answers": config.answers,
               "mode": {"requested": config.mode, "chosen": config.answers, "why": mode.why if mode else None},
               "capable": config.capable, "bounds": vars(capability.bounds(bool(config.capable))),
+              # need-first replies stopped at a question the checks refuse, their quote held to its bound
+              "need_first_screen": ({"question_screened": SCREEN_NEED_FIRST, "quote_line_tokens": quote_line_tokens(config)}
+                                    if config.answers == "need-first" else None),
               **(checking.checks_record(checks) if checks else {}),
               **described, **_source_model(db, described)}
     with db.conn:
@@ -236,6 +242,14 @@ class _Scheduler:
         self.retries: list[Task] = []  # rejected tasks to ask again, before any new chunk
         self.examples: Optional[examples_mod.ExampleSet] = None  # how people ask (answer-first prompts)
         self.steering: Optional[copybias.Steering] = None  # the run's copy bias (answer-first prompts)
+        self.screen: Optional[checking.Checks] = None  # need-first questions are screened before their quote
+
+    def _gate(self, task: Task) -> FirstLineGate:
+        """Stop a need-first reply at its question when the question alone is rejected (checks.screen_need_first);
+        else bound its quote to the reply budget capability.Bounds gives a quote."""
+        checks = self.screen
+        return FirstLineGate(lambda text: checking.screen_need_first(task, text, checks) is None,
+                             rest_tokens=quote_line_tokens(self.config))
 
     def wanted(self, query_type: str) -> bool:
         done = self.progress.accepted + self.progress.rejected
@@ -276,6 +290,8 @@ class _Scheduler:
             if not task.answer:  # an answer-first prompt holds one sentence, never a passage
                 self.progress.truncated.update(c["id"] for c in task.chunks if len(c["text"]) > MAX_PASSAGE_CHARS)
             request = build_request(task, self.config, self.examples, self.steering)
+            if self.screen is not None and checking.is_need_first(task, self.screen):
+                request.gate = self._gate(task)
             self.in_flight[task.query_type].append(request)
             yield request
 
@@ -332,6 +348,7 @@ def _run_pass(db, run_id: int, config: GenerationConfig, backend: Backend, plan:
     scheduler = _Scheduler(plan_tasks(db, plan, config.seed, chunk_choice, config.answers), plan, progress,
                            config, cancel)
     scheduler.examples, scheduler.steering = checks.examples, checks.steering
+    scheduler.screen = checks if checks.need_first and SCREEN_NEED_FIRST else None
     results = backend.iter_complete(scheduler.requests())
     try:
         for request, raw in results:

@@ -97,14 +97,20 @@ _QUERY = re.compile(r"^\s*(?:Question|Query)\s*:\s*(\S[^\n]*)", re.I | re.M)
 _QUOTE = re.compile(r"^\s*Answer(?:\s*(\d))?\s*:\s*(\S[^\n]*)", re.I | re.M)
 
 
+def parse_query(raw: str) -> Optional[str]:
+    """The query line of a need-first reply (its quote may not be written yet), or None."""
+    query = _QUERY.search(raw or "")
+    return query.group(1).strip().strip('"') if query else None
+
+
 def parse(raw: str, parts: int = 1) -> Optional[tuple[str, list[str]]]:
     """(query, [quote per passage]) of a need-first reply, or None when a line is missing. A quote cut by the
     token budget (no end of line) is kept: locate finds its whole sentences."""
-    query = _QUERY.search(raw or "")
+    query = parse_query(raw)
     quotes = [m.group(2).strip() for m in _QUOTE.finditer(raw or "")]
     if not query or len(quotes) < parts:
         return None
-    return query.group(1).strip().strip('"'), quotes[:parts]
+    return query, quotes[:parts]
 
 
 def _norm(text: str) -> str:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from curator.core.generation.backends.base import Backend, FakeBackend, Messages, Request, RequestSource
+from curator.core.generation.backends.base import (Backend, FakeBackend, FirstLineGate, Messages, Request,
+                                                   RequestSource)
 from curator.core.generation.backends.http import HttpBackend
 from curator.core.generation.backends.llama_cpp import (DEFAULT_PARALLEL, LlamaCppBackend, check_gguf, free_cores,
                                                         physical_cores)
 
-__all__ = ["Backend", "DEFAULT_PARALLEL", "FakeBackend", "HttpBackend", "LlamaCppBackend", "Messages", "Request",
+__all__ = ["Backend", "DEFAULT_PARALLEL", "FakeBackend", "FirstLineGate", "HttpBackend", "LlamaCppBackend", "Messages", "Request",
            "RequestSource", "check_gguf", "free_cores", "open_backend", "physical_cores"]
 
 

@@ -16,6 +16,17 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
 Messages = list[dict]
 
 
+@dataclass
+class FirstLineGate:
+    """A decision at the end of a reply's first line, for a reply whose first line can be judged alone (a need-first
+    reply's question, before the model quotes its answer): ``check(text so far)`` False stops the reply there, so no
+    token is decoded for a reply the caller will reject; True lets the rest run for at most ``rest_tokens`` more.
+    A backend that cannot stop mid-reply (an endpoint) ignores it: the caller's judge decides the same either way."""
+
+    check: Callable[[str], bool]
+    rest_tokens: int
+
+
 @dataclass(eq=False)  # identity: two equal prompts are still two requests
 class Request:
     """One completion wanted; ``tag`` is the caller's own (generation keeps its task there)."""
@@ -32,6 +43,7 @@ class Request:
     # Words the reply should not copy (generation.copybias.Avoid): a backend that can bias the logits of
     # its own tokens (a local GGUF) does; an endpoint cannot, and says so in describe().
     avoid: object = field(default=None, compare=False)
+    gate: Optional[FirstLineGate] = field(default=None, compare=False)
 
     def params(self) -> dict:
         return {"max_tokens": self.max_tokens, "temperature": self.temperature, "seed": self.seed,
@@ -106,12 +118,21 @@ class FakeBackend(Backend):
         self.prompts: list[Messages] = []
         self.parallel = max(1, parallel)
         self.peak_in_flight = 0
+        self.gate_stops = 0  # replies stopped at their first line by the request's gate, as the batch decoder stops them
 
     def complete(self, messages: Messages, **params) -> str:
         self.prompts.append(messages)
         if callable(self.responses):
             return self.responses(messages)
         return self.responses[(len(self.prompts) - 1) % len(self.responses)]
+
+    def _complete_request(self, request: Request) -> str:
+        reply = super()._complete_request(request)
+        first, end, _rest = reply.partition("\n")
+        if request.gate is not None and end and not request.gate.check(first + end):
+            self.gate_stops += 1
+            return first + end
+        return reply
 
     def iter_complete(self, requests: Iterable[Optional[Request]]) -> Iterator[tuple[Request, str]]:
         if self.parallel <= 1:
