@@ -16,7 +16,7 @@ screen and the bound act after a question is written), so acceptance differs onl
 other sentences.
 
     .venv/bin/python bench/needfirst_prefix.py --realq /tmp/realq-debian --model M [--rows 6] [--rounds 2]
-        [--threads 2] [--arms original,kept,screened] [--count-tokens]
+        [--threads 2] [--first-seed 0] [--arms original,kept,screened] [--count-tokens] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -114,14 +114,17 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=6, help="accepted rows per round and arm")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--first-seed", type=int, default=0, help="seed of the first round (then +1 a round)")
     parser.add_argument("--arms", default="original,kept,screened",
                         help="comma-separated, from: " + ", ".join(ARMS) + " (the first is the reference)")
     parser.add_argument("--count-tokens", action="store_true",
                         help="only count the prompt tokens each arm evaluates in steady state (no decoding)")
+    parser.add_argument("--keep", type=Path, help="keep each round's project in this folder (to read its candidates)")
     args = parser.parse_args()
     arms = args.arms.split(",")
     print(f"load {os.getloadavg()[0]:.1f}; {args.realq.name}; {Path(args.model).name}; threads {args.threads}")
-    folder = Path(tempfile.mkdtemp())
+    folder = args.keep or Path(tempfile.mkdtemp())
+    folder.mkdir(parents=True, exist_ok=True)
     totals = {arm: {} for arm in arms}
     try:
         template = build_template(args.realq, folder)
@@ -133,7 +136,7 @@ def main() -> None:
         raw = [raw_decode(backend)]
         for number in range(args.rounds):
             for arm in arms if number % 2 == 0 else list(reversed(arms)):
-                run = one_round(template, folder, backend, arm, args.rows, number, args.threads)
+                run = one_round(template, folder, backend, arm, args.rows, args.first_seed + number, args.threads)
                 for key, value in run.items():
                     totals[arm][key] = totals[arm].get(key, 0) + value
                 print(f"round {number} {arm}: {run['accepted']} accepted of {run['requests']} in {run['seconds']:.0f} s "
@@ -142,7 +145,8 @@ def main() -> None:
                       f"the question; load {os.getloadavg()[0]:.1f}", flush=True)
         raw.append(raw_decode(backend))
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
     report(totals, arms[0], raw)
 
 

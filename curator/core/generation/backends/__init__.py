@@ -15,8 +15,8 @@ from curator.core.generation.backends.http import HttpBackend
 from curator.core.generation.backends.llama_cpp import (DEFAULT_PARALLEL, LlamaCppBackend, check_gguf, free_cores,
                                                         physical_cores)
 
-__all__ = ["Backend", "DEFAULT_PARALLEL", "FakeBackend", "FirstLineGate", "HttpBackend", "LlamaCppBackend", "Messages", "Request",
-           "RequestSource", "check_gguf", "free_cores", "open_backend", "physical_cores"]
+__all__ = ["Backend", "DEFAULT_PARALLEL", "FakeBackend", "FirstLineGate", "HttpBackend", "LlamaCppBackend", "Messages",
+           "Request", "RequestSource", "check_gguf", "free_cores", "open_backend", "physical_cores"]
 
 
 def open_backend(model_path: Optional[str] = None, endpoint: Optional[str] = None, n_ctx: int = 2048,
