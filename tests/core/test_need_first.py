@@ -394,3 +394,49 @@ def test_the_batch_decoder_stops_a_refused_question_and_bounds_an_accepted_ones_
     assert accepted.startswith(seen[1]) and accepted[len(seen[1]):].startswith("Answer:")
     assert backend.count_tokens(accepted) - backend.count_tokens(seen[1]) <= 6 + 1  # +1: the tokenizer's join
     assert backend._decoder.stats["gate_stops"] == 1 and backend._decoder.stats["gate_bounded"] == 1
+
+
+def test_the_question_screen_keeps_and_refuses_exactly_what_the_whole_reply_check_would(tmp_path, _ingested_template,
+                                                                                       monkeypatch):
+    """The screen runs the question's own checks early, never other ones: with the same replies, a run with it and
+    a run without keep the same rows and reject the same candidates for the same reasons (issue 42's "acceptance
+    no lower"); only the refused replies are cut short."""
+    import shutil
+
+    from curator.core.generation import generate as generate_module
+    from curator.core.queries.rows import add_query
+    from curator.core.store import open_project
+
+    def passage_of(messages):
+        return messages[-1]["content"].split(":\n", 1)[1].split("\n\nReply as")[0]
+    kinds = iter(["duplicate", "good", "copied span", "made-up quote", "the passage", "good"] * 4)
+
+    def reply(messages):
+        good, kind = need_first_reply(messages), next(kinds)
+        quote = good.split("\n", 1)[1]
+        question = {"duplicate": "How do I sort out my trouble?",
+                    "copied span": " ".join(passage_of(messages).split()[:14]).rstrip(".") + "?",
+                    "the passage": "What does the passage say about this?"}.get(kind)
+        if kind == "made-up quote":
+            return good.split("\n", 1)[0] + "\nAnswer: Curator reads the moon's phases before every run.\n"
+        return f"Question: {question}\n{quote}" if question else good
+
+    outcomes = {}
+    for screened in (False, True):
+        monkeypatch.setattr(generate_module, "SCREEN_NEED_FIRST", screened)
+        path = tmp_path / f"screened-{screened}.curator"
+        shutil.copy(_ingested_template, path)
+        db = open_project(path)
+        add_query(db, "How do I sort out my trouble?", "log")
+        backend = FakeBackend(reply)
+        generate(db, GenerationConfig(count=4, seed=3, mode="need-first", mix={"factoid": 1}, retries=0), backend=backend)
+        kept = sorted(r["text"] for r in db.query("SELECT text FROM queries WHERE source = 'synthetic'"))
+        rejected = [(r["text"], r["reason"]) for r in db.query("SELECT text, reason FROM rejected_candidates ORDER BY id")]
+        cut = sum("Answer:" not in r["raw_output"] for r in db.query("SELECT raw_output FROM rejected_candidates"))
+        outcomes[screened] = kept, rejected, backend.gate_stops, cut
+        db.close()
+    (kept, rejected, _, _), (kept_screened, rejected_screened, stops, cut) = outcomes[False], outcomes[True]
+    assert len(kept) == 4 and kept_screened == kept
+    assert rejected_screened == rejected and len(rejected) >= 4
+    assert {reason.split(" (")[0] for _, reason in rejected} >= {"quoted answer not found in its chunk"}
+    assert stops == cut == len(rejected) - sum(r == "quoted answer not found in its chunk" for _, r in rejected) >= 3
