@@ -396,8 +396,9 @@ def test_the_batch_decoder_stops_a_refused_question_and_bounds_an_accepted_ones_
     assert backend._decoder.stats["gate_stops"] == 1 and backend._decoder.stats["gate_bounded"] == 1
 
 
+@pytest.mark.parametrize("retries", [0, 2])
 def test_the_question_screen_keeps_and_refuses_exactly_what_the_whole_reply_check_would(tmp_path, _ingested_template,
-                                                                                       monkeypatch):
+                                                                                       monkeypatch, retries):
     """The screen runs the question's own checks early, never other ones: with the same replies, a run with it and
     a run without keep the same rows and reject the same candidates for the same reasons (issue 42's "acceptance
     no lower"); only the refused replies are cut short."""
@@ -409,7 +410,7 @@ def test_the_question_screen_keeps_and_refuses_exactly_what_the_whole_reply_chec
 
     def passage_of(messages):
         return messages[-1]["content"].split(":\n", 1)[1].split("\n\nReply as")[0]
-    kinds = iter(["duplicate", "good", "copied span", "made-up quote", "the passage", "good"] * 4)
+    kinds = iter(["duplicate", "good", "copied span", "made-up quote", "the passage", "good"] * 10)
 
     def reply(messages):
         good, kind = need_first_reply(messages), next(kinds)
@@ -429,7 +430,8 @@ def test_the_question_screen_keeps_and_refuses_exactly_what_the_whole_reply_chec
         db = open_project(path)
         add_query(db, "How do I sort out my trouble?", "log")
         backend = FakeBackend(reply)
-        generate(db, GenerationConfig(count=4, seed=3, mode="need-first", mix={"factoid": 1}, retries=0), backend=backend)
+        generate(db, GenerationConfig(count=4, seed=3, mode="need-first", mix={"factoid": 1}, retries=retries),
+                 backend=backend)
         kept = sorted(r["text"] for r in db.query("SELECT text FROM queries WHERE source = 'synthetic'"))
         rejected = [(r["text"], r["reason"]) for r in db.query("SELECT text, reason FROM rejected_candidates ORDER BY id")]
         cut = sum("Answer:" not in r["raw_output"] for r in db.query("SELECT raw_output FROM rejected_candidates"))
