@@ -25,6 +25,7 @@ from typing import Optional, Union
 from curator.core import cachefiles
 from curator.core.cachefiles import file_sha256  # noqa: F401 (generation and tests import it from here)
 from curator.core.errors import ModelFileError
+from curator.core.modelfiles.header import file_type_name, read_header
 
 REPACK_FORMAT = 1  # bump when the conversion changes: the cache name includes it
 # llama.cpp's llama_ftype values (llama.h) of the types we write, by name.
@@ -108,47 +109,8 @@ def bundled_model_files(repack: bool = True) -> ModelFiles:
     return ModelFiles(out, source)
 
 
-_FILE_TYPES: dict[tuple, Optional[str]] = {}  # stat identity -> type: the gguf reader takes ~0.5 s (7 s under load)
-
-
 def gguf_file_type(path: Union[str, Path]) -> Optional[str]:
-    """The weights' type a GGUF file declares (``general.file_type``), e.g. 'Q4_1', or None;
-    remembered for this process while the file's inode, size and times stay the same."""
-    st = Path(path).stat()
-    key = (str(Path(path).resolve()), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    if key not in _FILE_TYPES:
-        _FILE_TYPES[key] = _read_file_type(path)
-    return _FILE_TYPES[key]
-
-
-def _read_file_type(path: Union[str, Path]) -> Optional[str]:
-    import gguf
-
-    reader = read_gguf(path)
-    field = reader.fields.get("general.file_type")
-    if field is None:
-        return None
-    value = int(field.parts[field.data[0]][0])
-    try:
-        return gguf.LlamaFileType(value).name.removeprefix("MOSTLY_")
-    except ValueError:
-        return str(value)
-
-
-def read_gguf(path: Union[str, Path]):
-    """The gguf package's reader of ``path``; a header it cannot read is a one-line ModelFileError.
-
-    A header claiming 2**62 tensors or keys made the reader raise deep inside numpy (a traceback)."""
-    import gguf
-
-    try:
-        return gguf.GGUFReader(str(path))
-    except Exception as exc:  # the reader raises ValueError, IndexError, struct/numpy errors, OSError...
-        raise unreadable_gguf(path, exc) from None
-
-
-def unreadable_gguf(path: Union[str, Path], exc: BaseException) -> ModelFileError:
-    """The one-line error for a GGUF header the gguf package's reader failed on with ``exc``."""
-    why = ("its header asks for more memory than there is" if isinstance(exc, MemoryError)
-           else f"{type(exc).__name__}: {str(exc)[:200]}")
-    return ModelFileError(f"{path}: not a readable GGUF file ({why}); check the file or download it again.")
+    """The weights' type a GGUF file declares (``general.file_type``), e.g. 'Q4_1', or None. Read with Curator's
+    own header reader (milliseconds; the gguf package's reader took 2.7 s on the bundled model's header and 10.8 s
+    on a 1.5B model's): a damaged header is a one-line ModelFileError naming the file."""
+    return file_type_name(read_header(path, tensors=False))

@@ -15,8 +15,8 @@ from typing import Iterable, Iterator, Optional, Union
 from curator.core.cachefiles import check_gguf_header
 from curator.core.errors import InputError, ModelFileError
 from curator.core.generation.backends.base import Backend, Messages, Request, native_log_held
+from curator.core.modelfiles.header import GGUF_MAGIC, read_header
 
-GGUF_MAGIC = b"GGUF"
 MIN_GGUF_BYTES = 1024
 _LOAD_LOCK = threading.Lock()  # model loads that patch llama-cpp-python defaults, one at a time
 _TEMPLATE_LOCK = threading.Lock()  # model loads that keep llama-cpp-python from compiling templates
@@ -99,24 +99,18 @@ CHAT_TEMPLATE_KEY = "tokenizer.chat_template"
 
 
 def gguf_string(path: Union[str, Path], key: str) -> Optional[str]:
-    """A string value of a GGUF file's metadata header, or None when the file has no such key.
+    """A string value of a GGUF file's metadata header, or None when the file has no such key or is not GGUF.
 
-    Through the gguf package's reader, as generation.repack.gguf_file_type does: it memory-maps
-    the file, so only the header is read even for an 8B model.
+    Through Curator's own header reader (modelfiles.header), which steps over the vocabulary: the gguf package's
+    reader decodes every vocabulary string and tensor entry into numpy objects, 12 s a call on the 1.5B bench
+    model's header on 2 cores, and a run read the template twice before its first row (bench/needfirst_prefix.py
+    under cProfile, 2026-12-07). A damaged header is a one-line ModelFileError naming the file.
     """
-    import gguf
-
-    from curator.core.generation.repack import unreadable_gguf
-
-    try:
-        field = gguf.GGUFReader(str(path)).fields.get(key)
-    except ValueError:  # not a GGUF file, or its tensors cut off: loading the model says why
-        return None
-    except Exception as exc:  # metadata arrays nested 100,000 deep raised RecursionError: a traceback
-        raise unreadable_gguf(path, exc) from None
-    if field is None or field.types != [gguf.GGUFValueType.STRING]:
-        return None
-    return bytes(field.parts[field.data[0]]).decode("utf-8", "replace")
+    with open(path, "rb") as fh:
+        if fh.read(4) != GGUF_MAGIC:
+            return None
+    value = read_header(path, tensors=False).get(key)
+    return value if isinstance(value, str) else None
 
 
 def template_warnings(path: Union[str, Path], has_template: Optional[bool] = None,
