@@ -38,11 +38,16 @@ def good_reply(messages) -> str:
     return f"Question: What about {' '.join(words[:3])} here?\nAnswer: {' '.join(words[3:8])}\n"
 
 
+def passages_of(messages) -> list[str]:
+    """The passages a need-first request shows in its last message (one, or two for a pair)."""
+    return [p.split(":\n", 1)[1].split("\n\nReply as")[0] for p in messages[-1]["content"].split("Passage")[1:]]
+
+
 def need_first_reply(messages) -> str:
     """A capable model's need-first reply: a question in everyday words, then its passage's first sentence quoted
     (curly quotes straightened, as a model often writes them); one quote per passage for a pair."""
     user = messages[-1]["content"]
-    passages = [p.split(":\n", 1)[1].split("\n\nReply as")[0] for p in user.split("Passage")[1:]]
+    passages = passages_of(messages)
     quotes = [needfirst.sentences(p)[0].replace("\u2019", "'") for p in passages]
     words = [w for w in filters.tokens(passages[0]) if len(w) > 4 and w not in filters.STOPWORDS][:2]
     head = (f"Query: fix {' '.join(words)}" if "\nQuery: ..." in user

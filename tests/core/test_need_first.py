@@ -11,7 +11,7 @@ import pytest
 from curator.core.generation import capability, filters, needfirst, prompts
 from curator.core.generation.backends import FakeBackend, LlamaCppBackend, Request
 from curator.core.generation.generate import GenerationConfig, generate
-from scripted import need_first_reply
+from scripted import need_first_reply, passages_of
 
 CHUNK = ("You can do this easily enough with a sequence of `if... elif... elif... else`. For literal values, or "
          "constants within a namespace, you can also use a \u201cmatch ... case\u201d statement.\n\n"
@@ -408,15 +408,13 @@ def test_the_question_screen_keeps_and_refuses_exactly_what_the_whole_reply_chec
     from curator.core.queries.rows import add_query
     from curator.core.store import open_project
 
-    def passage_of(messages):
-        return messages[-1]["content"].split(":\n", 1)[1].split("\n\nReply as")[0]
     kinds = iter(["duplicate", "good", "copied span", "made-up quote", "the passage", "good"] * 10)
 
     def reply(messages):
         good, kind = need_first_reply(messages), next(kinds)
         quote = good.split("\n", 1)[1]
         question = {"duplicate": "How do I sort out my trouble?",
-                    "copied span": " ".join(passage_of(messages).split()[:14]).rstrip(".") + "?",
+                    "copied span": " ".join(passages_of(messages)[0].split()[:14]).rstrip(".") + "?",
                     "the passage": "What does the passage say about this?"}.get(kind)
         if kind == "made-up quote":
             return good.split("\n", 1)[0] + "\nAnswer: Curator reads the moon's phases before every run.\n"
