@@ -7,7 +7,10 @@ Arms (--arms picks them; the first named is the reference the ratios are against
   kept      a kept prompt per kind (llama_batch.NEED_FIRST_KEEP), whole replies (main before the screen);
   screened  a kept prompt per kind, the question screened before its quote and the quote bounded (generate.
             SCREEN_NEED_FIRST, backends.FirstLineGate): the default now;
-  fixed     as screened, with the same worked examples for every chunk (asking.FIXED_NEED_FIRST_SHOTS, off by default).
+  fixed     as screened, with the same worked examples for every chunk (asking.FIXED_NEED_FIRST_SHOTS, off by default);
+  once      as screened, with the reply's shape spelled out in the last turn only, not in every worked example's
+            (needfirst.FORMAT_IN_EXAMPLES = False; off by default: its rows labelled worse blind).
+An arm name may end in @N (screened@2): that arm decodes N requests together in the batch decoder, one by default.
 Every arm runs generate() as `curator generate --parallel 1` does (no draft model: none is used by any arm), on
 copies of one project (a realq corpus with its real questions approved as gold, as bench/validity.py builds it), on
 one loaded model, alternating ABBA round by round (every other round in reverse order, each round on its own seed)
@@ -36,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import raw_decode  # noqa: E402
 from validity import import_real_questions  # noqa: E402
 from curator.core.corpus.ingest import ingest  # noqa: E402
-from curator.core.generation import asking  # noqa: E402
+from curator.core.generation import asking, needfirst  # noqa: E402
 from curator.core.generation.backends import llama_batch  # noqa: E402
 from curator.core.generation.config import GenerationConfig  # noqa: E402
 from curator.core.generation.engine import open_engine  # noqa: E402
@@ -46,9 +49,10 @@ from curator.core.store import open_project  # noqa: E402
 # Only the types a need-first prompt writes (multi-hop rows and near misses are made by rule, with prompts of their own).
 NEED_FIRST_MIX = {"factoid": 2, "keyword": 1, "vague": 1}
 PER_KIND = llama_batch.NEED_FIRST_KEEP
-# name: (the same worked examples for every chunk, one kept prompt per kind, the question screened and quote bounded)
-ARMS = {"original": (False, False, False), "kept": (False, True, False), "screened": (False, True, True),
-        "fixed": (True, True, True)}
+# name: (the same worked examples for every chunk, one kept prompt per kind, the question screened and quote bounded,
+# the reply's shape spelled out in every worked example's turn)
+ARMS = {"original": (False, False, False, True), "kept": (False, True, False, True),
+        "screened": (False, True, True, True), "fixed": (True, True, True, True), "once": (False, True, True, False)}
 
 
 def build_template(realq: Path, folder: Path) -> Path:
@@ -60,18 +64,29 @@ def build_template(realq: Path, folder: Path) -> Path:
     return template
 
 
+def arm_parts(arm: str) -> tuple[str, int]:
+    """'screened@2' is the screened arm with two sequences decoded together; a bare name runs one."""
+    name, _, parallel = arm.partition("@")
+    if name not in ARMS:
+        raise SystemExit(f"unknown arm {name!r}: choose from {', '.join(ARMS)} (with @N for N sequences)")
+    return name, int(parallel or 1)
+
+
 def one_round(template: Path, folder: Path, backend, arm: str, rows: int, seed: int, threads: int) -> dict:
-    fixed, kept_per_kind, screened = ARMS[arm]
-    project = folder / f"round-{seed}-{arm}.curator"
+    name, parallel = arm_parts(arm)
+    fixed, kept_per_kind, screened, format_in_examples = ARMS[name]
+    project = folder / f"round-{seed}-{arm.replace('@', 'x')}.curator"
     shutil.copy(template, project)
     db = open_project(project)
     asking.FIXED_NEED_FIRST_SHOTS = fixed
+    needfirst.FORMAT_IN_EXAMPLES = format_in_examples
     generate_mod.SCREEN_NEED_FIRST = screened
     backend._decoder = None  # every round starts with no prompt kept from another arm's round
+    backend.parallel = parallel
     llama_batch.NEED_FIRST_KEEP = PER_KIND if kept_per_kind else (llama_batch.KEEP_PROMPTS, llama_batch.KEEP_CELLS)
     start, cpu = time.perf_counter(), time.process_time()
     summary = generate_mod.generate(db, GenerationConfig(count=rows, seed=seed, mode="need-first", threads=threads,
-                                                         parallel=1, mix=NEED_FIRST_MIX), backend=backend)
+                                                         parallel=parallel, mix=NEED_FIRST_MIX), backend=backend)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     stats = {k: backend._decoder.stats[k] for k in ("prompt_tokens", "reused_tokens", "generated_tokens", "gate_stops")}
     requests = summary["accepted"] + summary["rejected"]
@@ -122,6 +137,8 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="keep each round's project in this folder (to read its candidates)")
     args = parser.parse_args()
     arms = args.arms.split(",")
+    for arm in arms:
+        arm_parts(arm)
     print(f"load {os.getloadavg()[0]:.1f}; {args.realq.name}; {Path(args.model).name}; threads {args.threads}")
     folder = args.keep or Path(tempfile.mkdtemp())
     folder.mkdir(parents=True, exist_ok=True)
