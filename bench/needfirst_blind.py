@@ -51,7 +51,7 @@ def write(args) -> None:
     Path(args.rows).parent.mkdir(parents=True, exist_ok=True)
     with open(args.rows, "w") as rows, open(args.key, "w") as key:
         for number, (row, entry) in enumerate(pairs, 1):
-            rid = f"s39-{number:04d}"
+            rid = f"s{args.seed}-{number:04d}"  # rows files before s43 all used "s39-"
             rows.write(json.dumps({"id": rid, **row}) + "\n")
             key.write(json.dumps({"id": rid, **entry}) + "\n")
     counts: dict = {}
