@@ -3,13 +3,19 @@ chunk, or several sequences' next tokens) or for every token (a token and its dr
 figure that decides whether drafted decoding or more sequences at once can pay on this machine. Prints, asserts
 nothing.
 
-    .venv/bin/python bench/pass_cost.py MODEL.gguf [--threads 2] [--passes 10] [--widths 1,2,3,4,5,6]
+    .venv/bin/python bench/pass_cost.py [MODEL.gguf] [--threads 2] [--passes 10] [--widths 1,2,3,4,5,6]
+
+Without MODEL, the bundled model (as `make bench` runs it).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> None:
@@ -17,12 +23,16 @@ def main() -> None:
     from llama_cpp import _internals
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("model")
+    parser.add_argument("model", nargs="?", help="a GGUF file (default: the bundled model)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--passes", type=int, default=10, help="passes timed per width")
     parser.add_argument("--widths", default="1,2,3,4,5,6")
     args = parser.parse_args()
     widths = [int(w) for w in args.widths.split(",")]
+    if args.model is None:
+        from curator.core.generation.repack import bundled_model_files
+
+        args.model = str(bundled_model_files(repack=False).path)
     llm = llama_cpp.Llama(args.model, n_ctx=2048, n_threads=args.threads, n_threads_batch=args.threads, verbose=False)
     text = "The quick brown fox jumps over the lazy dog while the keeper reads the manual again. " * 80
     tokens = llm.tokenize(text.encode())
