@@ -40,8 +40,11 @@ bundle: $(STAMP)  ## desktop bundle in dist/curator/ (curator-gui and curator), 
 	$(BIN)/python -m pip install "pyinstaller>=6.10"
 	PY=$(BIN)/python packaging/build.sh
 
+# A bench that needs a model, corpus or project named exits 2 with its usage line: skipped, not a failure.
 bench: $(STAMP)  ## benchmarks: print figures, assert nothing
-	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b; status=$$?; \
+		if [ $$status -eq 2 ]; then echo "   skipped: needs arguments (its docstring says which)"; \
+		elif [ $$status -ne 0 ]; then exit 1; fi; done
 
 screenshots: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/screenshots.py
