@@ -61,11 +61,16 @@ def write(args) -> None:
           + ", ".join(f"{c} {m} {n}" for (c, m), n in sorted(counts.items())))
 
 
+def read_jsonl(path) -> list[dict]:
+    """The objects of a JSON-lines file, blank lines skipped."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
 def score(args) -> None:
-    key = {e["id"]: e for e in map(json.loads, Path(args.key).read_text().splitlines()) if e}
-    rows = {r["id"]: r for r in map(json.loads, Path(args.rows).read_text().splitlines()) if r}
+    key = {e["id"]: e for e in read_jsonl(args.key)}
+    rows = {r["id"]: r for r in read_jsonl(args.rows)}
     tally: dict = {}
-    for label in map(json.loads, filter(str.strip, Path(args.score).read_text().splitlines())):
+    for label in read_jsonl(args.score):
         entry, row = key[label["id"]], rows[label["id"]]
         for group in ((entry["corpus"], entry["mode"], "all"), (entry["corpus"], entry["mode"], row["query_type"])):
             usable, total = tally.get(group, (0, 0))

@@ -10,29 +10,25 @@ choice: pick it on one set and read the others.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from needfirst_blind import USABLE, read_jsonl  # noqa: E402
 from curator.core.generation.answers import AnswerLikelihood  # noqa: E402
+from curator.core.generation.needfirst import NEED_FIRST_TYPES  # noqa: E402
 
 BLIND = Path(__file__).resolve().parent / "blind"
-USABLE = ("as_is", "small_edit")  # bench/quality_rubric.md
-NEED_FIRST_TYPES = ("factoid", "keyword", "vague")
-
-
-def lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def gains(judge: AnswerLikelihood, name: str) -> list[tuple[float, bool]]:
     """(gain, usable) per labelled need-first row of blind set ``name``."""
-    rows = {r["id"]: r for r in lines(BLIND / f"rows_{name}.jsonl")}
-    key = {k["id"]: k for k in lines(BLIND / f"key_{name}.jsonl")}
+    rows = {r["id"]: r for r in read_jsonl(BLIND / f"rows_{name}.jsonl")}
+    key = {k["id"]: k for k in read_jsonl(BLIND / f"key_{name}.jsonl")}
     found = []
-    for label in lines(BLIND / f"labels_{name}.jsonl"):
+    for label in read_jsonl(BLIND / f"labels_{name}.jsonl"):
         row, mode = rows[label["id"]], key[label["id"]]["mode"]
         if mode == "extractive" or row["query_type"] not in NEED_FIRST_TYPES or not row.get("reference"):
             continue
