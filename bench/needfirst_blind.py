@@ -1,7 +1,8 @@
 """Write the generated rows of several runs for labelling blind to the mode (issue 39; prints, asserts nothing).
 
 Each ``--run CORPUS:MODE:PROJECT[:RUN_ID]`` names a bench project (bench/validity.py --mode ...) and the mode its
-synthetic rows were generated in (all its synthetic rows, or those of one generation run). Every row of every
+synthetic rows were generated in (all its synthetic rows, or those of one generation run); a MODE starting with
+"refused" takes the candidates the need-first likelihood check refused instead. Every row of every
 run is written, shuffled together by ``--seed``, WITHOUT its mode, to ``--rows`` ({"id", "corpus",
 "query_type", "question", "reference", "gold"}: gold is the text of the row's gold chunks, in order), and the key
 ({"id", "mode", "corpus", "project", "query_id"}) to ``--key``: the labeller reads the rows file only, against
@@ -30,14 +31,17 @@ USABLE = ("as_is", "small_edit")  # bench/quality_rubric.md
 
 
 def rows_of(corpus: str, mode: str, project: str, run_id: str = "") -> list[tuple[dict, dict]]:
-    """(row for the labeller, key entry) per synthetic row of the project (or of one of its runs)."""
+    """(row for the labeller, key entry) per synthetic row of the project (or of one of its runs); for a MODE that
+    starts with "refused", the candidates the need-first likelihood check refused instead (their source chunks as
+    gold), so the labels say how many of the rows it refuses were usable."""
     db = open_project(Path(project))
     chunks = {cid: text for cid, text in db.execute("SELECT id, text FROM chunks")}
     where, params = ("AND run_id = ?", [int(run_id)]) if run_id else ("", [])
+    source = ("SELECT id, query_type, text, reference, source_chunk_ids FROM rejected_candidates WHERE reason LIKE "
+              "'quoted answer does not follow%'" if mode.startswith("refused") else
+              "SELECT id, query_type, text, reference, gold_chunk_ids FROM queries WHERE source = 'synthetic'")
     found = []
-    for qid, qtype, text, reference, gold in db.execute(
-            f"SELECT id, query_type, text, reference, gold_chunk_ids FROM queries WHERE source = 'synthetic' {where} "
-            "ORDER BY id", params):
+    for qid, qtype, text, reference, gold in db.execute(f"{source} {where} ORDER BY id", params):
         ids = json.loads(gold or "[]")
         row = {"corpus": corpus, "query_type": qtype, "question": text, "reference": reference,
                "gold": "\n\n---\n\n".join(chunks.get(c, "") for c in ids)}

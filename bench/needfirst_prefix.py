@@ -9,7 +9,8 @@ Arms (--arms picks them; the first named is the reference the ratios are against
             SCREEN_NEED_FIRST, backends.FirstLineGate): the default now;
   fixed     as screened, with the same worked examples for every chunk (asking.FIXED_NEED_FIRST_SHOTS, off by default);
   once      as screened, with the reply's shape spelled out in the last turn only, not in every worked example's
-            (needfirst.FORMAT_IN_EXAMPLES = False; off by default: its rows labelled worse blind).
+            (needfirst.FORMAT_IN_EXAMPLES = False; off by default: its rows labelled worse blind);
+  checked   as screened, with the likelihood check of the quoted answer (checks.NEED_FIRST_ANSWER_CHECK).
 An arm name may end in @N (screened@2): that arm decodes N requests together in the batch decoder, one by default.
 Every arm runs generate() as `curator generate --parallel 1` does (no draft model: none is used by any arm), on
 copies of one project (a realq corpus with its real questions approved as gold, as bench/validity.py builds it), on
@@ -40,6 +41,7 @@ from generate import raw_decode  # noqa: E402
 from validity import import_real_questions  # noqa: E402
 from curator.core.corpus.ingest import ingest  # noqa: E402
 from curator.core.generation import asking, needfirst  # noqa: E402
+from curator.core.generation import checks as checks_mod  # noqa: E402
 from curator.core.generation.backends import llama_batch  # noqa: E402
 from curator.core.generation.config import GenerationConfig  # noqa: E402
 from curator.core.generation.engine import open_engine  # noqa: E402
@@ -50,9 +52,10 @@ from curator.core.store import open_project  # noqa: E402
 NEED_FIRST_MIX = {"factoid": 2, "keyword": 1, "vague": 1}
 PER_KIND = llama_batch.NEED_FIRST_KEEP
 # name: (the same worked examples for every chunk, one kept prompt per kind, the question screened and quote bounded,
-# the reply's shape spelled out in every worked example's turn)
-ARMS = {"original": (False, False, False, True), "kept": (False, True, False, True),
-        "screened": (False, True, True, True), "fixed": (True, True, True, True), "once": (False, True, True, False)}
+# the reply's shape spelled out in every worked example's turn, the likelihood check of the quoted answer)
+ARMS = {"original": (False, False, False, True, False), "kept": (False, True, False, True, False),
+        "screened": (False, True, True, True, False), "fixed": (True, True, True, True, False),
+        "once": (False, True, True, False, False), "checked": (False, True, True, True, True)}
 
 
 def build_template(realq: Path, folder: Path) -> Path:
@@ -74,13 +77,14 @@ def arm_parts(arm: str) -> tuple[str, int]:
 
 def one_round(template: Path, folder: Path, backend, arm: str, rows: int, seed: int, threads: int) -> dict:
     name, parallel = arm_parts(arm)
-    fixed, kept_per_kind, screened, format_in_examples = ARMS[name]
+    fixed, kept_per_kind, screened, format_in_examples, answer_check = ARMS[name]
     project = folder / f"round-{seed}-{arm.replace('@', 'x')}.curator"
     shutil.copy(template, project)
     db = open_project(project)
     asking.FIXED_NEED_FIRST_SHOTS = fixed
     needfirst.FORMAT_IN_EXAMPLES = format_in_examples
     generate_mod.SCREEN_NEED_FIRST = screened
+    checks_mod.NEED_FIRST_ANSWER_CHECK = answer_check
     backend._decoder = None  # every round starts with no prompt kept from another arm's round
     backend.parallel = parallel
     llama_batch.NEED_FIRST_KEEP = PER_KIND if kept_per_kind else (llama_batch.KEEP_PROMPTS, llama_batch.KEEP_CELLS)

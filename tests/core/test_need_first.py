@@ -440,3 +440,23 @@ def test_the_question_screen_keeps_and_refuses_exactly_what_the_whole_reply_chec
     assert rejected_screened == rejected and len(rejected) >= 4
     assert {reason.split(" (")[0] for _, reason in rejected} >= {"quoted answer not found in its chunk"}
     assert stops == cut == len(rejected) - sum(r == "quoted answer not found in its chunk" for _, r in rejected) >= 3
+
+
+@pytest.mark.parametrize("gain, kept", [(0.02, False), (0.03, True)])
+def test_the_need_first_likelihood_check_refuses_a_quote_its_question_does_not_lead_to(sample_db, monkeypatch, gain,
+                                                                                      kept):
+    """Blind labels rejected most need-first rows for a quote that does not answer the question (issue 39): with
+    the check on, a row whose question raises its quote's likelihood by less than NEED_FIRST_MIN_GAIN is refused,
+    and a kept row shows its gain."""
+    from curator.core.generation import checks
+    from scripted import Gains
+
+    monkeypatch.setattr(checks, "NEED_FIRST_ANSWER_CHECK", True)
+    summary = generate(sample_db, GenerationConfig(count=1, mode="need-first", mix={"factoid": 1}, retries=0),
+                       backend=FakeBackend(need_first_reply), answer_check=Gains(gain))
+    assert summary["accepted"] == int(kept)
+    if kept:
+        (signals,), = sample_db.execute("SELECT quality_signals FROM queries WHERE source = 'synthetic'")
+        assert json.loads(signals)["answer_gain"] == gain
+    else:
+        assert set(summary["rejected_by_reason"]) == {"quoted answer does not follow from its question"}
