@@ -197,6 +197,8 @@ def _judge_need_first(db, task: Task, candidate: dict, checks: Checks) -> tuple[
 # answer the question; at a gain below 0.03 nats a token (chosen on one labelled set, read on two others) the usable
 # share of kept rows rose 67% -> 75% and 75% -> 79% (bench/needfirst_gain.py; docs/benchmarks.md). Far below
 # answer-first rows' MIN_ANSWER_GAIN: a need-first question is about the user's need, not the sentence's words.
+# Off: run in generation (blind set s44, Debian and fetchmail FAQs) its kept rows were usable no more often than
+# without it (21 of 32 both) at 0.76-0.83x the accepted rows/min (docs/benchmarks.md).
 NEED_FIRST_MIN_GAIN = 0.03
 NEED_FIRST_ANSWER_CHECK = False
 
