@@ -65,7 +65,8 @@ def test_a_need_first_run_stores_rows_whose_reference_is_their_chunks_sentences(
         sources = json.loads(row["source_chunk_ids"])
         assert set(sources) <= set(json.loads(row["gold_chunk_ids"]))
         own = [s for cid in sources for s in needfirst.sentences(chunks[cid])]
-        assert row["reference"] == " ".join(own[0] for own in [needfirst.sentences(chunks[c]) for c in sources])
+        first = own[0] if not own[0].endswith(":") else " ".join(own[:1 + needfirst.FOLLOWING_SENTENCES])
+        assert row["reference"] == first  # the quoted first sentence (and what it introduces, on a colon)
         assert len(sources) == 1
         assert own  # the reference came from the chunks, not from the reply's wording
     params = json.loads(sample_db.execute("SELECT params FROM generation_runs").fetchone()[0])
@@ -460,3 +461,17 @@ def test_the_need_first_likelihood_check_refuses_a_quote_its_question_does_not_l
         assert json.loads(signals)["answer_gain"] == gain
     else:
         assert set(summary["rejected_by_reason"]) == {"quoted answer does not follow from its question"}
+
+
+def test_a_quote_ending_on_a_colon_takes_what_it_introduces():
+    """The 1.5B model quoted a list's introduction and stopped (blind labels: "reference is only the intro
+    sentence"); the reference takes the sentences after it too."""
+    chunk = ("To identify the package that produced the file named foo execute either:\n\n* dpkg --search foo\n\n"
+             "This searches for foo in installed packages. A faster alternative to this is the dlocate tool.\n\n"
+             "dlocate -S foo")
+    reference = needfirst.locate("To identify the package that produced the file named foo execute either:", chunk)
+    assert reference == ("To identify the package that produced the file named foo execute either: "
+                         "* dpkg --search foo This searches for foo in installed packages. "
+                         "A faster alternative to this is the dlocate tool.")
+    assert needfirst.locate("This searches for foo in installed packages.", chunk) == \
+        "This searches for foo in installed packages."  # no colon: the quoted sentence alone

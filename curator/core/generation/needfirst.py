@@ -163,8 +163,22 @@ def locate(quote: str, chunk_text: str) -> Optional[str]:
     wanted = _norm(quote).strip('"')
     if not wanted:
         return None
-    found = [s for s in sentences(chunk_text) if _quoted(s, wanted)]
-    return " ".join(found[:MAX_REFERENCE_SENTENCES]) or _by_words(quote, chunk_text)
+    said = sentences(chunk_text)
+    found = [i for i, s in enumerate(said) if _quoted(s, wanted)][:MAX_REFERENCE_SENTENCES]
+    return " ".join(said[i] for i in _with_what_follows(found, said)) or _by_words(quote, chunk_text)
+
+
+# A quote that ends on a colon ("To identify the package that produced the file named foo execute either:") is the
+# introduction of what answers (a list, a command): the model stops there. In four blind sets (issue 39) 17 of 365
+# labelled rows had such a reference: 10 rejected ("reference is only the intro sentence"), none usable as is.
+FOLLOWING_SENTENCES = 3
+
+
+def _with_what_follows(found: list[int], said: list[str]) -> list[int]:
+    """The located sentences, and when the last ends on a colon, the FOLLOWING_SENTENCES after it."""
+    if not found or not said[found[-1]].rstrip().endswith(":"):
+        return found
+    return found + list(range(found[-1] + 1, min(len(said), found[-1] + 1 + FOLLOWING_SENTENCES)))
 
 
 def _by_words(answer: str, chunk_text: str) -> Optional[str]:
