@@ -38,8 +38,10 @@ CANDIDATES = {"combined (shipped)": ("whole", "nearest", "min_gain"),
 
 def feature_probabilities(names: tuple[str, ...]) -> dict:
     """The feature judge's probability per (set, claim), computed once for the sets not yet in FEATURE_P."""
-    known = {(r["set"], r["claim"]): r["feature_p"] for r in _load(FEATURE_P)}
-    missing = [c for name in names for c in claims_of(name) if (c["set"], c["claim"]) not in known]
+    stored = _load(FEATURE_P)
+    known = {(r["set"], r["claim"]): r["feature_p"] for r in stored}
+    done = {r["set"] for r in stored}  # a set's claims are stored together: only new sets are read (and need corpora)
+    missing = [c for name in names if name not in done for c in claims_of(name)]
     if missing:
         feature_scores(missing)
         with FEATURE_P.open("a", encoding="utf-8") as out:
