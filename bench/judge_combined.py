@@ -41,6 +41,7 @@ from curator.core.diagnosis.llm_judge import CALIBRATION, combined_features  # n
 HERE = Path(__file__).resolve().parent
 CHOICE = FIT + REPORT
 FRESH = ("fresh_python_howto", "fresh_zsh_manual", "fresh_fetchmail_manual")
+FRESH2 = ("fresh2_tar_manual", "fresh2_ssh_config", "fresh2_wget_manual")  # written and read after FRESH
 SUBSETS = {"whole": [0], "whole+nearest": [0, 1], "whole+min_gain": [0, 2], "whole+nearest+min_gain": [0, 1, 2]}
 ADOPTED = "whole+nearest+min_gain"  # fixed before the fresh sets were read (bench/judge_sets/README.md)
 

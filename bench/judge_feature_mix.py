@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -27,10 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from diagnose_route import balanced, feature_scores, grouped_by_set  # noqa: E402
-from judge_combined import CHOICE, FRESH, _load, claims_of  # noqa: E402
+from judge_combined import CHOICE, FRESH, FRESH2, _load, claims_of  # noqa: E402
+
+from curator.core.diagnosis.llm_judge import log_odds  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-FRESH2 = ("fresh2_tar_manual", "fresh2_ssh_config", "fresh2_wget_manual")
 FEATURE_P = HERE / "judge_sets" / "feature_p.jsonl"
 CANDIDATES = {"combined (shipped)": ("whole", "nearest", "min_gain"),
               "combined + feature judge": ("whole", "nearest", "min_gain", "feature_p")}
@@ -49,11 +49,6 @@ def feature_probabilities(names: tuple[str, ...]) -> dict:
                 out.write(json.dumps({"set": c["set"], "claim": c["claim"], "feature_p": c["feature_p"]}) + "\n")
                 known[(c["set"], c["claim"])] = c["feature_p"]
     return known
-
-
-def log_odds(p: float) -> float:
-    p = min(max(p, 1e-4), 1 - 1e-4)
-    return math.log(p / (1 - p))
 
 
 def features(row: dict, names: tuple[str, ...]) -> list[float]:

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from diagnose_route import balanced, grouped_by_set  # noqa: E402
-from judge_combined import CHOICE, FRESH, _load, claims_of, readings_path  # noqa: E402
-from judge_feature_mix import FRESH2, fit_and_say, per_style, supported  # noqa: E402
+from judge_combined import CHOICE, FRESH, FRESH2, _load, claims_of, readings_path  # noqa: E402
+from judge_feature_mix import fit_and_say, per_style, supported  # noqa: E402
 
 from curator.core.diagnosis.llm_judge import (QUESTION, SYSTEM, TOP_TOKENS, contexts_text, share_of_yes,  # noqa: E402
                                               yes_no_mass)

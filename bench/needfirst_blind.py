@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from curator.core.generation.checks import NEED_FIRST_GAIN_REFUSAL  # noqa: E402
 from curator.core.store import open_project  # noqa: E402
 
 USABLE = ("as_is", "small_edit")  # bench/quality_rubric.md
@@ -37,9 +38,11 @@ def rows_of(corpus: str, mode: str, project: str, run_id: str = "") -> list[tupl
     db = open_project(Path(project))
     chunks = {cid: text for cid, text in db.execute("SELECT id, text FROM chunks")}
     where, params = ("AND run_id = ?", [int(run_id)]) if run_id else ("", [])
-    source = ("SELECT id, query_type, text, reference, source_chunk_ids FROM rejected_candidates WHERE reason LIKE "
-              "'quoted answer does not follow%'" if mode.startswith("refused") else
-              "SELECT id, query_type, text, reference, gold_chunk_ids FROM queries WHERE source = 'synthetic'")
+    if mode.startswith("refused"):
+        source = "SELECT id, query_type, text, reference, source_chunk_ids FROM rejected_candidates WHERE reason LIKE ?"
+        params = [NEED_FIRST_GAIN_REFUSAL + "%"] + params
+    else:
+        source = "SELECT id, query_type, text, reference, gold_chunk_ids FROM queries WHERE source = 'synthetic'"
     found = []
     for qid, qtype, text, reference, gold in db.execute(f"{source} {where} ORDER BY id", params):
         ids = json.loads(gold or "[]")

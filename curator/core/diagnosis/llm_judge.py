@@ -178,12 +178,14 @@ def calibrated(p_yes: float, fit: Optional[dict]) -> float:
     return 1.0 / (1.0 + math.exp(-(fit["a"] * math.log(p / (1 - p)) + fit["b"])))
 
 
-def combined_features(readings: dict) -> list[float]:
-    """The combined judge's inputs: the log-odds of both P(yes) (clipped at 1e-4) and the lowest gain as is."""
-    def log_odds(p: float) -> float:
-        p = min(max(p, 1e-4), 1 - 1e-4)
-        return math.log(p / (1 - p))
+def log_odds(p: float) -> float:
+    """log(p / (1 - p)), with p clipped at 1e-4 from either end."""
+    p = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(p / (1 - p))
 
+
+def combined_features(readings: dict) -> list[float]:
+    """The combined judge's inputs: the log-odds of both P(yes) and the lowest gain as is."""
     return [log_odds(readings["whole"]), log_odds(readings["nearest"]), readings["min_gain"]]
 
 

@@ -178,7 +178,7 @@ def _judge_need_first(db, task: Task, candidate: dict, checks: Checks) -> tuple[
     if reason is None and NEED_FIRST_ANSWER_CHECK and checks.answer_check is not None:  # last: it costs two passes
         gain = checks.answer_check.gain(question, reference)
         if gain < NEED_FIRST_MIN_GAIN:
-            reason = f"quoted answer does not follow from its question (likelihood gain {gain:.2f})"
+            reason = f"{NEED_FIRST_GAIN_REFUSAL} (likelihood gain {gain:.2f})"
     if reason is None:
         candidate["quality"], candidate["signals"] = quality.score_row(db, question, reference, task.query_type,
                                                                        task.chunks, extractive=True)
@@ -201,6 +201,7 @@ def _judge_need_first(db, task: Task, candidate: dict, checks: Checks) -> tuple[
 # without it (21 of 32 both) at 0.76-0.83x the accepted rows/min (docs/benchmarks.md).
 NEED_FIRST_MIN_GAIN = 0.03
 NEED_FIRST_ANSWER_CHECK = False
+NEED_FIRST_GAIN_REFUSAL = "quoted answer does not follow from its question"
 
 
 def is_need_first(task: Task, checks: Checks) -> bool:
