@@ -30,6 +30,8 @@ vector to the chunk's); for a real question, the same for the gold-chunk sentenc
 by centrality and by chunk overlap, with the hit rates of dense and BM25 on each side.
 
 ``--mode need-first|extractive`` (default auto: by the model's size) chooses the generation mode (issue 39).
+``--section-gold`` also validates a copy whose synthetic rows hold their source chunk's whole section as gold.
+``--section``: need-first rows ask about their chunk's whole section, gold all its chunks (needfirst.WHOLE_SECTION).
 
 ``--model FILE [--chat-format NAME]`` generates with a user's own GGUF instead of the bundled model (issue 27:
 is the 135M model the reason?).
@@ -55,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from curator.cli.validate_cmds import _render_validate  # noqa: E402
 from curator.core.corpus.ingest import ingest  # noqa: E402
+from curator.core.generation import needfirst  # noqa: E402
 from curator.core.generation.generate import GenerationConfig, generate  # noqa: E402
 from curator.core.queries.logs import import_log  # noqa: E402
 from curator.core.queries.rows import add_query, make_query_id  # noqa: E402
@@ -233,7 +236,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="Generation threads (default: the free cores).")
     parser.add_argument("--parallel", type=int, help="Sequences decoded together (default: the engine choice; a "
                                                      "user's GGUF in extractive mode is probed first).")
+    parser.add_argument("--section-gold", action="store_true", help="Also validate a copy whose synthetic rows' gold "
+                                                                    "is their source chunk's whole section.")
+    parser.add_argument("--section", action="store_true", help="Need-first rows ask about their chunk's section as a "
+                                                               "whole, gold all its chunks (needfirst.WHOLE_SECTION).")
     args = parser.parse_args()
+    needfirst.WHOLE_SECTION = args.section
     realq, project = Path(args.realq), Path(args.project)
     if args.labels:
         validate_labelled(args, realq)
@@ -278,6 +286,12 @@ def main() -> None:
         print_diagnosis(diagnose(db))
     if args.usable_labels:
         print_usable(db, retrievers, args.usable_labels, args.code)
+    if args.section_gold:
+        whole = section_gold_copy(db, project)
+        with Timer("validate (gold widened to the source chunk's whole section)"):
+            result = validate(whole, retrievers, {}, args.metric, embedder=args.embedder)
+        print(_render_validate(result))
+        print_criteria("gold = the source chunk's whole section", result)
     narrow = source_only_copy(db, project)
     with Timer("validate (source chunk only, as before widening)"):
         result = validate(narrow, retrievers, {}, args.metric, embedder=args.embedder)
@@ -489,6 +503,23 @@ def source_only_copy(db, project: Path):
                        "(SELECT json_group_object(value, 1) FROM json_each(source_chunk_ids)) "
                        "WHERE source = 'synthetic' AND answerable = 1")
     return narrow
+
+
+def section_gold_copy(db, project: Path):
+    """A copy of the project whose synthetic answerable rows hold as gold every chunk of their first source chunk's
+    section (document and heading), the convention of a real FAQ question's gold (its whole answer): what the gold
+    convention alone changes, the questions kept as they are."""
+    whole = _copy(db, project, "section-gold")
+    with whole.conn:
+        whole.execute("""UPDATE queries SET gold_chunk_ids = (
+                           SELECT json_group_array(id) FROM (SELECT c.id FROM chunks c JOIN chunks s
+                             ON s.id = json_extract(queries.source_chunk_ids, '$[0]')
+                             WHERE c.active = 1 AND c.doc_id = s.doc_id AND c.title = s.title ORDER BY c.ord)),
+                         gold_grades = '{}'
+                         WHERE source = 'synthetic' AND answerable = 1 AND source_chunk_ids != '[]'""")
+        whole.execute("""UPDATE queries SET gold_grades = (SELECT json_group_object(value, 1) FROM json_each(gold_chunk_ids))
+                         WHERE source = 'synthetic' AND answerable = 1""")
+    return whole
 
 
 def print_criteria(label: str, r: dict) -> None:

@@ -475,3 +475,42 @@ def test_a_quote_ending_on_a_colon_takes_what_it_introduces():
                          "A faster alternative to this is the dlocate tool.")
     assert needfirst.locate("This searches for foo in installed packages.", chunk) == \
         "This searches for foo in installed packages."  # no colon: the quoted sentence alone
+
+
+def test_a_sections_passage_joins_its_chunks_without_the_words_they_share():
+    first = "Mail is fetched over POP3 or IMAP. The poll interval is set in the rc file with the daemon keyword."
+    second = "set in the rc file with the daemon keyword. A server that refuses the login is skipped until later."
+    joined = needfirst.passage_of([first, second], 4000)
+    assert joined == first + "\nA server that refuses the login is skipped until later."
+    assert needfirst.passage_of([first], 40) == "Mail is fetched over POP3 or IMAP. The ..."  # cut at a word's end
+
+
+def test_whole_section_rows_ask_about_the_section_and_hold_all_its_chunks_as_gold(docs_project, monkeypatch):
+    sentences = [f"Step {n} of setting up the mail relay checks the {w} option before the queue runs again."
+                 for n, w in enumerate(["timeout", "retry", "spool", "alias", "bounce", "relay", "limit", "header",
+                                        "socket", "domain", "policy", "cipher", "digest", "filter"] * 3)]
+    db = docs_project({"relay.md": "# Setting up the relay\n\n" + " ".join(sentences) + "\n",
+                       "other.md": "# Backups\n\n" + "The archive tool packs files into one tarball for backups, "
+                                   "keeps their owners and modes, and can compress the result with gzip or xz. " * 2})
+    sections = {}
+    for chunk_id, doc_id, title in db.execute("SELECT id, doc_id, title FROM chunks WHERE active = 1 ORDER BY ord"):
+        sections.setdefault((doc_id, title), []).append(chunk_id)
+    assert max(len(ids) for ids in sections.values()) in range(2, needfirst.MAX_SECTION_CHUNKS + 1)
+    shown = []
+
+    def reply(messages):
+        shown.append(passages_of(messages)[0])
+        return need_first_reply(messages)
+
+    monkeypatch.setattr(needfirst, "WHOLE_SECTION", True)
+    generate(db, GenerationConfig(count=2, mode="need-first", mix={"factoid": 1}), backend=FakeBackend(reply))
+    texts = {r["id"]: r["text"] for r in db.query("SELECT id, text FROM chunks")}
+    rows = list(db.query("SELECT source_chunk_ids, gold_chunk_ids FROM queries WHERE query_type = 'factoid'"))
+    assert len(rows) == 2
+    for row in rows:
+        sources = json.loads(row["source_chunk_ids"])
+        assert sources in sections.values()  # the whole section, in document order
+        assert set(sources) <= set(json.loads(row["gold_chunk_ids"]))
+    long_section = max(sections.values(), key=len)
+    asked = [p for p in shown if texts[long_section[-1]][-60:] in p]
+    assert asked and texts[long_section[0]][:60] in asked[0]  # one passage holds the section from start to end

@@ -79,7 +79,9 @@ def _need_first_request(task: Task, config: GenerationConfig, shown: Optional[ex
     if shown:
         shots = (shown.fixed_shots if FIXED_NEED_FIRST_SHOTS else shown.shots)(task.query_type, task.chunks[0])
     style = shown.log_queries[:needfirst.STYLE_EXAMPLES] if shown and shown.kind == "real_log" else []
-    messages = needfirst.build_messages(task.query_type, _truncate(task.chunks[0]["text"]), shots, style)
+    texts = [c["text"] for c in task.chunks]  # one chunk, or a section's (needfirst.WHOLE_SECTION)
+    passage = needfirst.passage_of(texts, MAX_PASSAGE_CHARS if len(texts) == 1 else needfirst.MAX_SECTION_CHARS)
+    messages = needfirst.build_messages(task.query_type, passage, shots, style)
     # '.' units are two characters (prompts.MAX_REPLY_TOKENS): the question line never runs out of budget
     budget = len("Question: ") + 2 * limits.question_chars + quote_line_tokens(config)
     return Request(messages, max_tokens=budget, temperature=needfirst.retry_temperature(config.temperature, task.attempt),

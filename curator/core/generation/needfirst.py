@@ -70,6 +70,32 @@ def build_messages(query_type: str, passage: str, shots: Optional[Sequence[tuple
     return messages + [{"role": "user", "content": f"Passage:\n{passage}{reply}"}]
 
 
+# Asking about a passage's section as a whole (issue 39's candidate "the section as a whole"): the model is shown every
+# chunk of the chunk's section (same document and heading) and gold is all of them, as a real FAQ question's gold is
+# its whole answer. Off by default; bench/validity.py --section measures it. A section of more chunks than
+# MAX_SECTION_CHUNKS is asked about chunk by chunk, as before: its whole would not fit a prompt with worked examples.
+WHOLE_SECTION = False
+MAX_SECTION_CHUNKS = 4
+MAX_SECTION_CHARS = 4800  # about 1,200 tokens: with three worked examples and the reply inside n_ctx 4096
+
+
+def passage_of(texts: Sequence[str], limit: int) -> str:
+    """The text a need-first request shows: one chunk, or a section's chunks in document order joined without the
+    words consecutive chunks share (chunking overlaps them), cut at ``limit`` characters at a word's end."""
+    joined = texts[0]
+    for text in texts[1:]:
+        joined += "\n" + text[_overlap(joined, text):].lstrip()
+    return joined if len(joined) <= limit else joined[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def _overlap(before: str, after: str, longest: int = 1200) -> int:
+    """How many leading characters of ``after`` end ``before`` (the chunks' shared words), 0 if none."""
+    for size in range(min(longest, len(before), len(after)), 20, -1):
+        if before.endswith(after[:size]):
+            return size
+    return 0
+
+
 def builtin_shots(query_type: str) -> list[tuple[str, str, str]]:
     """The built-in worked examples (prompts.ANSWER_FIRST_SHOTS): passages about other things, each with the
     query of someone who has that need and has not read it."""

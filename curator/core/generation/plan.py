@@ -143,6 +143,15 @@ def _used_pairs(db: sqlite_utils.Database) -> set[tuple[str, str]]:
     return used
 
 
+def _section_of(db: sqlite_utils.Database, chunk: dict) -> list[dict]:
+    """The chunks of ``chunk``'s section (its document and heading) in document order, when there are at most
+    needfirst.MAX_SECTION_CHUNKS of them; else ``chunk`` alone."""
+    section = store.rows(db, "SELECT id, doc_id, title, text, tokens FROM chunks WHERE active = 1 AND doc_id = ? "
+                             "AND title = ? ORDER BY ord LIMIT ?", [chunk["doc_id"], chunk["title"],
+                                                                    needfirst.MAX_SECTION_CHUNKS + 1])
+    return section if 0 < len(section) <= needfirst.MAX_SECTION_CHUNKS else [chunk]
+
+
 def _partner(db: sqlite_utils.Database, chunk: dict) -> Optional[dict]:
     """The most similar other chunk by bm25 over the chunk's own distinctive words."""
     words = sorted(filters.content_words(chunk["text"]), key=len, reverse=True)[:12]
@@ -251,6 +260,11 @@ def plan_tasks(db: sqlite_utils.Database, plan: dict[str, int], seed: int, clust
                 extra = _partner(db, chunk) if query_type == "multi_hop" else None
                 if query_type == "multi_hop" and extra is None:
                     continue
+                if needfirst.WHOLE_SECTION and need_first(query_type, answers_mode):
+                    section = _section_of(db, chunk)
+                    used.update((query_type, c["id"]) for c in section)
+                    yield Task(query_type, section)
+                    break
                 asks_answer_first = answer_first(query_type, answers_mode)
                 answer = pick_answer(query_type, chunk, 0) if asks_answer_first else None
                 if asks_answer_first and answer is None:
