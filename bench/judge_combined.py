@@ -5,7 +5,7 @@ Readings (curator.core.diagnosis.llm_judge, the product's own code path): P(yes)
 (per claim token, its log-probability after the contexts minus after no context; the lowest of them).
 
 Sets (bench/judge_sets/README.md): the six choice sets choose and fit; the fresh sets only report.
-- ``--measure SETS``: reads every claim of the named sets (or ``choice`` / ``fresh``) with ``--judge-model`` and
+- ``--measure SETS``: reads every claim of the named sets (or ``choice`` / ``fresh`` / ``fresh2``) with ``--judge-model`` and
   appends the readings to bench/judge_sets/readings_<model>.jsonl (one line per claim; claims already there are
   skipped, so a stopped run resumes).
 - ``--fit``: leave one choice set out over the feature subsets (which one is adopted was fixed before the fresh
@@ -147,7 +147,7 @@ def report(rows: list[dict], fit: dict, shipped: dict) -> dict:
     by_set = grouped_by_set(rows)
     figures = {}
     print("\nfresh sets (nothing chosen on them):")
-    for name in FRESH:
+    for name in (*FRESH, *FRESH2):
         part = by_set.get(name)
         if not part:
             continue
@@ -178,11 +178,11 @@ def main() -> None:
     args = parser.parse_args()
     path = args.readings or readings_path(args.judge_model)
     if args.measure is not None:
-        names = [n for name in args.measure for n in {"choice": CHOICE, "fresh": FRESH}.get(name, (name,))]
+        names = [n for name in args.measure for n in {"choice": CHOICE, "fresh": FRESH, "fresh2": FRESH2}.get(name, (name,))]
         measure(args.judge_model, names, path)
     rows = _load(path)
     choice = [r for r in rows if r["set"] in CHOICE]
-    fresh = [r for r in rows if r["set"] in FRESH]
+    fresh = [r for r in rows if r["set"] in (*FRESH, *FRESH2)]
     from curator.core.cachefiles import file_sha256
 
     key = file_sha256(args.judge_model)
