@@ -26,6 +26,7 @@ from curator.core.diagnosis.llm_judge import log_odds  # noqa: E402
 
 HERE = Path(__file__).resolve().parent / "judge_sets"
 READINGS = ("whole", "nearest", "min_gain")
+COLUMNS = (*READINGS, "three readings", "fewshot", "four readings")
 
 
 def best_threshold(y: np.ndarray, scores: np.ndarray) -> float:
@@ -62,16 +63,14 @@ def main() -> None:
     rows = _load(HERE / f"readings_{args.model_stem}.jsonl")
     fewshot = {(r["set"], r["claim"]): r["fewshot"] for r in _load(HERE / f"fewshot_{args.model_stem}.jsonl")}
     print(f"balanced accuracy fitted on the scored set itself (an upper bound), {args.model_stem}:")
-    print(f"  {'set':<26} {'role':<7} " + " ".join(f"{c:>14}" for c in
-                                                  (*READINGS, "three readings", "fewshot", "four readings")))
+    print(f"  {'set':<26} {'role':<7} " + " ".join(f"{c:>14}" for c in COLUMNS))
     for name in (*CHOICE, *FRESH, *FRESH2):
         part = [r for r in rows if r["set"] == name]
         if not part:
             continue
         figures = ceiling(part, fewshot)
         role = "choice" if name in CHOICE else "fresh"
-        cells = " ".join(f"{figures[c]:>14.3f}" if c in figures else f"{'-':>14}"
-                         for c in (*READINGS, "three readings", "fewshot", "four readings"))
+        cells = " ".join(f"{figures[c]:>14.3f}" if c in figures else f"{'-':>14}" for c in COLUMNS)
         best = max(figures.values())
         print(f"  {name:<26} {role:<7} {cells}" + ("" if best >= args.target else f"   < {args.target} at best"))
 

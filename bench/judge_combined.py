@@ -42,6 +42,12 @@ HERE = Path(__file__).resolve().parent
 CHOICE = FIT + REPORT
 FRESH = ("fresh_python_howto", "fresh_zsh_manual", "fresh_fetchmail_manual")
 FRESH2 = ("fresh2_tar_manual", "fresh2_ssh_config", "fresh2_wget_manual")  # written and read after FRESH
+GROUPS = {"choice": CHOICE, "fresh": FRESH, "fresh2": FRESH2}  # what --measure may name instead of sets
+
+
+def set_names(measure: list[str]) -> list[str]:
+    """The claim sets ``--measure`` names, its groups spelled out."""
+    return [n for name in measure for n in GROUPS.get(name, (name,))]
 SUBSETS = {"whole": [0], "whole+nearest": [0, 1], "whole+min_gain": [0, 2], "whole+nearest+min_gain": [0, 1, 2]}
 ADOPTED = "whole+nearest+min_gain"  # fixed before the fresh sets were read (bench/judge_sets/README.md)
 
@@ -178,8 +184,7 @@ def main() -> None:
     args = parser.parse_args()
     path = args.readings or readings_path(args.judge_model)
     if args.measure is not None:
-        names = [n for name in args.measure for n in {"choice": CHOICE, "fresh": FRESH, "fresh2": FRESH2}.get(name, (name,))]
-        measure(args.judge_model, names, path)
+        measure(args.judge_model, set_names(args.measure), path)
     rows = _load(path)
     choice = [r for r in rows if r["set"] in CHOICE]
     fresh = [r for r in rows if r["set"] in (*FRESH, *FRESH2)]

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from diagnose_route import balanced, grouped_by_set  # noqa: E402
-from judge_combined import CHOICE, FRESH, FRESH2, _load, claims_of, readings_path  # noqa: E402
+from judge_combined import CHOICE, FRESH, FRESH2, _load, claims_of, readings_path, set_names  # noqa: E402
 from judge_feature_mix import fit_and_say, per_style, supported  # noqa: E402
 
 from curator.core.diagnosis.llm_judge import (QUESTION, SYSTEM, TOP_TOKENS, contexts_text, share_of_yes,  # noqa: E402
@@ -122,8 +122,7 @@ def main() -> None:
     args = parser.parse_args()
     path = HERE / "judge_sets" / f"fewshot_{Path(args.judge_model).stem}.jsonl"
     if args.measure is not None:
-        groups = {"choice": CHOICE, "fresh": FRESH, "fresh2": FRESH2}
-        measure(args.judge_model, [n for name in args.measure for n in groups.get(name, (name,))], path)
+        measure(args.judge_model, set_names(args.measure), path)
     combined = {(r["set"], r["claim"]): r for r in _load(readings_path(args.judge_model))}
     summary([{**combined[(r["set"], r["claim"])], **r} for r in _load(path) if (r["set"], r["claim"]) in combined])
 

@@ -18,11 +18,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from curator.core.generation import filters  # noqa: E402
 from curator.core.queries import realism  # noqa: E402
+from curator.core.queries.words import content_words  # noqa: E402
 
 
-def gold_rows(db: sqlite3.Connection, source: str) -> list[tuple[str, list[str]]]:
+def gold_rows(db, source: str) -> list[tuple[str, list[str]]]:
     """(question, gold chunk texts) of every approved answerable row of ``source`` (multi-hop rows: made by rule)."""
     texts = dict(db.execute("SELECT id, text FROM chunks"))
     found = []
@@ -41,22 +41,30 @@ def overlaps(db: sqlite3.Connection, source: str) -> np.ndarray:
 RARE_DF = 3
 
 
-def rare_share(db: sqlite3.Connection, source: str) -> float:
-    """Share of the rows whose question shares with its gold a content word that at most RARE_DF active chunks hold."""
+def word_frequency(db) -> dict[str, int]:
+    """How many active chunks hold each content word."""
     frequency: dict[str, int] = {}
     for (text,) in db.execute("SELECT text FROM chunks WHERE active = 1"):
         for word in _content(text):
             frequency[word] = frequency.get(word, 0) + 1
-    rows = gold_rows(db, source)
-    shares = [_shares_rare(q, gold, frequency) for q, gold in rows]
+    return frequency
+
+
+def rare_share(db, source: str, frequency: dict[str, int]) -> float:
+    """Share of the rows whose question shares with its gold a content word that at most RARE_DF active chunks hold."""
+    shares = [_shares_rare(q, gold, frequency) for q, gold in gold_rows(db, source)]
     return float(np.mean(shares)) if shares else float("nan")
 
 
 def _content(text: str) -> set[str]:
-    return {w for w in filters.tokens(text) if w not in filters.STOPWORDS and len(w) > 2}
+    return {w for w in content_words(text) if len(w) > 2}
 
 
-def recall_by_rare_word(path: str) -> None:
+def _shares_rare(question: str, gold: list[str], frequency: dict[str, int]) -> bool:
+    return any(frequency.get(w, 0) <= RARE_DF for w in _content(question) & set().union(*map(_content, gold)))
+
+
+def recall_by_rare_word(path: str, frequency: dict[str, int]) -> None:
     """Recall@5 of each retriever on the rows (real and synthetic, not multi-hop) that share a rare word with their
     gold, and on the rest: which retrievers such a question favours, for users' questions and for generated ones."""
     import shutil
@@ -69,10 +77,6 @@ def recall_by_rare_word(path: str) -> None:
         copy = Path(folder) / "copy.curator"
         shutil.copy(path, copy)  # the dense retriever caches vectors in the project: never in the bench's own file
         db = open_project(copy)
-        frequency: dict[str, int] = {}
-        for (text,) in db.execute("SELECT text FROM chunks WHERE active = 1"):
-            for word in _content(text):
-                frequency[word] = frequency.get(word, 0) + 1
         texts = dict(db.execute("SELECT id, text FROM chunks"))
         rows, names, values, _ = score_matrix(db, ["bm25", "tfidf", "dense", "hybrid"], {}, "recall@5")
         for source in ("log", "synthetic"):
@@ -82,27 +86,21 @@ def recall_by_rare_word(path: str) -> None:
                 figures = " ".join(f"{n} {values[members, j].mean():.2f}" for j, n in enumerate(names)) if members else ""
                 print(f"  {source:<9} {'shares a rare word' if shares else 'shares none':<18} {len(members):>3} rows  "
                       f"{figures}")
-        print_gold_cosines(db, texts)
+        print_gold_cosines(db)
         db.close()
 
 
-def print_gold_cosines(db, texts: dict[str, str]) -> None:
+def print_gold_cosines(db) -> None:
     """Quartiles of each row's MiniLM cosine to its nearest gold chunk, real against synthetic (not multi-hop)."""
     from curator.core.embedding.embed import embed_texts, get_embedder
 
     embedder = get_embedder(None, db)
     for source in ("log", "synthetic"):
-        rows = [(q, [texts[c] for c in json.loads(gold) if c in texts]) for q, gold, kind in db.execute(
-            "SELECT text, gold_chunk_ids, query_type FROM queries WHERE source = ? AND status = 'approved' "
-            "AND gold_chunk_ids != '[]'", [source]) if kind != "multi_hop"]
+        rows = gold_rows(db, source)
         vectors = embed_texts(db, embedder, [q for q, _ in rows])
         cosines = [float(np.max(embed_texts(db, embedder, gold) @ v)) for (_, gold), v in zip(rows, vectors)]
         quartiles = np.percentile(cosines, [25, 50, 75]) if cosines else []
         print(f"  {source:<9} cosine to nearest gold chunk, quartiles " + " / ".join(f"{x:.2f}" for x in quartiles))
-
-
-def _shares_rare(question: str, gold: list[str], frequency: dict[str, int]) -> bool:
-    return any(frequency.get(w, 0) <= RARE_DF for w in _content(question) & set().union(*map(_content, gold)))
 
 
 def main() -> None:
@@ -112,10 +110,11 @@ def main() -> None:
         real, synthetic = overlaps(db, "log"), overlaps(db, "synthetic")
         shares = " | ".join(f">= {point:.2f}: real {share:.0%}, synthetic "
                             f"{realism.share_at_least(synthetic, point):.0%}" for point, share in realism.tails_of(real))
+        frequency = word_frequency(db)
         print(f"{Path(path).name} ({len(real)} real, {len(synthetic)} synthetic): {shares} | shares a rare word: "
-              f"real {rare_share(db, 'log'):.0%}, synthetic {rare_share(db, 'synthetic'):.0%}")
+              f"real {rare_share(db, 'log', frequency):.0%}, synthetic {rare_share(db, 'synthetic', frequency):.0%}")
         if "--recall" in sys.argv:
-            recall_by_rare_word(path)
+            recall_by_rare_word(path, frequency)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ MAX_PASSAGE_CHARS = 2400  # keeps prompt + answer inside n_ctx=2048 for two pass
 
 
 def _truncate(text: str) -> str:
-    return text if len(text) <= MAX_PASSAGE_CHARS else text[:MAX_PASSAGE_CHARS].rsplit(" ", 1)[0] + " ..."
+    return prompts.cut_at_word(text, MAX_PASSAGE_CHARS)
 
 
 def build_request(task: Task, config: GenerationConfig, shown: Optional[examples_mod.ExampleSet] = None,

@@ -20,7 +20,8 @@ from typing import Optional, Sequence
 
 from curator.core.generation.answers import _BLOCK, _SENTENCE_END
 from curator.core.queries.words import stems
-from curator.core.generation.prompts import _UNIT_RULE, ANSWER_FIRST_SHOTS, KEYWORD_GRAMMAR_WORDS, KEYWORD_WORD_RULE
+from curator.core.generation.prompts import (_UNIT_RULE, ANSWER_FIRST_SHOTS, KEYWORD_GRAMMAR_WORDS, KEYWORD_WORD_RULE,
+                                             cut_at_word)
 
 # Multi-hop rows stay made by rule (generation.multihop) in every mode: written by the 1.5B model from two passages,
 # 0 of 6 were usable by blind labels on three FAQs (a question one passage answers, or references that answer
@@ -85,7 +86,7 @@ def passage_of(texts: Sequence[str], limit: int) -> str:
     joined = texts[0]
     for text in texts[1:]:
         joined += "\n" + text[_overlap(joined, text):].lstrip()
-    return joined if len(joined) <= limit else joined[:limit].rsplit(" ", 1)[0] + " ..."
+    return cut_at_word(joined, limit)
 
 
 def _overlap(before: str, after: str, longest: int = 1200) -> int:

@@ -304,3 +304,8 @@ def templates() -> dict:
             "multi_hop": {"instruction": MULTI_HOP_INSTRUCTION, "examples": MULTI_HOP_SHOTS,
                           "grammar": MULTI_HOP_GRAMMAR},
             "unanswerable": "the factoid answer-first prompt, then a key detail swapped (generation.unanswerable)"}
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters cut back to a word's end and marked " ..." when it is longer."""
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
